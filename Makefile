@@ -1,0 +1,65 @@
+# koordgang: the two set-up commands are `make demo` and `make test`.
+# Everything built or downloaded lives outside git: .venv/ and .cluster/ here, Go and pip
+# caches and the control-plane binaries under ~/.cache.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
+PYTEST_ARGS ?=
+
+.PHONY: help venv build-controlplane cluster-up cluster-down run lint unit e2e test demo clean
+
+help:
+	@echo "make demo          local control plane + koordgang + example jobs, then a report"
+	@echo "make test          install what the tests need, then lint, unit and e2e tests"
+	@echo "make cluster-up    start the local control plane (kubeconfig: .cluster/kubeconfig)"
+	@echo "make cluster-down  stop it"
+	@echo "make run           run koordgang against \$$KUBECONFIG (default .cluster/kubeconfig)"
+
+$(STAMP): pyproject.toml
+	@echo "==> creating $(VENV) and installing koordgang with its test tools"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+build-controlplane: $(STAMP)
+	@$(PY) -m e2e.controlplane build
+
+cluster-up: $(STAMP)
+	@$(PY) -m e2e.controlplane up
+
+cluster-down: $(STAMP)
+	@$(PY) -m e2e.controlplane down
+
+run: $(STAMP)
+	@$(VENV)/bin/koordgang run --kubeconfig "$(KUBECONFIG)"
+
+lint: $(STAMP)
+	@echo "==> ruff"
+	@$(VENV)/bin/ruff check koordgang e2e tests
+	@echo "==> mypy --strict koordgang"
+	@$(VENV)/bin/mypy
+	@echo "==> import-linter (layers import only downward)"
+	@$(VENV)/bin/lint-imports
+
+unit: $(STAMP)
+	@echo "==> unit tests"
+	@$(PY) -m pytest koordgang tests -q $(PYTEST_ARGS)
+
+e2e: $(STAMP) build-controlplane
+	@echo "==> e2e tests on the local control plane (started and stopped by the suite)"
+	@$(PY) -m pytest e2e -q $(PYTEST_ARGS)
+
+test: lint unit e2e
+
+demo: $(STAMP)
+	@$(PY) -m e2e.demo
+
+clean:
+	rm -rf $(VENV) .cluster .mypy_cache .ruff_cache .pytest_cache

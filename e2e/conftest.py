@@ -1,0 +1,134 @@
+"""Fixtures for e2e tests against a real API server.
+
+Which server: ``KOORDGANG_E2E_KUBECONFIG`` if set (kind, see e2e/kind/), else the local control
+plane (started here if it is not up, and stopped again at the end if it was started here).
+The cluster belongs to the tests: fake nodes left from earlier runs are removed first.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from e2e.controlplane import LocalControlPlane
+from e2e.daemon import Daemon, DeploymentDaemon, LocalDaemon
+from e2e.invariants import assert_invariants
+from e2e.kube import Cluster, unique
+
+CRDS = Path(__file__).resolve().parent.parent / "manifests" / "crds"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def kubeconfig() -> Iterator[str]:
+    given = os.environ.get("KOORDGANG_E2E_KUBECONFIG")
+    if given:
+        yield given
+        return
+    plane = LocalControlPlane()
+    started_here = not plane.is_up()
+    path = plane.up()
+    try:
+        yield str(path)
+    finally:
+        if started_here:
+            plane.down()
+
+
+def install_crds(api_client: object) -> None:
+    """The CRDs from manifests/ (kopf watches PodGroups and ClusterNetworkTopologies)."""
+    extensions = client.ApiextensionsV1Api(api_client)
+    for path in sorted(CRDS.glob("*.yaml")):
+        body = yaml.safe_load(path.read_text())
+        name = body["metadata"]["name"]
+        try:
+            extensions.create_custom_resource_definition(body)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+            current = extensions.read_custom_resource_definition(name)
+            body["metadata"]["resourceVersion"] = current.metadata.resource_version
+            extensions.replace_custom_resource_definition(name, body)
+
+
+@pytest.fixture(scope="session")
+def cluster(kubeconfig: str) -> Cluster:
+    api_client = config.new_client_from_config(config_file=kubeconfig)
+    install_crds(api_client)
+    handle = Cluster(api_client)
+    handle.remove_all_fake_nodes()
+    return handle
+
+
+@pytest.fixture
+def namespace(cluster: Cluster) -> Iterator[str]:
+    name = cluster.create_namespace(unique("e2e"))
+    yield name
+    cluster.delete_namespace_pods(name)
+
+
+@pytest.fixture
+def clean_nodes(cluster: Cluster) -> Iterator[Cluster]:
+    """A cluster with no fake nodes; nodes the test adds are removed afterwards."""
+    cluster.remove_all_fake_nodes()
+    yield cluster
+    cluster.remove_all_fake_nodes()
+
+
+@pytest.fixture
+def daemon_factory(
+    kubeconfig: str, cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[type]:
+    """Makes daemons; every one made is stopped at the end, and its log attached on failure."""
+    made: list[Daemon] = []
+
+    def make(*extra_args: str) -> Daemon:
+        daemon: Daemon
+        if os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment":
+            daemon = DeploymentDaemon(cluster)
+        else:
+            daemon = LocalDaemon(kubeconfig, tmp_path, *extra_args)
+        made.append(daemon)
+        return daemon
+
+    yield make  # type: ignore[misc]
+    for daemon in made:
+        daemon.stop()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        for daemon in made:
+            print(f"--- koordgang log ---\n{daemon.logs()[-20000:]}")
+
+
+@pytest.fixture
+def daemon(daemon_factory: type) -> Daemon:
+    d: Daemon = daemon_factory()  # type: ignore[call-arg]
+    d.start()
+    return d
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    setattr(item, f"rep_{report.when}", report)
+
+
+@pytest.fixture
+def check_invariants(cluster: Cluster, namespace: str) -> Iterator[None]:
+    """Use in a scenario: after it, no node is over-committed, kopf touched no pod, and every
+    pending pod of ours is explained."""
+    yield
+    assert_invariants(cluster, namespace)

@@ -1,0 +1,458 @@
+"""LocalControlPlane: etcd + kube-apiserver + kwok on loopback, for e2e tests and the demo.
+
+The processes outlive the Python process that started them (so `make cluster-up` returns and a
+test session can reuse a cluster someone left up); everything needed to find, check and stop
+them again is in the state directory: pid files, `cluster.json` (ports and token), the
+kubeconfig, and one log per process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import ssl
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from . import probes
+from .build import ensure_built
+from .credentials import apiserver_ca_bundle, generate_service_account_key, write_admin_token
+from .kubeconfig import write_kubeconfig
+from .layout import DEFAULT_STATE_DIR, StateDir
+from .locking import exclusive_lock
+from .nodes import NodeSpec, create_nodes, load_node_specs, wait_nodes_ready
+from .ports import free_loopback_ports
+from .processes import ProcessRecord, is_running, log_tail, start_process, stop_process
+from .progress import Reporter
+
+ETCD = "etcd"
+APISERVER = "kube-apiserver"
+KWOK = "kwok"
+START_ORDER = (ETCD, APISERVER, KWOK)
+STOP_ORDER = tuple(reversed(START_ORDER))
+
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+# Pod IPs kwok hands out. Not the service range: a pod IP equal to a ClusterIP (10.0.0.1 is
+# the kubernetes service) would be confusing in logs. kind uses the same pod subnet.
+POD_CIDR = "10.244.0.1/16"
+# hostIP of every fake pod, from the documentation range (RFC 5737): clearly not a real host.
+FAKE_NODE_IP = "192.0.2.1"
+
+STARTUP_TIMEOUTS = {ETCD: 30.0, APISERVER: 90.0, KWOK: 30.0}
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not be started or stopped; the message says where to look."""
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """What a running cluster listens on; saved as cluster.json next to the pid files."""
+
+    etcd_client_port: int
+    etcd_peer_port: int
+    apiserver_port: int
+    kwok_port: int
+    token: str
+    # The API server's self-signed CA bundle, or None when clients skip TLS verification.
+    ca_bundle: str | None
+
+    @property
+    def apiserver_url(self) -> str:
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    def tls_context(self) -> ssl.SSLContext:
+        return probes.tls_context(Path(self.ca_bundle) if self.ca_bundle else None)
+
+    def save(self, path: Path) -> None:
+        # Holds the admin token: readable by us only.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(json.dumps(asdict(self), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> Endpoints | None:
+        try:
+            return cls(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+
+@dataclass(frozen=True)
+class Status:
+    up: bool
+    kubeconfig: Path
+    # Per process: "running (pid N)" or "not running".
+    processes: dict[str, str]
+    detail: str
+
+    def describe(self) -> str:
+        lines = [f"control plane: {'up' if self.up else 'down'} ({self.detail})"]
+        lines += [f"  {name}: {state}" for name, state in self.processes.items()]
+        lines.append(f"kubeconfig: {self.kubeconfig}")
+        return "\n".join(lines)
+
+
+class LocalControlPlane:
+    """A local etcd + kube-apiserver + kwok, started from binaries built by `build.py`.
+
+    Typical use in a session fixture:
+
+        plane = LocalControlPlane()
+        kubeconfig = plane.up()          # no nodes; or up(nodes_file=DEFAULT_NODES_FILE)
+        ...
+        plane.down()
+    """
+
+    def __init__(
+        self, state_dir: Path | str | None = None, *, reporter: Reporter | None = None
+    ) -> None:
+        self.state = StateDir(Path(state_dir or DEFAULT_STATE_DIR).resolve())
+        self.reporter = reporter or Reporter()
+
+    # -- public API ---------------------------------------------------------------------------
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state.kubeconfig
+
+    def ensure_built(self) -> dict[str, Path]:
+        return ensure_built(self.reporter)
+
+    def is_up(self) -> bool:
+        return self.status().up
+
+    def status(self) -> Status:
+        records = self._records()
+        processes = {
+            name: (
+                f"running (pid {records[name].pid})"
+                if name in records and is_running(records[name])
+                else "not running"
+            )
+            for name in START_ORDER
+        }
+        healthy, detail = self._health()
+        return Status(up=healthy, kubeconfig=self.kubeconfig, processes=processes, detail=detail)
+
+    def up(self, nodes_file: Path | str | None = None, nodes: Sequence[NodeSpec] = ()) -> Path:
+        """Start the control plane (or reuse a healthy one) and create nodes; returns the
+        kubeconfig path.
+
+        `nodes_file=None` creates no nodes from a file (tests usually create their own);
+        pass `DEFAULT_NODES_FILE` for the sample cluster. `nodes` are created as well.
+        Nodes that already exist are updated to match.
+        """
+        specs = list(load_node_specs(nodes_file)) if nodes_file is not None else []
+        specs += nodes
+        self.state.root.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(
+            self.state.lock_file, on_wait=lambda: self.reporter.line("waiting for another `up` ...")
+        ):
+            healthy, detail = self._health()
+            if healthy:
+                self.reporter.line(f"reusing the running control plane in {self.state.root}")
+            else:
+                if any(is_running(r) for r in self._records().values()):
+                    self.reporter.line(f"control plane is not healthy ({detail}); restarting it")
+                    self._stop_all()
+                self._start_fresh(self.ensure_built())
+            if specs:
+                self._create_nodes(specs)
+        self.reporter.line(str(self.kubeconfig))
+        return self.kubeconfig
+
+    def down(self) -> list[str]:
+        """Stop kwok, the API server and etcd; returns one line per process saying what
+        happened. Safe to call when nothing runs."""
+        self.state.root.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(self.state.lock_file):
+            return self._stop_all()
+
+    def api_client(self) -> Any:
+        """A kubernetes.client.ApiClient for this cluster (from the generated kubeconfig)."""
+        # Imported here: the client takes ~0.4 s to import and `down`/`status` never need it.
+        from kubernetes import config
+
+        # The loader is unannotated in the kubernetes package.
+        return config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(self.kubeconfig)
+        )
+
+    def core_api(self) -> Any:
+        """A kubernetes.client.CoreV1Api for this cluster."""
+        from kubernetes import client
+
+        return client.CoreV1Api(self.api_client())
+
+    # -- starting -----------------------------------------------------------------------------
+
+    def _start_fresh(self, binaries: dict[str, Path]) -> None:
+        try:
+            self._start_processes(binaries)
+        except ControlPlaneError as error:
+            self._stop_all(quiet=True)
+            # A port picked as free can be taken by someone else before our process binds it.
+            if "address already in use" not in str(error):
+                raise
+            self.reporter.line("a port was taken meanwhile; retrying with new ports")
+            try:
+                self._start_processes(binaries)
+            except ControlPlaneError:
+                self._stop_all(quiet=True)
+                raise
+        except BaseException:
+            self._stop_all(quiet=True)  # never leave half a cluster behind
+            raise
+
+    def _start_processes(self, binaries: dict[str, Path]) -> None:
+        state = self.state
+        self._reset_state()
+        etcd_client, etcd_peer, apiserver_port, kwok_port = free_loopback_ports(4)
+        token = write_admin_token(state.token_file)
+        generate_service_account_key(state.service_account_key)
+        endpoints = Endpoints(
+            etcd_client_port=etcd_client,
+            etcd_peer_port=etcd_peer,
+            apiserver_port=apiserver_port,
+            kwok_port=kwok_port,
+            token=token,
+            ca_bundle=str(apiserver_ca_bundle(state.cert_dir)),
+        )
+
+        with self.reporter.step("starting etcd"):
+            etcd = self._spawn(ETCD, [str(binaries[ETCD]), *self._etcd_args(endpoints)])
+            self._wait_until(lambda: probes.etcd_healthy(etcd_client), [etcd])
+
+        with self.reporter.step("starting kube-apiserver") as outcome:
+            apiserver = self._spawn(
+                APISERVER, [str(binaries[APISERVER]), *self._apiserver_args(endpoints)]
+            )
+            endpoints = self._wait_apiserver_ready(endpoints, [etcd, apiserver])
+            outcome.word = "ready"
+        write_kubeconfig(
+            state.kubeconfig,
+            endpoints.apiserver_url,
+            token,
+            Path(endpoints.ca_bundle) if endpoints.ca_bundle else None,
+        )
+        endpoints.save(state.cluster_file)
+
+        with self.reporter.step("starting kwok"):
+            kwok = self._spawn(
+                KWOK,
+                [str(binaries[KWOK]), *self._kwok_args(endpoints)],
+                extra_env={"KWOK_WORKDIR": str(state.kwok_workdir)},
+            )
+            self._wait_until(lambda: probes.kwok_healthy(kwok_port), [etcd, apiserver, kwok])
+
+    def _reset_state(self) -> None:
+        """A fresh start begins from empty etcd data, new credentials and new logs."""
+        state = self.state
+        for directory in (
+            state.etcd_data,
+            state.cert_dir,
+            state.auth_dir,
+            state.pid_dir,
+            state.log_dir,
+        ):
+            shutil.rmtree(directory, ignore_errors=True)
+        for file in (state.kubeconfig, state.cluster_file):
+            file.unlink(missing_ok=True)
+        for directory in (
+            state.cert_dir,
+            state.auth_dir,
+            state.pid_dir,
+            state.log_dir,
+            state.kwok_workdir,
+        ):
+            directory.mkdir(parents=True, exist_ok=True)
+
+    def _etcd_args(self, e: Endpoints) -> list[str]:
+        client = f"http://127.0.0.1:{e.etcd_client_port}"
+        peer = f"http://127.0.0.1:{e.etcd_peer_port}"
+        return [
+            "--name=koordgang",
+            f"--data-dir={self.state.etcd_data}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=koordgang={peer}",
+            "--initial-cluster-state=new",
+            # Test data is thrown away on every fresh start; fsync only costs latency.
+            "--unsafe-no-fsync",
+            # Room for benchmark churn between the API server's 5-minute compactions
+            # (the 2 GiB default can fill up and turn etcd read-only).
+            "--quota-backend-bytes=8589934592",
+        ]
+
+    def _apiserver_args(self, e: Endpoints) -> list[str]:
+        key = self.state.service_account_key
+        return [
+            f"--etcd-servers=http://127.0.0.1:{e.etcd_client_port}",
+            f"--cert-dir={self.state.cert_dir}",
+            "--bind-address=127.0.0.1",
+            # Without it the API server looks for a host interface with a default route to
+            # advertise, which fails on machines without one.
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={e.apiserver_port}",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            "--authorization-mode=RBAC",
+            f"--token-auth-file={self.state.token_file}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={key}",
+            f"--service-account-signing-key-file={key}",
+            # ServiceAccount admission would wait for token controllers we do not run;
+            # TaintNodesByCondition would taint new nodes not-ready until a node controller
+            # we do not run clears it. Priority stays on: preemption needs spec.priority.
+            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            "--allow-privileged=true",
+            # The default reconciler would publish 127.0.0.1 as the endpoint of the
+            # `kubernetes` service, which validation refuses (loopback), and retry every 10 s
+            # forever. Nothing in this cluster reaches the API server through that service.
+            "--endpoint-reconciler-type=none",
+        ]
+
+    def _kwok_args(self, e: Endpoints) -> list[str]:
+        return [
+            f"--kubeconfig={self.kubeconfig}",
+            # Only our fake nodes; a kind cluster's real nodes would never carry this.
+            "--manage-all-nodes=false",
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            # Heartbeat through Leases, as kubelets do: kwok then rewrites node status only
+            # every ~10 minutes instead of every 20-45 s, so the scheduler's node watch stays
+            # quiet. The API server creates the kube-node-lease namespace itself.
+            "--node-lease-duration-seconds=40",
+            f"--cidr={POD_CIDR}",
+            f"--node-ip={FAKE_NODE_IP}",
+            # Serves /healthz, which answers once kwok's controllers have started.
+            f"--server-address=127.0.0.1:{e.kwok_port}",
+        ]
+
+    def _spawn(
+        self, name: str, argv: list[str], extra_env: dict[str, str] | None = None
+    ) -> ProcessRecord:
+        return start_process(
+            name,
+            argv,
+            log_file=self.state.log_file(name),
+            pid_file=self.state.pid_file(name),
+            cwd=self.state.root,
+            extra_env=extra_env,
+        )
+
+    def _wait_apiserver_ready(
+        self, endpoints: Endpoints, watched: list[ProcessRecord]
+    ) -> Endpoints:
+        """Wait for /readyz; verify TLS with the API server's own CA if that works, else fall
+        back to skipping verification (and say so)."""
+        ca_bundle = Path(endpoints.ca_bundle) if endpoints.ca_bundle else None
+        # The bundle is written during start-up, before the port opens.
+        self._wait_until(lambda: ca_bundle is None or ca_bundle.exists(), watched)
+        context = endpoints.tls_context()
+        try:
+            self._wait_until(
+                lambda: probes.apiserver_ready(endpoints.apiserver_port, endpoints.token, context),
+                watched,
+            )
+            return endpoints
+        except ssl.SSLCertVerificationError as error:
+            self.reporter.line(
+                f"cannot verify the API server's certificate ({error.reason}); "
+                "the kubeconfig will skip TLS verification"
+            )
+        insecure = Endpoints(**{**asdict(endpoints), "ca_bundle": None})
+        context = insecure.tls_context()
+        self._wait_until(
+            lambda: probes.apiserver_ready(insecure.apiserver_port, insecure.token, context),
+            watched,
+        )
+        return insecure
+
+    def _wait_until(self, ready: Callable[[], bool], watched: list[ProcessRecord]) -> None:
+        """Poll `ready`; fail early, with the log, if a watched process exits meanwhile."""
+        newest = watched[-1]
+        deadline = time.monotonic() + STARTUP_TIMEOUTS[newest.name]
+        while True:
+            if ready():
+                return
+            for record in watched:
+                if not is_running(record):
+                    raise ControlPlaneError(
+                        f"{record.name} exited during start-up; end of {record.log_file}:\n"
+                        f"{log_tail(record)}"
+                    )
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(
+                    f"{newest.name} not ready after {STARTUP_TIMEOUTS[newest.name]:.0f} s; "
+                    f"end of {newest.log_file}:\n{log_tail(newest)}"
+                )
+            time.sleep(0.1)
+
+    def _create_nodes(self, specs: list[NodeSpec]) -> None:
+        with self.reporter.step(f"creating {len(specs)} nodes") as outcome:
+            api = self.core_api()  # most of this step: importing the kubernetes client
+            names = create_nodes(api, specs)
+            wait_nodes_ready(api, names)
+            outcome.word = "Ready"
+
+    # -- health and stopping ------------------------------------------------------------------
+
+    def _records(self) -> dict[str, ProcessRecord]:
+        records = {}
+        for name in START_ORDER:
+            record = ProcessRecord.load(self.state.pid_file(name))
+            if record is not None:
+                records[name] = record
+        return records
+
+    def _health(self) -> tuple[bool, str]:
+        """(healthy, why): all three processes ours and alive, and each answering its probe."""
+        records = self._records()
+        for name in START_ORDER:
+            if name not in records or not is_running(records[name]):
+                return False, f"{name} is not running"
+        endpoints = Endpoints.load(self.state.cluster_file)
+        if endpoints is None or not self.kubeconfig.exists():
+            return False, f"{self.state.cluster_file.name} or the kubeconfig is missing"
+        if not probes.etcd_healthy(endpoints.etcd_client_port):
+            return False, "etcd does not answer /health"
+        try:
+            if not probes.apiserver_ready(
+                endpoints.apiserver_port, endpoints.token, endpoints.tls_context()
+            ):
+                return False, "kube-apiserver is not ready"
+        except (ssl.SSLError, OSError) as error:
+            return False, f"kube-apiserver TLS check failed: {error}"
+        if not probes.kwok_healthy(endpoints.kwok_port):
+            return False, "kwok does not answer /healthz"
+        return True, endpoints.apiserver_url
+
+    def _stop_all(self, *, quiet: bool = False) -> list[str]:
+        results: list[str] = []
+        for name in STOP_ORDER:
+            pid_file = self.state.pid_file(name)
+            record = ProcessRecord.load(pid_file)
+            if record is None:
+                continue
+            try:
+                outcome = stop_process(record)
+            except RuntimeError as error:
+                raise ControlPlaneError(str(error)) from error
+            line = f"{name} (pid {record.pid}): {outcome}"
+            results.append(line)
+            if not quiet:
+                self.reporter.line(line)
+            pid_file.unlink(missing_ok=True)
+        leftovers = [r for r in self._records().values() if is_running(r)]
+        if leftovers:
+            raise ControlPlaneError(f"still running: {[r.name for r in leftovers]}")
+        if not results and not quiet:
+            self.reporter.line("nothing was running")
+        self.state.cluster_file.unlink(missing_ok=True)
+        return results

@@ -1,0 +1,162 @@
+"""Runs the scheduler for e2e tests: as a local process (local control plane) or as the
+in-cluster Deployment (kind, KOORDGANG_E2E_DAEMON=deployment)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Protocol
+
+from e2e.kube import Cluster, wait_until
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Daemon(Protocol):
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def kill(self) -> None: ...
+    def logs(self) -> str: ...
+
+
+class LocalDaemon:
+    """``python -m koordgang run`` against the test cluster, logs to a file."""
+
+    def __init__(self, kubeconfig: str, log_dir: Path, *extra_args: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.port = free_port()
+        self.log_path = log_dir / f"koordgang-{self.port}.log"
+        self.extra_args = extra_args
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "koordgang",
+                "run",
+                "--kubeconfig",
+                self.kubeconfig,
+                "--http-port",
+                str(self.port),
+                "--http-host",
+                "127.0.0.1",
+                "--log-format",
+                "console",
+                *self.extra_args,
+            ],
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        log.close()
+        wait_until(self._ready, timeout=60, interval=0.1, what="koordgang /readyz")
+
+    def _ready(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise AssertionError(
+                f"koordgang exited with {self.process.returncode}:\n{self.logs()[-4000:]}"
+            )
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1) as reply:
+                return bool(reply.status == 200)
+        except OSError:
+            return False
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as reply:
+            text: str = reply.read().decode()
+            return text
+
+    def stop(self) -> None:
+        """SIGTERM, as Kubernetes does; returns the exit code in ``returncode``."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError("koordgang did not stop within 30 s of SIGTERM") from None
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.process is None else self.process.returncode
+
+    def logs(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+class DeploymentDaemon:
+    """The Deployment applied from manifests/ (kind). Start = wait for a ready pod; kill =
+    force-delete the pod (the container gets SIGKILL); the Deployment starts a new one."""
+
+    namespace = "koordgang-system"
+    selector = "app.kubernetes.io/name=koordgang"
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    def _pods(self) -> list[object]:
+        return list(
+            self.cluster.core.list_namespaced_pod(
+                self.namespace, label_selector=self.selector
+            ).items
+        )
+
+    def start(self) -> None:
+        def ready() -> bool:
+            for pod in self._pods():
+                conditions = getattr(getattr(pod, "status", None), "conditions", None) or []
+                if any(c.type == "Ready" and c.status == "True" for c in conditions):
+                    return True
+            return False
+
+        wait_until(ready, timeout=120, what="the koordgang Deployment to be ready")
+
+    def stop(self) -> None:
+        """The Deployment keeps running between tests."""
+
+    def kill(self) -> None:
+        for pod in self._pods():
+            meta = pod.metadata  # type: ignore[attr-defined]
+            self.cluster.force_delete(meta.namespace, meta.name)
+        time.sleep(1)
+
+    def logs(self) -> str:
+        out = []
+        for pod in self._pods():
+            meta = pod.metadata  # type: ignore[attr-defined]
+            try:
+                out.append(self.cluster.core.read_namespaced_pod_log(meta.name, meta.namespace))
+            except Exception as error:  # logs are diagnostics only
+                out.append(f"(no logs from {meta.name}: {error})")
+        return "\n".join(out)

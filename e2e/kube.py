@@ -1,0 +1,194 @@
+"""Small helpers for e2e tests: building pods and nodes, waiting, reading what users see."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from e2e.controlplane import NodeSpec, Taint, create_nodes, delete_nodes, wait_nodes_ready
+
+SCHEDULER = "koord-scheduler"
+T = TypeVar("T")
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def wait_until(
+    predicate: Callable[[], T],
+    *,
+    timeout: float = 60.0,
+    interval: float = 0.25,
+    what: str = "condition",
+) -> T:
+    """Polls ``predicate`` until it returns something truthy; fails the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(
+        f"timed out after {timeout:.0f} s waiting for {what}; last value: {last!r}"
+    )
+
+
+def pod_body(
+    name: str,
+    *,
+    requests: Mapping[str, str] | None = None,
+    scheduler: str = SCHEDULER,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    affinity: Mapping[str, Any] | None = None,
+    tolerations: Iterable[Mapping[str, Any]] = (),
+    priority: int | None = None,
+    init_requests: Mapping[str, str] | None = None,
+    node_name: str | None = None,
+) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "main", "image": "registry.k8s.io/pause:3.10"}
+    if requests:
+        container["resources"] = {"requests": dict(requests)}
+        # Extended resources (nvidia.com/gpu) cannot be overcommitted: the API server wants
+        # their limit set, equal to the request.
+        extended = {k: v for k, v in requests.items() if "/" in k}
+        if extended:
+            container["resources"]["limits"] = extended
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [container],
+        "terminationGracePeriodSeconds": 0,
+    }
+    if init_requests:
+        spec["initContainers"] = [
+            {
+                "name": "init",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": dict(init_requests)},
+            }
+        ]
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if affinity:
+        spec["affinity"] = dict(affinity)
+    tolerations = list(tolerations)
+    if tolerations:
+        spec["tolerations"] = [dict(t) for t in tolerations]
+    if priority is not None:
+        spec["priority"] = priority
+    if node_name:
+        spec["nodeName"] = node_name
+    metadata: dict[str, Any] = {"name": name}
+    if labels:
+        metadata["labels"] = dict(labels)
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+class Cluster:
+    """The test's handle on the API server, with cleanup of what it created."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.api_client = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+        self.created_nodes: list[str] = []
+
+    # -- nodes -------------------------------------------------------------------------------
+
+    def add_nodes(
+        self,
+        names: Iterable[str],
+        capacity: Mapping[str, str],
+        *,
+        labels: Mapping[str, str] | None = None,
+        taints: Iterable[tuple[str, str, str]] = (),
+        unschedulable: bool = False,
+    ) -> list[str]:
+        specs = [
+            NodeSpec(
+                name=name,
+                capacity=dict(capacity),
+                labels=dict(labels or {}),
+                taints=tuple(Taint(key=k, value=v, effect=e) for k, v, e in taints),
+            )
+            for name in names
+        ]
+        created = create_nodes(self.core, specs)
+        self.created_nodes.extend(created)
+        wait_nodes_ready(self.core, created, timeout=60)
+        if unschedulable:
+            for name in created:
+                self.core.patch_node(name, {"spec": {"unschedulable": True}})
+        return created
+
+    def remove_all_fake_nodes(self) -> None:
+        nodes = self.core.list_node(label_selector="type=kwok").items
+        for node in nodes:
+            self.delete_pods_on_node(node.metadata.name)
+        delete_nodes(self.core, [n.metadata.name for n in nodes])
+
+    def delete_pods_on_node(self, node: str) -> None:
+        for pod in self.core.list_pod_for_all_namespaces(
+            field_selector=f"spec.nodeName={node}"
+        ).items:
+            self.force_delete(pod.metadata.namespace, pod.metadata.name)
+
+    # -- namespaces and pods -----------------------------------------------------------------
+
+    def create_namespace(self, name: str) -> str:
+        self.core.create_namespace({"metadata": {"name": name}})
+        return name
+
+    def create_pod(self, namespace: str, body: Mapping[str, Any]) -> Any:
+        return self.core.create_namespaced_pod(namespace, dict(body))
+
+    def pods(self, namespace: str, label_selector: str = "") -> list[Any]:
+        items: list[Any] = self.core.list_namespaced_pod(
+            namespace, label_selector=label_selector
+        ).items
+        return items
+
+    def pod(self, namespace: str, name: str) -> Any:
+        return self.core.read_namespaced_pod(name, namespace)
+
+    def force_delete(self, namespace: str, name: str) -> None:
+        try:
+            self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+    def delete_namespace_pods(self, namespace: str) -> None:
+        self.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+        wait_until(lambda: not self.pods(namespace), timeout=60, what=f"pods of {namespace} to go")
+
+    def events_for(self, namespace: str, name: str) -> list[Any]:
+        items: list[Any] = self.core.list_namespaced_event(
+            namespace, field_selector=f"involvedObject.name={name}"
+        ).items
+        return items
+
+
+def scheduled_condition(pod: Any) -> Any | None:
+    for condition in (pod.status.conditions or []) if pod.status else []:
+        if condition.type == "PodScheduled":
+            return condition
+    return None
+
+
+def bound(pods: Iterable[Any]) -> list[Any]:
+    return [p for p in pods if p.spec.node_name]
+
+
+def pending(pods: Iterable[Any]) -> list[Any]:
+    return [p for p in pods if not p.spec.node_name]

@@ -1,0 +1,141 @@
+"""Start, stop, crash and restart: nothing double-booked, nothing lost, nothing written by kopf."""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.request
+from collections import Counter
+
+import pytest
+
+from e2e.daemon import LocalDaemon
+from e2e.invariants import kopf_marks_on_pods, overcommitted_nodes
+from e2e.kube import Cluster, bound, pending, pod_body, scheduled_condition, wait_until
+
+local_only = pytest.mark.skipif(
+    os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment",
+    reason="needs a daemon process of its own",
+)
+
+
+def _scheduled_events(cluster: Cluster, namespace: str) -> Counter[str]:
+    events = cluster.core.list_namespaced_event(namespace).items
+    return Counter(e.involved_object.name for e in events if e.reason == "Scheduled")
+
+
+def test_sigkill_and_restart_double_books_nothing(
+    clean_nodes: Cluster, namespace: str, daemon_factory: type, check_invariants: None
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes([f"crash-{i}" for i in range(10)], {"cpu": "10", "memory": "40Gi"})
+    # 150 pods of 1 cpu for 100 cpu of room: the cluster ends exactly full.
+    for i in range(150):
+        cluster.create_pod(
+            namespace, pod_body(f"c-{i:03d}", requests={"cpu": "1", "memory": "1Gi"})
+        )
+
+    first = daemon_factory()  # type: ignore[call-arg]
+    first.start()
+    wait_until(
+        lambda: len(bound(cluster.pods(namespace))) >= 20, timeout=60, what="some pods bound"
+    )
+    first.kill()
+    after_kill = {p.metadata.name: p.spec.node_name for p in bound(cluster.pods(namespace))}
+    assert len(after_kill) < 150
+
+    second = daemon_factory()  # type: ignore[call-arg]
+    second.start()
+    wait_until(
+        lambda: len(bound(cluster.pods(namespace))) == 100, timeout=90, what="the cluster full"
+    )
+    wait_until(
+        lambda: all(scheduled_condition(p) for p in pending(cluster.pods(namespace))),
+        timeout=60,
+        what="the 50 leftovers explained",
+    )
+    time.sleep(1)
+    pods = cluster.pods(namespace)
+    assert len(bound(pods)) == 100
+    assert overcommitted_nodes(cluster) == {}
+    # Pods bound before the crash stayed where they were.
+    for pod in pods:
+        if pod.metadata.name in after_kill:
+            assert pod.spec.node_name == after_kill[pod.metadata.name]
+    per_node = Counter(p.spec.node_name for p in bound(pods))
+    assert set(per_node.values()) == {10}
+    # No pod was announced as scheduled twice.
+    assert max(_scheduled_events(cluster, namespace).values()) == 1
+
+
+@local_only
+def test_sigterm_finishes_binds_in_flight_and_exits_cleanly(
+    clean_nodes: Cluster, namespace: str, daemon_factory: type, check_invariants: None
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes([f"term-{i}" for i in range(5)], {"cpu": "100", "memory": "400Gi"})
+    for i in range(300):
+        cluster.create_pod(namespace, pod_body(f"t-{i:03d}", requests={"cpu": "100m"}))
+    daemon = daemon_factory()  # type: ignore[call-arg]
+    assert isinstance(daemon, LocalDaemon)
+    daemon.start()
+    wait_until(lambda: len(bound(cluster.pods(namespace))) >= 1, timeout=60, what="binding started")
+    daemon.stop()
+    assert daemon.returncode == 0, daemon.logs()[-3000:]
+    logs = daemon.logs()
+    assert "scheduler stopped" in logs
+    assert "binds cut off by shutdown" not in logs
+    # Whatever it had assumed got bound: a restarted daemon finds every pod either bound or
+    # pending and schedules the rest.
+    second = daemon_factory()  # type: ignore[call-arg]
+    second.start()
+    wait_until(lambda: len(bound(cluster.pods(namespace))) == 300, timeout=90, what="all 300 bound")
+
+
+@local_only
+def test_health_endpoints_and_metrics(
+    clean_nodes: Cluster, namespace: str, daemon_factory: type
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes(["metrics-1"], {"cpu": "4", "memory": "4Gi"})
+    daemon = daemon_factory()  # type: ignore[call-arg]
+    assert isinstance(daemon, LocalDaemon)
+    daemon.start()
+    base = f"http://127.0.0.1:{daemon.port}"
+    for path in ("/healthz", "/readyz"):
+        with urllib.request.urlopen(base + path, timeout=5) as reply:
+            assert reply.status == 200
+    cluster.create_pod(namespace, pod_body("fits", requests={"cpu": "1"}))
+    cluster.create_pod(namespace, pod_body("too-big", requests={"cpu": "8"}))
+    wait_until(lambda: cluster.pod(namespace, "fits").spec.node_name, what="bound")
+    wait_until(lambda: scheduled_condition(cluster.pod(namespace, "too-big")), what="explained")
+    text = daemon.metrics()
+    assert 'koordgang_schedule_attempts_total{result="scheduled"} 1.0' in text
+    assert 'koordgang_schedule_attempts_total{result="unschedulable"}' in text
+    assert "koordgang_binding_duration_seconds_bucket" in text
+    assert 'koordgang_pending_pods{queue="unschedulable"}' in text
+
+
+def test_kopf_writes_nothing_to_pods(
+    clean_nodes: Cluster, namespace: str, daemon_factory: type
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes(["hygiene-1"], {"cpu": "4", "memory": "4Gi"})
+    daemon = daemon_factory()  # type: ignore[call-arg]
+    daemon.start()
+    for i in range(5):
+        cluster.create_pod(namespace, pod_body(f"h-{i}", requests={"cpu": "100m"}))
+    cluster.create_pod(namespace, pod_body("h-waits", requests={"cpu": "64"}))
+    wait_until(lambda: len(bound(cluster.pods(namespace))) == 5, what="bound")
+    wait_until(lambda: scheduled_condition(cluster.pod(namespace, "h-waits")), what="explained")
+    assert kopf_marks_on_pods(cluster) == []
+    for pod in cluster.pods(namespace):
+        assert not any("kopf" in (f or "") for f in (pod.metadata.finalizers or []))
+        assert not any("kopf" in k for k in (pod.metadata.annotations or {}))
+    kopf_events = [
+        e
+        for e in cluster.core.list_namespaced_event(namespace).items
+        if (e.source and e.source.component == "kopf")
+        or (e.reporting_component or "").startswith("kopf")
+    ]
+    assert kopf_events == []

@@ -1,0 +1,55 @@
+"""/healthz, /readyz and /metrics for probes and Prometheus."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
+
+
+class HealthServer:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        is_alive: Callable[[], bool],
+        is_ready: Callable[[], bool],
+        render_metrics: Callable[[], bytes],
+    ) -> None:
+        self.host = host
+        self.port = port
+        self._is_alive = is_alive
+        self._is_ready = is_ready
+        self._render_metrics = render_metrics
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        if self._is_alive():
+            return web.Response(text="ok\n")
+        return web.Response(status=503, text="scheduling loop is not running\n")
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        if self._is_ready():
+            return web.Response(text="ok\n")
+        return web.Response(status=503, text="initial listing of pods and nodes not finished\n")
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        body = self._render_metrics()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -1,0 +1,142 @@
+"""A small asyncio client for the Kubernetes API over aiohttp.
+
+Measured on our machines, aiohttp with 32-64 requests in flight reaches the API server's own
+ceiling (about 2,000 binds/s), while the official client tops out near half that on its own CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import aiohttp
+
+from koordgang.clients.config import Connection
+from koordgang.clients.errors import ApiError, ApiUnavailable
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+def _ssl_context(conn: Connection) -> ssl.SSLContext | bool:
+    if not conn.server.startswith("https"):
+        return False
+    context = (
+        ssl.create_default_context(cafile=conn.ca_path)
+        if conn.ca_path
+        else ssl.create_default_context()
+    )
+    if conn.insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if conn.cert_path and conn.key_path:
+        context.load_cert_chain(conn.cert_path, conn.key_path)
+    return context
+
+
+class KubeApi:
+    def __init__(
+        self, conn: Connection, *, pool_size: int = 100, user_agent: str = "koordgang"
+    ) -> None:
+        self.conn = conn
+        self._ssl = _ssl_context(conn)
+        self._pool_size = pool_size
+        self._user_agent = user_agent
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self._pool_size, ssl=self._ssl)
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"User-Agent": self._user_agent},
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            )
+        return self._session
+
+    def _headers(self, content_type: str | None = None) -> dict[str, str]:
+        headers = {"Accept": JSON}
+        token = self.conn.current_token()
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        timeout: float = 30.0,
+    ) -> Any:
+        """One call; returns the decoded JSON reply or raises ApiError / ApiUnavailable."""
+        data = None if body is None else json.dumps(body, separators=(",", ":"))
+        try:
+            async with self.session.request(
+                method,
+                self.conn.server + path,
+                params=params,
+                data=data,
+                headers=self._headers(content_type if data is not None else None),
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as response:
+                raw = await response.read()
+                if response.status >= 400:
+                    raise _api_error(response.status, raw)
+                return json.loads(raw) if raw else None
+        except (aiohttp.ClientConnectionError, TimeoutError) as error:
+            raise ApiUnavailable(f"{method} {path}: {error!r}") from error
+
+    async def watch(
+        self, path: str, params: Mapping[str, str], *, timeout: float
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Yields watch events (``{"type": ..., "object": ...}``) until the server ends the
+        stream. An ERROR event with a Status is raised as ApiError."""
+        query = dict(params)
+        query["watch"] = "true"
+        try:
+            async with self.session.get(
+                self.conn.server + path,
+                params=query,
+                headers=self._headers(),
+                timeout=aiohttp.ClientTimeout(total=timeout + 30, sock_read=timeout + 30),
+            ) as response:
+                if response.status >= 400:
+                    raise _api_error(response.status, await response.read())
+                async for line in response.content:
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    if event.get("type") == "ERROR":
+                        status = event.get("object") or {}
+                        raise ApiError(
+                            int(status.get("code") or 500),
+                            str(status.get("reason") or "Error"),
+                            str(status.get("message") or ""),
+                            status,
+                        )
+                    yield event
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError) as error:
+            raise ApiUnavailable(f"WATCH {path}: {error!r}") from error
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+
+
+def _api_error(status: int, raw: bytes) -> ApiError:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        return ApiError(status, str(body.get("reason") or ""), str(body.get("message") or ""), body)
+    return ApiError(status, "", raw[:500].decode("utf-8", "replace"), None)

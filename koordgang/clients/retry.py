@@ -1,0 +1,32 @@
+"""Retries of transient API failures, with jittered exponential backoff (tenacity)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from koordgang.clients.errors import is_transient
+
+T = TypeVar("T")
+
+
+async def with_retries(
+    call: Callable[[], Awaitable[T]],
+    *,
+    attempts: int = 5,
+    initial: float = 0.1,
+    maximum: float = 2.0,
+) -> T:
+    """Runs ``call`` until it succeeds, fails for good, or ``attempts`` are used up."""
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(is_transient),
+        stop=stop_after_attempt(attempts),
+        wait=wait_exponential_jitter(initial=initial, max=maximum),
+        reraise=True,
+    )
+    async for attempt in retrying:
+        with attempt:
+            return await call()
+    raise AssertionError("unreachable: tenacity reraises the last error")

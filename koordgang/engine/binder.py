@@ -1,0 +1,128 @@
+"""Binding: many Binding requests in flight at once, bounded, each with retries.
+
+The scheduling cycle has already *assumed* the pod on its node, so the cache counts it there
+while the request is in flight. Every way a bind can end releases or confirms that assumption:
+- success: the assumption stays until the informer shows the pod bound;
+- the pod is gone (404): forget it;
+- conflict (409, bound elsewhere or recreated): read the pod back and trust what it says;
+- anything else, after retries: forget the assumption and queue the pod again, with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import structlog
+
+from koordgang.clients import pods
+from koordgang.clients.api import KubeApi
+from koordgang.clients.errors import ApiError, ApiUnavailable
+from koordgang.clients.retry import with_retries
+from koordgang.engine.metrics import Metrics
+from koordgang.model.pod import PodInfo
+
+log = structlog.get_logger("koordgang.binder")
+
+
+class BindOutcome:
+    OK = "ok"
+    GONE = "gone"
+    CONFLICT = "conflict"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class BindRequest:
+    pod: PodInfo
+    node: str
+    attempts: int
+    enqueued_at: float
+
+
+BindCallback = Callable[[BindRequest, str, str], None]
+"""Called with (request, outcome, detail) when a bind has ended, in the event loop."""
+
+
+class Binder:
+    def __init__(
+        self,
+        api: KubeApi,
+        metrics: Metrics,
+        *,
+        concurrency: int,
+        on_done: BindCallback,
+        clock: Callable[[], float],
+        bind_call: Callable[[KubeApi, str, str, str, str], Awaitable[None]] = pods.bind,
+    ) -> None:
+        self._api = api
+        self._metrics = metrics
+        self._limit = max(1, concurrency)
+        self._on_done = on_done
+        self._clock = clock
+        self._bind_call = bind_call
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._slot_freed = asyncio.Event()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    def has_room(self) -> bool:
+        return len(self._tasks) < self._limit
+
+    async def wait_for_room(self) -> None:
+        while len(self._tasks) >= self._limit:
+            self._slot_freed.clear()
+            await self._slot_freed.wait()
+
+    def submit(self, request: BindRequest) -> None:
+        task = asyncio.create_task(self._bind(request), name=f"bind:{request.pod.key}")
+        self._tasks.add(task)
+        self._metrics.binds_in_flight.set(len(self._tasks))
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._metrics.binds_in_flight.set(len(self._tasks))
+        self._slot_freed.set()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("bind task crashed", task=task.get_name(), error=repr(task.exception()))
+
+    async def _bind(self, request: BindRequest) -> None:
+        pod = request.pod
+        started = self._clock()
+        outcome, detail = BindOutcome.OK, ""
+        try:
+            await with_retries(
+                lambda: self._bind_call(self._api, pod.namespace, pod.name, pod.uid, request.node)
+            )
+        except ApiError as error:
+            if error.not_found:
+                outcome, detail = BindOutcome.GONE, error.message
+            elif error.conflict:
+                outcome, detail = BindOutcome.CONFLICT, error.message
+            else:
+                outcome, detail = (
+                    BindOutcome.ERROR,
+                    f"{error.status} {error.reason}: {error.message}",
+                )
+        except ApiUnavailable as error:
+            outcome, detail = BindOutcome.ERROR, str(error)
+        finished = self._clock()
+        self._metrics.binds.labels(outcome).inc()
+        if outcome == BindOutcome.OK:
+            self._metrics.binding_duration.observe(finished - started)
+            self._metrics.e2e_duration.observe(finished - request.enqueued_at)
+        self._on_done(request, outcome, detail)
+
+    async def drain(self, timeout: float) -> int:
+        """Waits for binds in flight (graceful shutdown); returns how many did not finish."""
+        if not self._tasks:
+            return 0
+        _, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        return len(pending)

@@ -1,0 +1,85 @@
+"""Prometheus metrics of one scheduler instance (its own registry, so tests can make many)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+_LATENCY_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+)
+_E2E_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.attempts = Counter(
+            "koordgang_schedule_attempts",
+            "Scheduling attempts by result (scheduled, unschedulable, error).",
+            ["result"],
+            registry=self.registry,
+        )
+        self.attempt_duration = Histogram(
+            "koordgang_scheduling_attempt_duration_seconds",
+            "Time of one scheduling cycle (filter, score, assume), without binding.",
+            ["result"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.binding_duration = Histogram(
+            "koordgang_binding_duration_seconds",
+            "Time to bind one pod, retries included.",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.e2e_duration = Histogram(
+            "koordgang_pod_scheduling_duration_seconds",
+            "Time from a pod entering the queue to its binding.",
+            buckets=_E2E_BUCKETS,
+            registry=self.registry,
+        )
+        self.binds = Counter(
+            "koordgang_binds",
+            "Bind requests by result (ok, gone, conflict, error).",
+            ["result"],
+            registry=self.registry,
+        )
+        self.queue_depth = Gauge(
+            "koordgang_pending_pods",
+            "Pods waiting in the queue, by part.",
+            ["queue"],
+            registry=self.registry,
+        )
+        self.binds_in_flight = Gauge(
+            "koordgang_binds_in_flight", "Bind requests in flight.", registry=self.registry
+        )
+        self.cache_size = Gauge(
+            "koordgang_cache_objects",
+            "Objects in the scheduler cache.",
+            ["kind"],
+            registry=self.registry,
+        )
+        self.api_writes = Counter(
+            "koordgang_api_writes",
+            "Status and Event writes by kind and result.",
+            ["kind", "result"],
+            registry=self.registry,
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,288 @@
+"""What the scheduler needs of a pod, parsed once from the API server's JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from koordgang.model import _fields
+from koordgang.model.affinity import NodeSelector, parse_node_selector
+from koordgang.model.errors import ModelError, show
+from koordgang.model.resources import CPU, MEMORY, Resources, parse_amounts
+from koordgang.model.taints import Toleration, parse_tolerations
+
+__all__ = [
+    "DEFAULT_PREEMPTION_POLICY",
+    "DEFAULT_SCHEDULER_NAME",
+    "PodInfo",
+    "PodParseError",
+    "PodShape",
+    "parse_pod",
+    "pod_requests",
+]
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+DEFAULT_PREEMPTION_POLICY = "PreemptLowerPriority"
+PHASE_PENDING = "Pending"
+PHASE_SUCCEEDED = "Succeeded"
+PHASE_FAILED = "Failed"
+_TERMINAL_PHASES = frozenset((PHASE_SUCCEEDED, PHASE_FAILED))
+
+_HUGEPAGES_PREFIX = "hugepages-"
+_AFFINITY_PATH = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+class PodParseError(ModelError):
+    """A pod the scheduler cannot read; ``str()`` is one line naming the field and the value,
+    fit to be shown on the pod."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodShape:
+    """Everything a pod's static filter verdicts depend on, hashable with a cached hash, so
+    pods of one shape (the replicas of a job) can share per-node results."""
+
+    requests: Resources
+    node_selector: tuple[tuple[str, str], ...]
+    required_affinity: NodeSelector | None
+    tolerations: tuple[Toleration, ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "_hash",
+            hash((self.requests, self.node_selector, self.required_affinity, self.tolerations)),
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodInfo:
+    """A pod as the scheduler sees it.
+
+    ``requests`` is what the pod occupies on a node (containers, init containers, sidecars,
+    pod-level resources and overhead combined as Kubernetes does), without the pod itself
+    counting against the node's ``pods`` allocatable. ``key`` and ``shape`` are derived from
+    the other fields, so ``dataclasses.replace`` keeps them right.
+    """
+
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    node_name: str = ""
+    nominated_node_name: str = ""
+    phase: str = PHASE_PENDING
+    priority: int = 0
+    preemption_policy: str = DEFAULT_PREEMPTION_POLICY
+    creation_timestamp: float = 0.0
+    deletion_timestamp: float | None = None
+    resource_version: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict, hash=False)
+    annotations: Mapping[str, str] = field(default_factory=dict, hash=False)
+    requests: Resources = Resources.EMPTY
+    node_selector: Mapping[str, str] = field(default_factory=dict, hash=False)
+    required_affinity: NodeSelector | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    #: (status, reason, message) of the PodScheduled condition, None when there is none.
+    conditions_pod_scheduled: tuple[str, str, str] | None = None
+    key: str = field(init=False)
+    shape: PodShape = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
+        object.__setattr__(
+            self,
+            "shape",
+            PodShape(
+                self.requests,
+                tuple(sorted(self.node_selector.items())),
+                self.required_affinity,
+                self.tolerations,
+            ),
+        )
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase in _TERMINAL_PHASES
+
+    @property
+    def is_bound(self) -> bool:
+        return bool(self.node_name)
+
+    @property
+    def is_terminating(self) -> bool:
+        return self.deletion_timestamp is not None
+
+
+def _add(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, amount in amounts.items():
+        total[name] = total.get(name, 0) + amount
+
+
+def _raise_to(peak: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, amount in amounts.items():
+        if name not in peak or amount > peak[name]:
+            peak[name] = amount
+
+
+def _container_requests(container: Any, path: str) -> dict[str, int]:
+    if type(container) is not dict and not isinstance(container, Mapping):
+        raise ModelError(f"expected an object, got {show(container)}", path)
+    resources = _fields.mapping(container, "resources", f"{path}.resources")
+    requests = _resource_list(resources, "requests", f"{path}.resources.requests")
+    # API defaulting: a resource given only a limit requests that limit. Presence, not value,
+    # decides, so an explicit zero request stays zero.
+    for name, amount in _resource_list(resources, "limits", f"{path}.resources.limits").items():
+        requests.setdefault(name, amount)
+    return requests
+
+
+def _resource_list(parent: Mapping[str, Any], key: str, path: str) -> dict[str, int]:
+    raw = parent.get(key)
+    if raw is None:
+        return {}
+    try:
+        return parse_amounts(raw)
+    except ModelError as err:
+        raise err.at(path) from None
+
+
+def _is_pod_level_resource(name: str) -> bool:
+    return name in (CPU, MEMORY) or name.startswith(_HUGEPAGES_PREFIX)
+
+
+def pod_requests(spec: Mapping[str, Any]) -> Resources:
+    """What a pod with this ``spec`` occupies on a node, computed as kube-scheduler does.
+
+    Regular containers run together, so they add up. Init containers run one at a time before
+    them, so each only raises the floor, except sidecars (``restartPolicy: Always``), which
+    keep running: they add to the total and to every init container started after them.
+    Supported pod-level requests (``spec.resources``) then replace the containers' figure and
+    ``spec.overhead`` comes on top. Raises :class:`ModelError` with a path under ``spec``.
+    """
+    total: dict[str, int] = {}
+    for index, container in enumerate(_fields.items(spec, "containers", "spec.containers")):
+        _add(total, _container_requests(container, f"spec.containers[{index}]"))
+
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    init_containers = _fields.items(spec, "initContainers", "spec.initContainers")
+    for index, container in enumerate(init_containers):
+        path = f"spec.initContainers[{index}]"
+        requests = _container_requests(container, path)
+        if _fields.string(container, "restartPolicy", f"{path}.restartPolicy") == "Always":
+            _add(total, requests)
+            _add(sidecars, requests)
+            _raise_to(init_peak, sidecars)
+        else:
+            while_running = dict(sidecars)
+            _add(while_running, requests)
+            _raise_to(init_peak, while_running)
+    _raise_to(total, init_peak)
+
+    pod_level = _fields.mapping(spec, "resources", "spec.resources")
+    if pod_level:
+        pod_reqs = _resource_list(pod_level, "requests", "spec.resources.requests")
+        pod_limits = _resource_list(pod_level, "limits", "spec.resources.limits")
+        # API defaulting: a pod-level limit stands in for a missing pod-level request only
+        # where no container says anything about that resource.
+        for name, amount in pod_limits.items():
+            if name not in pod_reqs and name not in total:
+                pod_reqs[name] = amount
+        for name, amount in pod_reqs.items():
+            if _is_pod_level_resource(name):
+                total[name] = amount
+
+    _add(total, _resource_list(spec, "overhead", "spec.overhead"))
+    return Resources(total)
+
+
+def _pod_scheduled_condition(status: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    for index, condition in enumerate(_fields.items(status, "conditions", "status.conditions")):
+        path = f"status.conditions[{index}]"
+        if type(condition) is not dict and not isinstance(condition, Mapping):
+            raise ModelError(f"expected an object, got {show(condition)}", path)
+        if condition.get("type") == "PodScheduled":
+            return (
+                _fields.string(condition, "status", f"{path}.status"),
+                _fields.string(condition, "reason", f"{path}.reason"),
+                _fields.string(condition, "message", f"{path}.message"),
+            )
+    return None
+
+
+def _required_affinity(spec: Mapping[str, Any]) -> NodeSelector | None:
+    affinity = _fields.mapping(spec, "affinity", "spec.affinity")
+    node_affinity = _fields.mapping(affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
+    raw = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if raw is None:
+        return None
+    try:
+        return parse_node_selector(raw)
+    except ModelError as err:
+        raise err.at(_AFFINITY_PATH) from None
+
+
+def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    try:
+        return parse_tolerations(spec.get("tolerations"))
+    except ModelError as err:
+        raise err.at("spec.tolerations") from None
+
+
+def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
+    """A pod object as the API server returns it, as a :class:`PodInfo`.
+
+    Raises :class:`PodParseError` naming the field and its value when something the scheduler
+    relies on is malformed (a quantity, a node affinity, a toleration, a timestamp).
+    """
+    try:
+        if type(obj) is not dict and not isinstance(obj, Mapping):
+            raise ModelError("a pod must be a JSON object")
+        metadata = _fields.mapping(obj, "metadata", "metadata")
+        spec = _fields.mapping(obj, "spec", "spec")
+        status = _fields.mapping(obj, "status", "status")
+        name = _fields.string(metadata, "name", "metadata.name")
+        if not name:
+            raise ModelError("missing", "metadata.name")
+        return PodInfo(
+            name=name,
+            namespace=_fields.string(metadata, "namespace", "metadata.namespace") or "default",
+            uid=_fields.string(metadata, "uid", "metadata.uid"),
+            scheduler_name=_fields.string(spec, "schedulerName", "spec.schedulerName")
+            or DEFAULT_SCHEDULER_NAME,
+            node_name=_fields.string(spec, "nodeName", "spec.nodeName"),
+            nominated_node_name=_fields.string(
+                status, "nominatedNodeName", "status.nominatedNodeName"
+            ),
+            phase=_fields.string(status, "phase", "status.phase") or PHASE_PENDING,
+            priority=_fields.integer(spec, "priority", "spec.priority"),
+            preemption_policy=_fields.string(spec, "preemptionPolicy", "spec.preemptionPolicy")
+            or DEFAULT_PREEMPTION_POLICY,
+            creation_timestamp=_fields.timestamp(
+                metadata, "creationTimestamp", "metadata.creationTimestamp"
+            )
+            or 0.0,
+            deletion_timestamp=_fields.timestamp(
+                metadata, "deletionTimestamp", "metadata.deletionTimestamp"
+            ),
+            resource_version=_fields.string(
+                metadata, "resourceVersion", "metadata.resourceVersion"
+            ),
+            labels=_fields.string_map(metadata, "labels", "metadata.labels"),
+            annotations=_fields.string_map(metadata, "annotations", "metadata.annotations"),
+            requests=pod_requests(spec),
+            node_selector=_fields.string_map(spec, "nodeSelector", "spec.nodeSelector"),
+            required_affinity=_required_affinity(spec),
+            tolerations=_tolerations(spec),
+            conditions_pod_scheduled=_pod_scheduled_condition(status),
+        )
+    except PodParseError:
+        raise
+    except ModelError as err:
+        raise PodParseError(err.detail, err.path) from err

@@ -1,0 +1,5 @@
+"""nodeSelector and required node affinity."""
+
+from koordgang.plugins.nodeaffinity.plugin import NodeAffinity
+
+__all__ = ["NodeAffinity"]

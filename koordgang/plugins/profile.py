@@ -1,0 +1,25 @@
+"""The default plugin set (kube-scheduler calls it a profile)."""
+
+from __future__ import annotations
+
+import random
+
+from koordgang.framework.runner import Framework
+from koordgang.plugins.nodeaffinity import NodeAffinity
+from koordgang.plugins.noderesources import Fit, ResourceScore
+from koordgang.plugins.nodeunschedulable import NodeUnschedulable
+from koordgang.plugins.prioritysort import PrioritySort
+from koordgang.plugins.tainttoleration import TaintToleration
+from koordgang.settings import Settings
+
+
+def default_framework(settings: Settings, rng: random.Random | None = None) -> Framework:
+    return Framework(
+        PrioritySort(),
+        pre_filters=(),
+        # Cheap, static checks first; the resource fit last (it is the only one per pod).
+        filters=(NodeUnschedulable(), NodeAffinity(), TaintToleration(), Fit()),
+        scores=(ResourceScore(settings.score_strategy),),
+        percentage_of_nodes_to_score=settings.percentage_of_nodes_to_score,
+        rng=rng,
+    )
