@@ -1,0 +1,106 @@
+"""The command line: flags, environment variables, and what --help tells a newcomer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from koordgang.cli import build_parser, settings_from_args
+from koordgang.settings import LogFormat, ScoreStrategy, Settings
+
+
+def _settings(argv: list[str]) -> Settings:
+    return settings_from_args(build_parser().parse_args(argv))
+
+
+def test_defaults_match_the_documented_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("KOORDGANG_SCHEDULER_NAME", "KUBECONFIG", "KOORDGANG_SCORE_STRATEGY"):
+        monkeypatch.delenv(name, raising=False)
+    settings = _settings(["run"])
+    assert settings.scheduler_name == "koord-scheduler"
+    assert settings.score_strategy is ScoreStrategy.LEAST_ALLOCATED
+    assert settings.bind_concurrency == 32
+    assert settings.http_port == 10251
+    assert settings.kubeconfig == ""
+
+
+def test_environment_sets_what_flags_do_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KOORDGANG_SCHEDULER_NAME", "gang-scheduler")
+    monkeypatch.setenv("KOORDGANG_SCORE_STRATEGY", "MostAllocated")
+    monkeypatch.setenv("KOORDGANG_BIND_CONCURRENCY", "8")
+    monkeypatch.setenv("KOORDGANG_LOG_FORMAT", "json")
+    settings = _settings(["run"])
+    assert settings.scheduler_name == "gang-scheduler"
+    assert settings.score_strategy is ScoreStrategy.MOST_ALLOCATED
+    assert settings.bind_concurrency == 8
+    assert settings.log_format is LogFormat.JSON
+
+
+def test_a_flag_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KOORDGANG_SCHEDULER_NAME", "from-env")
+    assert _settings(["run", "--scheduler-name", "from-flag"]).scheduler_name == "from-flag"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "--bind-concurrency", "0"], "--bind-concurrency must be at least 1"),
+        (["run", "--http-port", "70000"], "--http-port must be between 0 and 65535"),
+        (["run", "--percentage-of-nodes-to-score", "101"], "between 0 and 100"),
+    ],
+)
+def test_out_of_range_values_are_refused_with_a_clear_message(
+    argv: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as raised:
+        _settings(argv)
+    assert message in str(raised.value)
+
+
+def test_an_unknown_score_strategy_is_refused() -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--score-strategy", "Random"])
+
+
+def test_help_names_every_flag_and_its_environment_variable() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "koordgang", "run", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for text in (
+        "--scheduler-name",
+        "KOORDGANG_SCHEDULER_NAME",
+        "--kubeconfig",
+        "KUBECONFIG",
+        "--log-format",
+        "--score-strategy",
+        "MostAllocated",
+        "--bind-concurrency",
+        "--http-port",
+    ):
+        assert text in result.stdout
+
+
+def test_a_missing_kubeconfig_is_reported_not_a_traceback(tmp_path: object) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "koordgang",
+            "run",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+            "--http-port",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "cannot load Kubernetes credentials from /nonexistent/kubeconfig" in result.stderr
+    assert "Traceback" not in result.stderr
