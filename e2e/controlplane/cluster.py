@@ -19,14 +19,21 @@ from pathlib import Path
 from typing import Any
 
 from . import probes
-from .build import ensure_built
+from .build import binary_paths, ensure_built
 from .credentials import apiserver_ca_bundle, generate_service_account_key, write_admin_token
 from .kubeconfig import write_kubeconfig
 from .layout import DEFAULT_STATE_DIR, StateDir
 from .locking import exclusive_lock
 from .nodes import NodeSpec, create_nodes, load_node_specs, wait_nodes_ready
 from .ports import free_loopback_ports
-from .processes import ProcessRecord, is_running, log_tail, start_process, stop_process
+from .processes import (
+    ProcessRecord,
+    executable,
+    is_running,
+    log_tail,
+    start_process,
+    stop_process,
+)
 from .progress import Reporter
 
 ETCD = "etcd"
@@ -175,7 +182,7 @@ class LocalControlPlane:
 
     def api_client(self) -> Any:
         """A kubernetes.client.ApiClient for this cluster (from the generated kubeconfig)."""
-        # Imported here: the client takes ~0.4 s to import and `down`/`status` never need it.
+        # Imported here: loading the client takes about a second; `down`/`status` never need it.
         from kubernetes import config
 
         # The loader is unannotated in the kubernetes package.
@@ -414,9 +421,14 @@ class LocalControlPlane:
     def _health(self) -> tuple[bool, str]:
         """(healthy, why): all three processes ours and alive, and each answering its probe."""
         records = self._records()
+        expected = binary_paths()
         for name in START_ORDER:
             if name not in records or not is_running(records[name]):
                 return False, f"{name} is not running"
+            # After a pin changes, a cluster started from the previous build must not be reused.
+            running = executable(records[name])
+            if running is not None and running != expected[name]:
+                return False, f"{name} runs {running.name}, not the current {expected[name].name}"
         endpoints = Endpoints.load(self.state.cluster_file)
         if endpoints is None or not self.kubeconfig.exists():
             return False, f"{self.state.cluster_file.name} or the kubeconfig is missing"

@@ -219,6 +219,7 @@ def create_nodes(api: Any, specs: Iterable[NodeSpec]) -> list[str]:
     On update, labels and annotations are merged into the existing ones; taints, capacity and
     allocatable are replaced. Returns the node names.
     """
+    # Imported here so that parsing a nodes file does not pay for loading the client.
     from kubernetes.client.exceptions import ApiException
 
     names: list[str] = []

@@ -108,6 +108,15 @@ def stop_process(record: ProcessRecord, timeout: float = 15.0) -> str:
     raise RuntimeError(f"{record.name} (pid {record.pid}) survived SIGKILL")
 
 
+def executable(record: ProcessRecord) -> Path | None:
+    """The file the process runs, or None if that cannot be told (no /proc, or it was deleted)."""
+    try:
+        target = os.readlink(f"/proc/{record.pid}/exe")
+    except OSError:
+        return None
+    return None if target.endswith(" (deleted)") else Path(target)
+
+
 def log_tail(record: ProcessRecord, lines: int = 25) -> str:
     try:
         text = Path(record.log_file).read_text(errors="replace")

@@ -36,8 +36,7 @@ AFFINITY = "node(s) didn't match Pod's node affinity/selector"
         (
             6,
             {"Insufficient memory": 2, "Insufficient cpu": 2, "Too many pods": 2},
-            "0/6 nodes are available: 2 Insufficient cpu, 2 Insufficient memory, "
-            "2 Too many pods.",
+            "0/6 nodes are available: 2 Insufficient cpu, 2 Insufficient memory, 2 Too many pods.",
         ),
         # One node may give several reasons, so the counts may add up to more than the total.
         (
@@ -59,9 +58,7 @@ def test_add_counts_each_reason_of_a_rejection() -> None:
     diagnosis.add(("Insufficient cpu", "Insufficient memory"))
     diagnosis.add(("Insufficient cpu",))
     diagnosis.add((TAINT,), nodes=1)
-    assert diagnosis.reasons == Counter(
-        {"Insufficient cpu": 2, "Insufficient memory": 1, TAINT: 1}
-    )
+    assert diagnosis.reasons == Counter({"Insufficient cpu": 2, "Insufficient memory": 1, TAINT: 1})
 
 
 def test_merge_adds_counts_from_a_cached_verdict() -> None:

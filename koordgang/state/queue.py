@@ -162,7 +162,9 @@ class SchedulingQueue:
     # -- after an attempt --------------------------------------------------------------------
 
     def done(self, entry: QueuedPod) -> None:
-        """The pod was placed: it leaves the queue."""
+        """The pod was placed: it leaves the queue (it may have been deleted meanwhile)."""
+        if entry.state is QueueState.GONE:
+            return
         entry.move(QueueState.GONE)
         if self._entries.get(entry.pod.uid) is entry:
             del self._entries[entry.pod.uid]
