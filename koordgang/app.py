@@ -22,6 +22,7 @@ from koordgang.clients.config import load_connection
 from koordgang.engine.scheduler import Scheduler
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
+from koordgang.state.gangs import GangRegistry
 
 log = structlog.get_logger("koordgang.app")
 
@@ -31,7 +32,10 @@ class App:
         self.settings = settings
         self.connection = load_connection(settings.kubeconfig)
         self.api = KubeApi(self.connection, pool_size=settings.bind_concurrency + 16)
-        self.scheduler = Scheduler(settings, self.api, default_framework(settings))
+        gangs = GangRegistry(settings.default_gang_waiting_time)
+        self.scheduler = Scheduler(
+            settings, self.api, default_framework(settings, gangs), gangs=gangs
+        )
         pods, nodes = PodFeed(self.scheduler), NodeFeed(self.scheduler)
         self.informers = (
             Informer(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from koordgang.clients.api import MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeApi
@@ -43,7 +44,7 @@ async def patch_condition(
 
 
 async def patch_annotations(
-    api: KubeApi, namespace: str, name: str, annotations: dict[str, str | None]
+    api: KubeApi, namespace: str, name: str, annotations: Mapping[str, str | None]
 ) -> None:
     await api.request(
         "PATCH",

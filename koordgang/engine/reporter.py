@@ -1,8 +1,8 @@
-"""Writes what users read: PodScheduled conditions and Events.
+"""Writes what users read: PodScheduled conditions, Events, and a few annotations.
 
 These writes must never slow binding down, so they go through a small pool of workers, are
-coalesced per pod (only the newest explanation of a pod is written), and skipped when they would
-say what the pod already says.
+coalesced (only the newest report per object and reason is written), and skipped when they
+would repeat what the object already says.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import asyncio
 import datetime as dt
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
@@ -30,13 +30,31 @@ REPEAT_AFTER = 600.0
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    pod: PodInfo
+    obj: events.ObjectRef
     #: Event type and reason (``Warning``/``FailedScheduling``, ``Normal``/``Scheduled``).
     event_type: str
     reason: str
     message: str
-    #: Condition to set on the pod, if any: (status, reason); the message is ``message``.
+    #: Condition to set on a pod, if any: (status, reason); its message is ``message``.
     condition: tuple[str, str] | None = None
+    #: Annotations to merge into a pod's metadata before the Event.
+    annotations: dict[str, str] = field(default_factory=dict)
+    #: Written even if the pod got bound meanwhile (Scheduled, timeouts).
+    always: bool = False
+
+    @staticmethod
+    def for_pod(
+        pod: PodInfo,
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        condition: tuple[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+        always: bool = False,
+    ) -> Report:
+        ref = events.ObjectRef("Pod", pod.namespace, pod.name, pod.uid)
+        return Report(ref, event_type, reason, message, condition, annotations or {}, always)
 
 
 def _now() -> str:
@@ -59,30 +77,37 @@ class Reporter:
         self._metrics = metrics
         self._is_current = is_current
         self._clock = clock
-        self._pending: OrderedDict[str, Report] = OrderedDict()
-        self._last: dict[str, tuple[str, float]] = {}
+        self._pending: OrderedDict[tuple[str, str], Report] = OrderedDict()
+        self._last: dict[tuple[str, str], tuple[str, float]] = {}
         self._wakeup = asyncio.Event()
         self._workers = workers
         self._tasks: list[asyncio.Task[None]] = []
         self._closing = False
-        self._busy = 0
 
     # -- producers (synchronous, called from the scheduling cycle) ---------------------------
 
     def report(self, report: Report) -> None:
-        uid = report.pod.uid
-        last = self._last.get(uid)
-        key = f"{report.reason}\x00{report.message}"
-        if last is not None and last[0] == key and self._clock() - last[1] < REPEAT_AFTER:
+        key = (report.obj.uid, report.reason)
+        last = self._last.get(key)
+        if (
+            last is not None
+            and last[0] == report.message
+            and self._clock() - last[1] < REPEAT_AFTER
+        ):
             return
-        self._pending[uid] = report
-        self._pending.move_to_end(uid)
+        self._pending[key] = report
+        self._pending.move_to_end(key)
         self._wakeup.set()
 
     def forget(self, uid: str) -> None:
-        """Drops what was remembered of a pod that is bound or gone. A report still pending is
-        kept: it is checked again just before writing."""
-        self._last.pop(uid, None)
+        """Drops what was remembered of an object that is bound or gone. Reports still
+        pending are kept: they are checked again just before writing."""
+        for key in [k for k in self._last if k[0] == uid]:
+            del self._last[key]
+
+    @property
+    def backlog(self) -> int:
+        return len(self._pending)
 
     # -- workers -----------------------------------------------------------------------------
 
@@ -98,18 +123,21 @@ class Reporter:
                 self._wakeup.clear()
                 await self._wakeup.wait()
             _, report = self._pending.popitem(last=False)
-            if not self._is_current(report):
+            if not report.always and not self._is_current(report):
                 continue
-            self._busy += 1
-            try:
-                await self._write(report)
-            finally:
-                self._busy -= 1
+            await self._write(report)
 
     async def _write(self, report: Report) -> None:
-        pod = report.pod
+        obj = report.obj
         try:
-            if report.condition is not None:
+            if report.annotations and obj.kind == "Pod":
+                annotations = dict(report.annotations)
+                await with_retries(
+                    lambda: pods.patch_annotations(self._api, obj.namespace, obj.name, annotations),
+                    attempts=5,
+                )
+                self._metrics.api_writes.labels("annotation", "ok").inc()
+            if report.condition is not None and obj.kind == "Pod":
                 status, reason = report.condition
                 condition = {
                     "type": "PodScheduled",
@@ -120,15 +148,14 @@ class Reporter:
                     "lastProbeTime": None,
                 }
                 await with_retries(
-                    lambda: pods.patch_condition(self._api, pod.namespace, pod.name, condition),
+                    lambda: pods.patch_condition(self._api, obj.namespace, obj.name, condition),
                     attempts=3,
                 )
                 self._metrics.api_writes.labels("condition", "ok").inc()
-            ref = events.ObjectRef("Pod", pod.namespace, pod.name, pod.uid)
             await with_retries(
                 lambda: events.create_event(
                     self._api,
-                    ref,
+                    obj,
                     type_=report.event_type,
                     reason=report.reason,
                     message=report.message,
@@ -137,16 +164,20 @@ class Reporter:
                 attempts=3,
             )
             self._metrics.api_writes.labels("event", "ok").inc()
-            self._last[pod.uid] = (f"{report.reason}\x00{report.message}", self._clock())
+            self._last[(obj.uid, report.reason)] = (report.message, self._clock())
         except ApiError as error:
             if error.not_found:
-                self._last.pop(pod.uid, None)
+                self.forget(obj.uid)
                 return
             self._metrics.api_writes.labels("report", "error").inc()
-            log.warning("report not written", pod=pod.key, reason=report.reason, error=str(error))
+            log.warning(
+                "report not written", object=obj.name, reason=report.reason, error=str(error)
+            )
         except ApiUnavailable as error:
             self._metrics.api_writes.labels("report", "error").inc()
-            log.warning("report not written", pod=pod.key, reason=report.reason, error=str(error))
+            log.warning(
+                "report not written", object=obj.name, reason=report.reason, error=str(error)
+            )
 
     async def close(self, timeout: float) -> None:
         """Writes what is pending (for up to ``timeout`` seconds), then stops the workers."""

@@ -14,19 +14,24 @@ from typing import Any
 
 import structlog
 
+from koordgang.clients import events
 from koordgang.clients import pods as pod_client
 from koordgang.clients.api import KubeApi
 from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.engine.binder import Binder, BindOutcome, BindRequest
+from koordgang.engine.gang_cycle import GangCycle
 from koordgang.engine.metrics import Metrics
+from koordgang.engine.podgroup_status import PodGroupStatusWriter
 from koordgang.engine.reporter import Report, Reporter
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.runner import Framework
 from koordgang.framework.status import Code
+from koordgang.model.gang import ConfigIssue, is_timed_out, parse_podgroup
 from koordgang.model.node import NodeInfo
 from koordgang.model.pod import PodInfo, PodParseError, parse_pod
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.gangs import GangRegistry
 from koordgang.state.queue import QueuedPod, QueueState, SchedulingQueue
 from koordgang.state.snapshot import Snapshot
 
@@ -45,14 +50,18 @@ class Scheduler:
         api: KubeApi,
         framework: Framework,
         *,
+        gangs: GangRegistry | None = None,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self.api = api
         self.framework = framework
         self.metrics = metrics or Metrics()
         self.clock = clock
+        self.wall = wall
+        self.gangs = gangs or GangRegistry(settings.default_gang_waiting_time)
         self.cache = SchedulerCache()
         self.queue = SchedulingQueue(
             framework.sort_key,
@@ -81,7 +90,18 @@ class Scheduler:
         self._move_requested = False
         self._stopping = False
         self._followups: set[asyncio.Task[None]] = set()
-        self.podgroups: dict[str, dict[str, Any]] = {}
+        self.gang_cycle = GangCycle(
+            cache=self.cache,
+            queue=self.queue,
+            gangs=self.gangs,
+            framework=framework,
+            reporter=self.reporter,
+            submit_bind=self._submit_bind,
+            is_pending=self._wants_scheduling,
+            clock=clock,
+            wall=wall,
+        )
+        self.podgroup_status = PodGroupStatusWriter(api, self.gangs, self.metrics)
 
     # -- informer events ---------------------------------------------------------------------
 
@@ -89,16 +109,45 @@ class Scheduler:
         return pod.scheduler_name == self.settings.scheduler_name
 
     def _wants_scheduling(self, pod: PodInfo) -> bool:
-        return (
-            self.is_ours(pod)
+        if (
+            not self.is_ours(pod)
+            or pod.node_name
+            or pod.is_terminal
+            or pod.is_terminating
+            or self.cache.is_assumed(pod.uid)
+            or is_timed_out(pod.annotations)
+        ):
+            return False
+        gang = self.gangs.gang_of(pod.uid)
+        return gang is None or not gang.timed_out
+
+    def _track_gang(self, pod: PodInfo) -> None:
+        """Keeps gang membership current and tells the user about bad gang settings."""
+        if not self.is_ours(pod):
+            return
+        old_gang = self.gangs.gang_of(pod.uid)
+        gang = self.gangs.on_pod(pod)
+        for changed in (old_gang, gang):
+            if changed is not None:
+                self.gang_cycle.dirty.add(changed.key)
+        # A PodGroup that has not arrived yet is not a mistake: the pod is told it waits.
+        if (
+            gang is not None
             and not pod.node_name
             and not pod.is_terminal
-            and not pod.is_terminating
-            and not self.cache.is_assumed(pod.uid)
-        )
+            and not gang.needs_podgroup()
+        ):
+            self._report_issues(pod, gang.spec.issues)
+
+    def _report_issues(self, pod: PodInfo, issues: Iterable[ConfigIssue]) -> None:
+        for issue in issues:
+            self.reporter.report(
+                Report.for_pod(pod, "Warning", "InvalidGangConfig", issue.message())
+            )
 
     def on_pod_upsert(self, pod: PodInfo) -> None:
         old = self.cache.upsert_pod(pod)
+        self._track_gang(pod)
         if self._wants_scheduling(pod):
             self.queue.add(pod, self.clock())
             self._wake()
@@ -110,6 +159,9 @@ class Scheduler:
             self._request_move()
 
     def on_pod_delete(self, uid: str) -> None:
+        gang = self.gangs.on_pod_deleted(uid)
+        if gang is not None:
+            self.gang_cycle.dirty.add(gang.key)
         old = self.cache.remove_pod(uid)
         self.queue.delete(uid)
         self.reporter.forget(uid)
@@ -120,8 +172,11 @@ class Scheduler:
         """A fresh LIST (at start or after a relist): brings cache and queue in line."""
         listed = list(pods)
         for pod in self.cache.replace_pods(listed):
+            self.gangs.on_pod_deleted(pod.uid)
             self.queue.delete(pod.uid)
             self.reporter.forget(pod.uid)
+        for pod in listed:
+            self._track_gang(pod)
         now = self.clock()
         for pod in listed:
             if self._wants_scheduling(pod):
@@ -156,14 +211,24 @@ class Scheduler:
         self._check_ready()
 
     def on_podgroup_event(self, kind: str, obj: dict[str, Any]) -> None:
-        """PodGroups, from kopf. Kept by namespace/name; gang scheduling reads them."""
-        meta = obj.get("metadata") or {}
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        """PodGroups, from kopf: a gang waiting for its PodGroup may start now."""
+        podgroup = parse_podgroup(obj)
         if kind == "DELETED":
-            self.podgroups.pop(key, None)
+            self.gangs.on_podgroup_deleted(podgroup.key)
         else:
-            self.podgroups[key] = obj
-        log.debug("podgroup event", kind=kind, podgroup=key)
+            gang = self.gangs.on_podgroup(podgroup)
+            self.gang_cycle.dirty.add(gang.key)
+            ref = events.ObjectRef(
+                "PodGroup",
+                podgroup.namespace,
+                podgroup.name,
+                podgroup.uid,
+                api_version="scheduling.sigs.k8s.io/v1alpha1",
+            )
+            for issue in podgroup.issues:
+                self.reporter.report(Report(ref, "Warning", "InvalidGangConfig", issue.message()))
+        log.debug("podgroup event", kind=kind, podgroup=podgroup.key)
+        self._request_move()
 
     def _check_ready(self) -> None:
         if self.pods_synced and self.nodes_synced and not self.ready.is_set():
@@ -188,6 +253,7 @@ class Scheduler:
     async def run(self) -> None:
         """Schedules until ``stop()``; starts only once pods and nodes have been listed."""
         self.reporter.start()
+        self.podgroup_status.start()
         await self.ready.wait()
         log.info("scheduling loop started", scheduler=self.settings.scheduler_name)
         self._update_gauges()
@@ -199,8 +265,7 @@ class Scheduler:
                 self._move_requested = False
                 self.queue.move_all_to_active_or_backoff(now)
             if now - last_flush >= _IDLE_TICK:
-                self.queue.flush_unschedulable(now)
-                self._update_gauges()
+                self._tick(now)
                 last_flush = now
             if not self.binder.has_room():
                 await self.binder.wait_for_room()
@@ -220,12 +285,30 @@ class Scheduler:
                 scheduled_in_batch = 0
                 await asyncio.sleep(0)
 
+    def _tick(self, now: float) -> None:
+        """Once a second: time out waiting gangs, retry parked pods, refresh status, gauges."""
+        if self.gang_cycle.expire(now):
+            self._request_move()
+        self.queue.flush_unschedulable(now)
+        if self.gang_cycle.dirty:
+            self.podgroup_status.refresh(self.gang_cycle.dirty)
+            self.gang_cycle.dirty.clear()
+        self._update_gauges()
+
     def schedule_one(self, entry: QueuedPod) -> None:
         pod = entry.pod
         started = self.clock()
         current = self.cache.pod(pod.uid)
         if current is None or not self._wants_scheduling(current):
             self.queue.done(entry)
+            return
+        entry.pod = pod = current
+        gang = self.gangs.gang_of(pod.uid)
+        if gang is not None and not gang.exempt():
+            outcome = self.gang_cycle.schedule(entry, gang)
+            label = "scheduled" if outcome.bound else "unschedulable"
+            self.metrics.attempts.labels(label).inc()
+            self.metrics.attempt_duration.labels(label).observe(self.clock() - started)
             return
         snapshot = Snapshot(self.cache)
         state = CycleState()
@@ -235,9 +318,7 @@ class Scheduler:
             snapshot.place(pod, result.node)
             snapshot.commit()
             self.queue.done(entry)
-            self.binder.submit(
-                BindRequest(pod, result.node.name, entry.attempts, entry.enqueued_at)
-            )
+            self._submit_bind(pod, result.node.name, entry.attempts, entry.enqueued_at)
             self.metrics.attempts.labels("scheduled").inc()
             self.metrics.attempt_duration.labels("scheduled").observe(finished - started)
             return
@@ -249,19 +330,26 @@ class Scheduler:
         self.metrics.attempt_duration.labels(result_label).observe(finished - started)
         message = status.message() or result.diagnosis.message()
         self.reporter.report(
-            Report(
+            Report.for_pod(
                 pod, "Warning", "FailedScheduling", message, condition=("False", "Unschedulable")
             )
         )
 
     # -- after binding -----------------------------------------------------------------------
 
+    def _submit_bind(self, pod: PodInfo, node: str, attempts: int, enqueued_at: float) -> None:
+        self.binder.submit(BindRequest(pod, node, attempts, enqueued_at))
+
     def _bind_done(self, request: BindRequest, outcome: str, detail: str) -> None:
         pod = request.pod
         if outcome == BindOutcome.OK:
             self.reporter.report(
-                Report(
-                    pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {request.node}"
+                Report.for_pod(
+                    pod,
+                    "Normal",
+                    "Scheduled",
+                    f"Successfully assigned {pod.key} to {request.node}",
+                    always=True,
                 )
             )
             return
@@ -289,7 +377,7 @@ class Scheduler:
             if self._wants_scheduling(current):
                 self.queue.readd_after_failure(current, self.clock(), request.attempts)
                 self.reporter.report(
-                    Report(
+                    Report.for_pod(
                         current,
                         "Warning",
                         "FailedScheduling",
@@ -322,9 +410,9 @@ class Scheduler:
 
     def _report_is_current(self, report: Report) -> bool:
         """Explanations for a pod that got bound or deleted meanwhile are not written."""
-        if report.reason == "Scheduled":
+        if report.obj.kind != "Pod":
             return True
-        pod = self.cache.pod(report.pod.uid)
+        pod = self.cache.pod(report.obj.uid)
         return pod is not None and self._wants_scheduling(pod)
 
     def _update_gauges(self) -> None:
@@ -347,4 +435,5 @@ class Scheduler:
         if self._followups:
             await asyncio.wait(set(self._followups), timeout=5)
         await self.reporter.close(timeout=min(5.0, grace))
+        await self.podgroup_status.close(timeout=2.0)
         log.info("scheduler stopped")

@@ -29,5 +29,6 @@ class Diagnosis:
         head = f"0/{self.total_nodes} nodes are available"
         if not self.reasons:
             return f"{head}." if self.total_nodes else "no nodes available to schedule pods."
-        parts = sorted(self.reasons.items(), key=lambda item: (-item[1], item[0]))
-        return f"{head}: " + ", ".join(f"{count} {reason}" for reason, count in parts) + "."
+        # Sorted as strings, as kube-scheduler does, so messages read the same as its own.
+        parts = sorted(f"{count} {reason}" for reason, count in self.reasons.items())
+        return f"{head}: " + ", ".join(parts) + "."

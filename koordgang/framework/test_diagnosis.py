@@ -23,15 +23,21 @@ AFFINITY = "node(s) didn't match Pod's node affinity/selector"
         (
             3,
             {TAINT: 1, "Insufficient cpu": 2},
-            "0/3 nodes are available: 2 Insufficient cpu, "
-            "1 node(s) had untolerated taint {dedicated: gpu}.",
+            "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, "
+            "2 Insufficient cpu.",
         ),
-        # Most frequent first; equal counts in alphabetical order of the reason.
+        # Sorted as the strings "<count> <reason>", as kube-scheduler sorts them.
         (
             8,
             {AFFINITY: 5, "Insufficient nvidia.com/gpu": 3},
-            "0/8 nodes are available: 5 node(s) didn't match Pod's node affinity/selector, "
-            "3 Insufficient nvidia.com/gpu.",
+            "0/8 nodes are available: 3 Insufficient nvidia.com/gpu, "
+            "5 node(s) didn't match Pod's node affinity/selector.",
+        ),
+        (
+            20,
+            {"Insufficient cpu": 12, TAINT: 8},
+            "0/20 nodes are available: 12 Insufficient cpu, "
+            "8 node(s) had untolerated taint {dedicated: gpu}.",
         ),
         (
             6,
@@ -42,7 +48,7 @@ AFFINITY = "node(s) didn't match Pod's node affinity/selector"
         (
             2,
             {"Insufficient cpu": 2, "Insufficient memory": 1},
-            "0/2 nodes are available: 2 Insufficient cpu, 1 Insufficient memory.",
+            "0/2 nodes are available: 1 Insufficient memory, 2 Insufficient cpu.",
         ),
     ],
 )
@@ -65,8 +71,8 @@ def test_merge_adds_counts_from_a_cached_verdict() -> None:
     diagnosis = Diagnosis(total_nodes=5, reasons=Counter({"Insufficient cpu": 2}))
     diagnosis.merge(Counter({TAINT: 3, "Insufficient cpu": 0}))
     assert diagnosis.message() == (
-        "0/5 nodes are available: 3 node(s) had untolerated taint {dedicated: gpu}, "
-        "2 Insufficient cpu."
+        "0/5 nodes are available: 2 Insufficient cpu, "
+        "3 node(s) had untolerated taint {dedicated: gpu}."
     )
 
 

@@ -229,8 +229,8 @@ def test_a_pod_that_fits_nowhere_gets_kube_scheduler_style_counts() -> None:
     result = fw.schedule_pod(CycleState(), pod("big", cpu="2"), Snapshot(cache))
 
     expected = (
-        "0/3 nodes are available: 2 Insufficient cpu, "
-        "1 node(s) had untolerated taint {dedicated: gpu}."
+        "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, "
+        "2 Insufficient cpu."
     )
     assert result.node is None
     assert result.status.code is Code.UNSCHEDULABLE

@@ -90,6 +90,8 @@ class PodInfo:
     tolerations: tuple[Toleration, ...] = ()
     #: (status, reason, message) of the PodScheduled condition, None when there is none.
     conditions_pod_scheduled: tuple[str, str, str] | None = None
+    #: ``namespace/name`` of the controller that owns the pod (its job), "" if none.
+    owner: str = ""
     key: str = field(init=False)
     shape: PodShape = field(init=False, repr=False, compare=False, hash=False)
 
@@ -281,8 +283,23 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
             required_affinity=_required_affinity(spec),
             tolerations=_tolerations(spec),
             conditions_pod_scheduled=_pod_scheduled_condition(status),
+            owner=_owner(metadata),
         )
     except PodParseError:
         raise
     except ModelError as err:
         raise PodParseError(err.detail, err.path) from err
+
+
+def _owner(metadata: Mapping[str, Any]) -> str:
+    """The controlling owner (a Job, say) as ``namespace/name``; the first owner otherwise."""
+    owners = metadata.get("ownerReferences")
+    if not isinstance(owners, list) or not owners:
+        return ""
+    chosen = next(
+        (o for o in owners if isinstance(o, Mapping) and o.get("controller") is True), owners[0]
+    )
+    if not isinstance(chosen, Mapping) or not chosen.get("name"):
+        return ""
+    namespace = metadata.get("namespace") or "default"
+    return f"{namespace}/{chosen['name']}"

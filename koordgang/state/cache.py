@@ -9,6 +9,7 @@ twice or forgets it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 
 from koordgang.model.node import NodeInfo
@@ -17,6 +18,10 @@ from koordgang.model.resources import Resources
 from koordgang.state.node_state import NodeState
 
 _Account = tuple[str, Resources]
+
+#: One counter for all caches, so that a generation number identifies one cache's node set even
+#: when several caches exist (a copy for a dry run, say).
+_generations = itertools.count(1)
 
 
 class SchedulerCache:
@@ -28,7 +33,7 @@ class SchedulerCache:
         #: uid -> node chosen by this scheduler, binding not yet observed.
         self._assumed: dict[str, str] = {}
         #: Bumped when a node appears, goes or changes spec; keys caches of static filters.
-        self.node_generation = 0
+        self.node_generation = next(_generations)
         self._node_list: list[NodeState] | None = None
 
     # -- nodes -------------------------------------------------------------------------------
@@ -84,7 +89,7 @@ class SchedulerCache:
         return iter(self._nodes.values())
 
     def _nodes_changed(self) -> None:
-        self.node_generation += 1
+        self.node_generation = next(_generations)
         self._node_list = None
 
     # -- pods --------------------------------------------------------------------------------

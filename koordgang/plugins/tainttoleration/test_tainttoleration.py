@@ -15,6 +15,7 @@ from koordgang.plugins.profile import default_framework
 from koordgang.plugins.tainttoleration import TaintToleration
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.gangs import GangRegistry
 from koordgang.state.snapshot import Snapshot
 
 
@@ -116,12 +117,12 @@ def test_the_default_profile_explains_a_taint_and_a_shortage_like_kube_scheduler
     cache.upsert_node(parse_node(node_obj("n1", [GPU])))
     cache.upsert_node(parse_node(node_obj("n2", [], cpu="1")))
     cache.upsert_node(parse_node(node_obj("n3", [], cpu="1")))
-    fw = default_framework(Settings(), rng=random.Random(1))
+    fw = default_framework(Settings(), GangRegistry(600.0), rng=random.Random(1))
 
     result = fw.schedule_pod(CycleState(), pod(cpu="2"), Snapshot(cache))
 
     assert result.node is None
     assert result.diagnosis.message() == (
-        "0/3 nodes are available: 2 Insufficient cpu, "
-        "1 node(s) had untolerated taint {dedicated: gpu}."
+        "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, "
+        "2 Insufficient cpu."
     )

@@ -1,0 +1,62 @@
+"""What pending gang members are told, in one place so that wording stays consistent."""
+
+from __future__ import annotations
+
+from koordgang.model.gang import GangMode
+from koordgang.plugins.coscheduling.planner import GangPlan, GroupPlan
+from koordgang.state.gangs import Gang
+
+
+def created_count(gang: Gang) -> int:
+    return sum(1 for _ in gang.live_members())
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
+
+
+def culprit(plan: GroupPlan) -> GangPlan:
+    """The gang that kept the group from its minimum (the first that failed to place a pod)."""
+    for gang_plan in plan.gangs:
+        if gang_plan.short and gang_plan.failed:
+            return gang_plan
+    return next((g for g in plan.gangs if g.short), plan.gangs[0])
+
+
+def unsatisfied(plan: GroupPlan, gang_plan: GangPlan) -> str:
+    """Why members of ``gang_plan``'s gang still wait after an attempt of their group."""
+    gang = gang_plan.gang
+    if gang_plan.short:
+        message = f"gang {gang.key}: {gang_plan.progress(created_count(gang))}"
+        if gang_plan.first_failure:
+            message += f"; {gang_plan.first_failure}"
+    else:
+        other = culprit(plan)
+        message = (
+            f"gang {gang.key} waits for {other.gang.key} in its group: {other.gang.key} has "
+            f"{other.progress(created_count(other.gang))}"
+        )
+        if other.first_failure:
+            message += f"; {other.first_failure}"
+    if gang.spec.mode is GangMode.NON_STRICT and gang.reserved:
+        message += (
+            f"; holding {len(gang.reserved)} reservation(s), for at most "
+            f"{_duration(gang.spec.waiting_time)}"
+        )
+    return message
+
+
+def timed_out(gang: Gang) -> str:
+    spec = gang.spec
+    return (
+        f"gang {gang.key} timed out after {_duration(spec.waiting_time)} without reaching min "
+        f"{spec.min_available}: its reservations were released and its pods will not be "
+        "scheduled again (delete and recreate them to retry)"
+    )

@@ -1,0 +1,60 @@
+"""May a GangGroup be attempted now? Every gang of the group must exist, be valid, have its
+PodGroup (if it uses one), and have at least ``min`` members created."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from koordgang.state.gangs import Gang
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVerdict:
+    ready: bool
+    #: Why not, in words for the pod's condition (empty when ready).
+    message: str = ""
+
+
+READY = GroupVerdict(True)
+
+
+def _own_problem(gang: Gang) -> str:
+    spec = gang.spec
+    if gang.needs_podgroup():
+        return f"waiting for PodGroup {gang.key}"
+    if not spec.startable:
+        fatal = next((i for i in spec.issues if i.fatal), None)
+        reason = fatal.message() if fatal is not None else "min-available is not usable"
+        return f"cannot start: {reason}"
+    minimum = spec.min_available or 0
+    created = sum(1 for _ in gang.live_members())
+    if created < minimum:
+        return f"{created}/{minimum} members created, min {minimum}"
+    return ""
+
+
+def check_group(gang: Gang, group: list[tuple[str, Gang | None]]) -> GroupVerdict:
+    problem = _own_problem(gang)
+    if problem:
+        sep = " " if problem.startswith("cannot") else ": "
+        return GroupVerdict(False, f"gang {gang.key}{sep}{problem}")
+    for key, other in group:
+        if key == gang.key:
+            continue
+        if other is None:
+            return GroupVerdict(
+                False,
+                f"gang {gang.key} waits for {key} in its group: no member of {key} exists yet",
+            )
+        if other.timed_out:
+            return GroupVerdict(
+                False, f"gang {gang.key} waits for {key} in its group: {key} timed out"
+            )
+        if other.exempt():
+            continue
+        problem = _own_problem(other)
+        if problem:
+            return GroupVerdict(
+                False, f"gang {gang.key} waits for {key} in its group: {key} {problem}"
+            )
+    return READY

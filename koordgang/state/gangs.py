@@ -1,0 +1,304 @@
+"""Gangs as the scheduler sees them: members, PodGroup, reservations, and where each gang is in
+its lifecycle. Pure and synchronous; the engine drives it from informer events and cycles.
+
+A gang's lifecycle (``GangState``) is derived from facts rather than stored, except for the two
+one-way latches ``satisfied`` and ``timed_out``, which ``TRANSITIONS`` governs:
+
+    pending --(members placed, NonStrict)--> waiting --(group reaches min)--> satisfied
+       |                                        |
+       +-----------(group reaches min)----------+--> satisfied
+                                                +--(waiting time over)--> timed-out
+
+Both latches survive a restart because they are visible in the cluster: a bound member means
+the gang was satisfied; the timeout annotation on members means it timed out.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator
+
+from koordgang.model.gang import (
+    GangRef,
+    GangSource,
+    GangSpec,
+    MatchPolicy,
+    PodGroupInfo,
+    gang_ref_of,
+    is_timed_out,
+    resolve_gang_spec,
+)
+from koordgang.model.pod import PodInfo
+
+
+class GangState(enum.StrEnum):
+    #: Not enough members yet, or its PodGroup is missing, or it is waiting for its group.
+    PENDING = "Pending"
+    #: NonStrict: holds reservations while still short of its minimum.
+    WAITING = "Waiting"
+    #: Its group reached the minimum and was bound; later members schedule like plain pods.
+    SATISFIED = "Satisfied"
+    #: Held reservations past its waiting time; its members are never scheduled again.
+    TIMED_OUT = "TimedOut"
+    #: Its declaration is unusable (say, min-available is not a number).
+    INVALID = "Invalid"
+
+
+TRANSITIONS: dict[GangState, frozenset[GangState]] = {
+    # A group times out as a whole, so a gang that holds nothing itself can time out too.
+    GangState.PENDING: frozenset(
+        {GangState.WAITING, GangState.SATISFIED, GangState.INVALID, GangState.TIMED_OUT}
+    ),
+    GangState.WAITING: frozenset({GangState.PENDING, GangState.SATISFIED, GangState.TIMED_OUT}),
+    GangState.SATISFIED: frozenset(),
+    GangState.TIMED_OUT: frozenset(),
+    GangState.INVALID: frozenset({GangState.PENDING, GangState.TIMED_OUT}),
+}
+
+
+class GangTransitionError(RuntimeError):
+    pass
+
+
+class Gang:
+    """One gang: its members (our pods that name it), its PodGroup if any, its reservations."""
+
+    def __init__(self, ref: GangRef, default_waiting_time: float) -> None:
+        self.ref = ref
+        self.key = ref.key
+        self.members: dict[str, PodInfo] = {}
+        self.podgroup: PodGroupInfo | None = None
+        #: uid -> node of members placed but held back (NonStrict); assumed in the cache.
+        self.reserved: dict[str, str] = {}
+        #: Monotonic time when the first reservation was taken.
+        self.wait_started: float | None = None
+        #: Wall-clock time of the first scheduling attempt (PodGroup scheduleStartTime).
+        self.first_attempt: float | None = None
+        self._satisfied = False
+        self._timed_out = False
+        #: The newest explanation given to its pending members (for `koordgang gangs`).
+        self.last_message = ""
+        self._default_waiting_time = default_waiting_time
+        self._spec: GangSpec | None = None
+        self._representative: PodInfo | None = None
+
+    # -- derived facts ------------------------------------------------------------------------
+
+    @property
+    def spec(self) -> GangSpec:
+        if self._spec is None:
+            rep = self.representative()
+            labels = rep.labels if rep is not None else {}
+            annotations = rep.annotations if rep is not None else {}
+            self._spec = resolve_gang_spec(
+                self.ref, labels, annotations, self.podgroup, self._default_waiting_time
+            )
+        return self._spec
+
+    def representative(self) -> PodInfo | None:
+        """The member whose annotations configure the gang: the oldest, then by name."""
+        if self._representative is None and self.members:
+            self._representative = min(
+                self.members.values(), key=lambda p: (p.creation_timestamp, p.name)
+            )
+        return self._representative
+
+    @property
+    def satisfied(self) -> bool:
+        return self._satisfied
+
+    @property
+    def timed_out(self) -> bool:
+        return self._timed_out
+
+    @property
+    def state(self) -> GangState:
+        if self._timed_out:
+            return GangState.TIMED_OUT
+        if self._satisfied:
+            return GangState.SATISFIED
+        if not self.spec.startable and not self.needs_podgroup():
+            return GangState.INVALID
+        if self.reserved:
+            return GangState.WAITING
+        return GangState.PENDING
+
+    def created_at(self) -> float:
+        if self.podgroup is not None:
+            return self.podgroup.creation_timestamp
+        rep = self.representative()
+        return rep.creation_timestamp if rep is not None else 0.0
+
+    def needs_podgroup(self) -> bool:
+        return self.ref.source is GangSource.POD_GROUP and self.podgroup is None
+
+    def live_members(self) -> Iterator[PodInfo]:
+        return (p for p in self.members.values() if not p.is_terminal and not p.is_terminating)
+
+    def bound_members(self) -> Iterator[PodInfo]:
+        return (p for p in self.members.values() if p.node_name and not p.is_terminal)
+
+    def pending_members(self) -> list[PodInfo]:
+        """Members that still need a node: unbound, alive, not reserved, not timed out."""
+        return [
+            p
+            for p in self.members.values()
+            if not p.node_name
+            and not p.is_terminal
+            and not p.is_terminating
+            and p.uid not in self.reserved
+        ]
+
+    def counted(self) -> int:
+        """Members that count toward the minimum right now, by the gang's match policy."""
+        policy = self.spec.match_policy
+        count = len(self.reserved)
+        if policy is not MatchPolicy.ONLY_WAITING:
+            count += sum(1 for _ in self.bound_members())
+        return count
+
+    def exempt(self) -> bool:
+        """Its pods schedule like plain pods: satisfied once, with the once-satisfied policy."""
+        return self._satisfied and self.spec.match_policy is MatchPolicy.ONCE_SATISFIED
+
+    # -- changes ------------------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        self._spec = None
+        self._representative = None
+
+    def upsert(self, pod: PodInfo) -> None:
+        old = self.members.get(pod.uid)
+        self.members[pod.uid] = pod
+        if old is None or old.annotations != pod.annotations or old.labels != pod.labels:
+            self._changed()
+        if pod.node_name and not pod.is_terminal and not self._timed_out:
+            # A bound member: the gang was satisfied (by us before a restart, or just now).
+            self._latch(GangState.SATISFIED)
+            self.reserved.pop(pod.uid, None)
+        if is_timed_out(pod.annotations) and not self._satisfied:
+            self._latch(GangState.TIMED_OUT)
+
+    def remove(self, uid: str) -> bool:
+        if self.members.pop(uid, None) is None:
+            return False
+        self.reserved.pop(uid, None)
+        if not self.reserved:
+            self.wait_started = None
+        self._changed()
+        return True
+
+    def set_podgroup(self, podgroup: PodGroupInfo | None) -> None:
+        self.podgroup = podgroup
+        self._changed()
+
+    def mark_satisfied(self) -> None:
+        self._latch(GangState.SATISFIED)
+        self.reserved.clear()
+        self.wait_started = None
+
+    def mark_timed_out(self) -> None:
+        self._latch(GangState.TIMED_OUT)
+        self.reserved.clear()
+        self.wait_started = None
+
+    def reserve(self, uid: str, node: str, now: float) -> None:
+        self.reserved[uid] = node
+        if self.wait_started is None:
+            self.wait_started = now
+
+    def release(self) -> list[str]:
+        """Drops every reservation; returns the uids (to forget in the cache)."""
+        uids = list(self.reserved)
+        self.reserved.clear()
+        self.wait_started = None
+        return uids
+
+    def _latch(self, target: GangState) -> None:
+        current = self.state
+        if current is target:
+            return
+        allowed = TRANSITIONS[current]
+        if current is GangState.INVALID and target is GangState.SATISFIED:
+            allowed = allowed | {GangState.SATISFIED}  # bound before its spec was broken
+        if target not in allowed:
+            raise GangTransitionError(f"gang {self.key}: {current} -> {target} is not allowed")
+        if target is GangState.SATISFIED:
+            self._satisfied = True
+        elif target is GangState.TIMED_OUT:
+            self._timed_out = True
+
+
+class GangRegistry:
+    def __init__(self, default_waiting_time: float) -> None:
+        self._default_waiting_time = default_waiting_time
+        self._gangs: dict[str, Gang] = {}
+        self._gang_of: dict[str, str] = {}
+        self._podgroups: dict[str, PodGroupInfo] = {}
+
+    def get(self, key: str) -> Gang | None:
+        return self._gangs.get(key)
+
+    def gang_of(self, uid: str) -> Gang | None:
+        key = self._gang_of.get(uid)
+        return None if key is None else self._gangs.get(key)
+
+    def gangs(self) -> Iterable[Gang]:
+        return self._gangs.values()
+
+    def _gang(self, ref: GangRef) -> Gang:
+        gang = self._gangs.get(ref.key)
+        if gang is None:
+            gang = self._gangs[ref.key] = Gang(ref, self._default_waiting_time)
+            gang.set_podgroup(self._podgroups.get(ref.key))
+        return gang
+
+    def on_pod(self, pod: PodInfo) -> Gang | None:
+        """Records one of our pods; returns its gang (None if it belongs to none)."""
+        ref = gang_ref_of(pod.namespace, pod.labels, pod.annotations)
+        previous = self._gang_of.get(pod.uid)
+        if previous is not None and (ref is None or ref.key != previous):
+            self.on_pod_deleted(pod.uid)
+        if ref is None:
+            return None
+        gang = self._gang(ref)
+        gang.upsert(pod)
+        self._gang_of[pod.uid] = ref.key
+        return gang
+
+    def on_pod_deleted(self, uid: str) -> Gang | None:
+        key = self._gang_of.pop(uid, None)
+        if key is None:
+            return None
+        gang = self._gangs.get(key)
+        if gang is None:
+            return None
+        gang.remove(uid)
+        self._drop_if_empty(gang)
+        return gang
+
+    def on_podgroup(self, podgroup: PodGroupInfo) -> Gang:
+        self._podgroups[podgroup.key] = podgroup
+        gang = self._gangs.get(podgroup.key)
+        if gang is None:
+            ref = GangRef(podgroup.namespace, podgroup.name, GangSource.POD_GROUP)
+            gang = self._gang(ref)
+        gang.set_podgroup(podgroup)
+        return gang
+
+    def on_podgroup_deleted(self, key: str) -> Gang | None:
+        self._podgroups.pop(key, None)
+        gang = self._gangs.get(key)
+        if gang is not None:
+            gang.set_podgroup(None)
+            self._drop_if_empty(gang)
+        return gang
+
+    def _drop_if_empty(self, gang: Gang) -> None:
+        if not gang.members and gang.podgroup is None:
+            del self._gangs[gang.key]
+
+    def group(self, gang: Gang) -> list[tuple[str, Gang | None]]:
+        """The gangs of ``gang``'s GangGroup (itself included), by key; None where a gang named
+        in the group has neither members nor a PodGroup yet."""
+        return [(key, self._gangs.get(key)) for key in gang.spec.groups]
