@@ -57,6 +57,7 @@ class App:
                 is_alive=self._is_alive,
                 is_ready=self.scheduler.ready.is_set,
                 render_metrics=self.scheduler.metrics.render,
+                render_gangs=self.scheduler.gang_view,
             )
         self.stop_flag = asyncio.Event()
         self._tasks: dict[str, asyncio.Task[None]] = {}

@@ -117,6 +117,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="share of feasible nodes to find before picking the best, in percent; 0 = adaptive "
         "as in kube-scheduler [KOORDGANG_PERCENTAGE_OF_NODES_TO_SCORE] (default: %(default)s)",
     )
+    gangs = commands.add_parser(
+        "gangs",
+        help="list the gangs a running daemon knows and why each waits",
+        description="Reads /gangs from a running koordgang daemon and prints one line per gang: "
+        "its GangGroup partners, mode, min-available, members created / placed (reserved or "
+        "bound) / bound, state, and what it waits for.",
+    )
+    gangs.add_argument(
+        "--url",
+        default=_env("KOORDGANG_URL", "http://127.0.0.1:10251"),
+        help="the daemon's HTTP address [KOORDGANG_URL] (default: %(default)s)",
+    )
+    gangs.add_argument(
+        "-o", "--output", choices=["table", "json"], default="table", help="(default: %(default)s)"
+    )
     commands.add_parser("version", help="print the version")
     return parser
 
@@ -145,6 +160,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "version":
         print(f"koordgang {_package_version()}")
+        return 0
+    if args.command == "gangs":
+        from koordgang.gangs_view import ViewError, fetch, render_table
+
+        try:
+            gangs = fetch(args.url)
+        except ViewError as error:
+            print(f"koordgang: {error}", file=sys.stderr)
+            return 1
+        if args.output == "json":
+            import json
+
+            print(json.dumps(gangs, indent=2))
+        else:
+            print(render_table(gangs))
         return 0
     settings = settings_from_args(args)
     from koordgang.app import run  # late: keeps `--help` fast

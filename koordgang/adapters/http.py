@@ -1,8 +1,9 @@
-"""/healthz, /readyz and /metrics for probes and Prometheus."""
+"""/healthz, /readyz and /metrics for probes and Prometheus; /gangs for people."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -17,12 +18,14 @@ class HealthServer:
         is_alive: Callable[[], bool],
         is_ready: Callable[[], bool],
         render_metrics: Callable[[], bytes],
+        render_gangs: Callable[[], list[dict[str, Any]]] = list,
     ) -> None:
         self.host = host
         self.port = port
         self._is_alive = is_alive
         self._is_ready = is_ready
         self._render_metrics = render_metrics
+        self._render_gangs = render_gangs
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
@@ -30,6 +33,7 @@ class HealthServer:
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/gangs", self._gangs)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -49,6 +53,9 @@ class HealthServer:
         if self._is_ready():
             return web.Response(text="ok\n")
         return web.Response(status=503, text="initial listing of pods and nodes not finished\n")
+
+    async def _gangs(self, _: web.Request) -> web.Response:
+        return web.json_response({"gangs": self._render_gangs()})
 
     async def _metrics(self, _: web.Request) -> web.Response:
         body = self._render_metrics()

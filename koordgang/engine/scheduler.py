@@ -412,8 +412,39 @@ class Scheduler:
         """Explanations for a pod that got bound or deleted meanwhile are not written."""
         if report.obj.kind != "Pod":
             return True
-        pod = self.cache.pod(report.obj.uid)
-        return pod is not None and self._wants_scheduling(pod)
+        uid = report.obj.uid
+        pod = self.cache.pod(uid)
+        if pod is None or pod.node_name or pod.is_terminal:
+            return False
+        if not self.cache.is_assumed(uid):
+            return True
+        # Assumed: either a gang reservation (still waiting: explain) or a bind in flight
+        # (about to be bound: a "not scheduled" condition now would contradict the binding).
+        gang = self.gangs.gang_of(uid)
+        return gang is not None and uid in gang.reserved
+
+    def gang_view(self) -> list[dict[str, Any]]:
+        """Every gang, for people: its group, mode, members created/placed/bound, and why it
+        waits (served at /gangs, printed by `koordgang gangs`)."""
+        view = []
+        for gang in sorted(self.gangs.gangs(), key=lambda g: g.key):
+            spec = gang.spec
+            members = list(gang.live_members())
+            view.append(
+                {
+                    "gang": gang.key,
+                    "group": list(spec.groups),
+                    "mode": spec.mode.value,
+                    "minAvailable": spec.min_available,
+                    "totalNumber": spec.total_number,
+                    "created": len(members),
+                    "placed": sum(1 for p in members if self.cache.node_of(p.uid) is not None),
+                    "bound": sum(1 for p in members if p.node_name),
+                    "state": gang.state.value,
+                    "waitingFor": "" if gang.satisfied else gang.last_message,
+                }
+            )
+        return view
 
     def _update_gauges(self) -> None:
         depths = self.queue.depths()

@@ -35,22 +35,20 @@ def unsatisfied(plan: GroupPlan, gang_plan: GangPlan) -> str:
     gang = gang_plan.gang
     if gang_plan.short:
         message = f"gang {gang.key}: {gang_plan.progress(created_count(gang))}"
-        if gang_plan.first_failure:
-            message += f"; {gang_plan.first_failure}"
+        failure = gang_plan.first_failure
     else:
         other = culprit(plan)
         message = (
             f"gang {gang.key} waits for {other.gang.key} in its group: {other.gang.key} has "
             f"{other.progress(created_count(other.gang))}"
         )
-        if other.first_failure:
-            message += f"; {other.first_failure}"
+        failure = other.first_failure
     if gang.spec.mode is GangMode.NON_STRICT and gang.reserved:
         message += (
-            f"; holding {len(gang.reserved)} reservation(s), for at most "
-            f"{_duration(gang.spec.waiting_time)}"
+            f" (holding {len(gang.reserved)} reservation(s) for at most "
+            f"{_duration(gang.spec.waiting_time)})"
         )
-    return message
+    return f"{message}; {failure}" if failure else message
 
 
 def timed_out(gang: Gang) -> str:

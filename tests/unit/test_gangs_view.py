@@ -1,0 +1,132 @@
+"""`koordgang gangs` renders what the daemon's /gangs says, one line per gang."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from koordgang.gangs_view import render_table
+
+GANGS = [
+    {
+        "gang": "default/train",
+        "group": ["default/train", "infer/serve"],
+        "mode": "Strict",
+        "minAvailable": 8,
+        "totalNumber": 8,
+        "created": 8,
+        "placed": 6,
+        "bound": 0,
+        "state": "Pending",
+        "waitingFor": "gang default/train: 6/8 members placed, min 8",
+    },
+    {
+        "gang": "infer/serve",
+        "group": ["default/train", "infer/serve"],
+        "mode": "NonStrict",
+        "minAvailable": None,
+        "totalNumber": 0,
+        "created": 2,
+        "placed": 0,
+        "bound": 0,
+        "state": "Invalid",
+        "waitingFor": "",
+    },
+]
+
+
+def test_the_table_has_a_line_per_gang_with_partners_counts_and_reason() -> None:
+    lines = render_table(GANGS).splitlines()
+    assert lines[0].split() == [
+        "GANG",
+        "GROUP",
+        "MODE",
+        "MIN",
+        "CREATED",
+        "PLACED",
+        "BOUND",
+        "STATE",
+        "WAITING",
+        "FOR",
+    ]
+    assert lines[1].split()[:8] == [
+        "default/train",
+        "infer/serve",
+        "Strict",
+        "8",
+        "8",
+        "6",
+        "0",
+        "Pending",
+    ]
+    assert lines[1].endswith("gang default/train: 6/8 members placed, min 8")
+    # An unusable min-available shows as "?", no reason as "-".
+    assert lines[2].split() == [
+        "infer/serve",
+        "default/train",
+        "NonStrict",
+        "?",
+        "2",
+        "0",
+        "0",
+        "Invalid",
+        "-",
+    ]
+
+
+def test_an_empty_list_says_so() -> None:
+    assert render_table([]).splitlines()[-1] == "(no gangs)"
+
+
+@pytest.fixture
+def daemon_url() -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"gangs": GANGS}).encode()
+            self.send_response(200 if self.path == "/gangs" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def test_the_command_prints_the_table_or_json(daemon_url: str) -> None:
+    table = subprocess.run(
+        [sys.executable, "-m", "koordgang", "gangs", "--url", daemon_url],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "default/train" in table.stdout and "6/8 members placed" in table.stdout
+    raw = subprocess.run(
+        [sys.executable, "-m", "koordgang", "gangs", "--url", daemon_url, "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(raw.stdout) == GANGS
+
+
+def test_an_unreachable_daemon_is_a_clear_error() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "koordgang", "gangs", "--url", "http://127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert "cannot read http://127.0.0.1:9/gangs" in result.stderr
+    assert "Traceback" not in result.stderr
