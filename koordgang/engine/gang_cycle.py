@@ -24,7 +24,7 @@ from koordgang.plugins.coscheduling import check_group, plan_group
 from koordgang.plugins.coscheduling import messages as say
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import Gang, GangRegistry
-from koordgang.state.queue import QueuedPod, SchedulingQueue
+from koordgang.state.queue import QueuedPod, QueueState, SchedulingQueue
 from koordgang.state.snapshot import Snapshot
 
 log = structlog.get_logger("koordgang.gangs")
@@ -78,6 +78,22 @@ class GangCycle:
         now = self.clock()
         group = self.gangs.group(gang)
         members = self._take_members(group, entry)
+        try:
+            return self._attempt(gang, group, members, now)
+        except Exception:
+            # Members pulled out of the queue go back, whatever went wrong: none is lost.
+            for queued in members.values():
+                if queued.state is QueueState.IN_FLIGHT:
+                    self.queue.requeue(queued, now, unschedulable=False)
+            raise
+
+    def _attempt(
+        self,
+        gang: Gang,
+        group: list[tuple[str, Gang | None]],
+        members: dict[str, QueuedPod],
+        now: float,
+    ) -> GangOutcome:
         verdict = check_group(gang, group)
         if not verdict.ready:
             for _, other in group:
@@ -196,6 +212,13 @@ class GangCycle:
                     self.queue.add(pod, now)
 
     def _explain(self, pod: PodInfo, message: str) -> None:
+        gang = self.gangs.gang_of(pod.uid)
+        if gang is not None:
+            # Settings that fell back to a default are named while the pod waits, so that a
+            # typo is not mistaken for the reason it waits.
+            notes = [i.message() for i in gang.spec.issues if not i.fatal]
+            if notes:
+                message = f"{message} (ignored settings: {'; '.join(notes)})"
         self.reporter.report(
             Report.for_pod(
                 pod, "Warning", "FailedScheduling", message, condition=("False", "Unschedulable")

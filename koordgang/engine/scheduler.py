@@ -279,7 +279,7 @@ class Scheduler:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wakeup.wait(), timeout=max(timeout, 0.001))
                 continue
-            self.schedule_one(entry)
+            self._schedule_guarded(entry)
             scheduled_in_batch += 1
             if scheduled_in_batch >= _BATCH:
                 scheduled_in_batch = 0
@@ -294,6 +294,17 @@ class Scheduler:
             self.podgroup_status.refresh(self.gang_cycle.dirty)
             self.gang_cycle.dirty.clear()
         self._update_gauges()
+
+    def _schedule_guarded(self, entry: QueuedPod) -> None:
+        """A bug met while scheduling one pod must not stop the scheduling of all others: the
+        pod goes back with backoff, the error is logged with its traceback and counted."""
+        try:
+            self.schedule_one(entry)
+        except Exception:
+            log.exception("scheduling attempt failed", pod=entry.pod.key)
+            self.metrics.attempts.labels("error").inc()
+            if entry.state is QueueState.IN_FLIGHT:
+                self.queue.requeue(entry, self.clock(), unschedulable=False)
 
     def schedule_one(self, entry: QueuedPod) -> None:
         pod = entry.pod

@@ -1,0 +1,76 @@
+"""`koordgang gangs` and /gangs show what a person needs to know about each gang."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from e2e.daemon import LocalDaemon
+from e2e.kube import Cluster, bound, pod_body, wait_until
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment",
+    reason="reads the HTTP endpoint of a daemon process of its own",
+)
+
+
+def _gang_pod(name: str, gang: str, minimum: int) -> dict[str, object]:
+    return pod_body(
+        name,
+        requests={"cpu": "1"},
+        annotations={
+            "gang.scheduling.koordinator.sh/name": gang,
+            "gang.scheduling.koordinator.sh/min-available": str(minimum),
+        },
+    )
+
+
+def test_the_gang_view_lists_bound_and_waiting_gangs(
+    clean_nodes: Cluster, namespace: str, daemon_factory: type, check_invariants: None
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes(["view-1"], {"cpu": "4", "memory": "8Gi"})
+    daemon = daemon_factory()  # type: ignore[call-arg]
+    assert isinstance(daemon, LocalDaemon)
+    daemon.start()
+    for i in range(2):
+        cluster.create_pod(namespace, _gang_pod(f"small-{i}", "small", 2))
+    for i in range(3):
+        cluster.create_pod(namespace, _gang_pod(f"big-{i}", "big", 4))
+    wait_until(lambda: len(bound(cluster.pods(namespace))) == 2, what="gang small bound")
+
+    url = f"http://127.0.0.1:{daemon.port}"
+
+    def view() -> dict[str, dict[str, object]]:
+        with urllib.request.urlopen(url + "/gangs", timeout=5) as reply:
+            return {g["gang"]: g for g in json.loads(reply.read())["gangs"]}
+
+    gangs = wait_until(
+        lambda: (v := view()) and v.get(f"{namespace}/big", {}).get("waitingFor") and v,
+        what="the big gang explained",
+    )
+    small, big = gangs[f"{namespace}/small"], gangs[f"{namespace}/big"]
+    assert (small["state"], small["created"], small["bound"], small["minAvailable"]) == (
+        "Satisfied",
+        2,
+        2,
+        2,
+    )
+    assert (big["state"], big["created"], big["bound"]) == ("Pending", 3, 0)
+    assert big["waitingFor"] == f"gang {namespace}/big: 3/4 members created, min 4"
+
+    table = subprocess.run(
+        [sys.executable, "-m", "koordgang", "gangs", "--url", url],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    ).stdout
+    line = next(row for row in table.splitlines() if row.startswith(f"{namespace}/big"))
+    assert line.split()[:8] == [f"{namespace}/big", "-", "Strict", "4", "3", "0", "0", "Pending"]
+    assert line.endswith("3/4 members created, min 4")
