@@ -20,6 +20,7 @@ from koordgang.framework.interfaces import (
     ScorePlugin,
     SortKey,
 )
+from koordgang.framework.node_index import NodeIndex
 from koordgang.framework.status import SUCCESS, Code, Status
 from koordgang.model.pod import PodInfo
 from koordgang.state.node_state import NodeState
@@ -67,6 +68,7 @@ class Framework:
         self._rng = rng or random.Random()
         self._static_cache: OrderedDict[Hashable, _StaticVerdict] = OrderedDict()
         self._next_start = 0
+        self.index = NodeIndex(self.dynamic_filters, self.scores, self._rng)
 
     def sort_key(self, pod: PodInfo) -> SortKey:
         return self.queue_sort.sort_key(pod)
@@ -177,6 +179,12 @@ class Framework:
         if not status.is_success:
             diagnosis.pod_reason = status.message()
             return ScheduleResult(None, status, diagnosis)
+        best = self.index.best(
+            state, pod, snapshot, lambda: self.static_feasible(state, pod, snapshot).feasible
+        )
+        if best is not None:
+            return ScheduleResult(best, SUCCESS, diagnosis)
+        # Nothing fits: the full pass over all nodes says why, node by node.
         feasible, examined = self.find_feasible(state, pod, snapshot, diagnosis)
         if not feasible:
             return ScheduleResult(

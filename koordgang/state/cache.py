@@ -22,6 +22,7 @@ _Account = tuple[str, Resources]
 #: One counter for all caches, so that a generation number identifies one cache's node set even
 #: when several caches exist (a copy for a dry run, say).
 _generations = itertools.count(1)
+_FREED_LOG_MAX = 20_000
 
 
 class SchedulerCache:
@@ -35,6 +36,9 @@ class SchedulerCache:
         #: Bumped when a node appears, goes or changes spec; keys caches of static filters.
         self.node_generation = next(_generations)
         self._node_list: list[NodeState] | None = None
+        #: Names of nodes whose usage went down, in order (see ``freed_since``).
+        self._freed: list[str] = []
+        self._freed_base = 0
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -87,6 +91,29 @@ class SchedulerCache:
 
     def all_node_states(self) -> Iterator[NodeState]:
         return iter(self._nodes.values())
+
+    # -- room freed ---------------------------------------------------------------------------
+
+    def note_freed(self, name: str) -> None:
+        """Records that ``name`` has more room than before (a pod left, a plan was dropped).
+
+        Indexes of best nodes only ever see usage grow between rebuilds; this log tells them
+        which nodes to look at again."""
+        self._freed.append(name)
+        if len(self._freed) > _FREED_LOG_MAX:
+            drop = len(self._freed) - _FREED_LOG_MAX // 2
+            del self._freed[:drop]
+            self._freed_base += drop
+
+    @property
+    def freed_position(self) -> int:
+        return self._freed_base + len(self._freed)
+
+    def freed_since(self, position: int) -> list[str] | None:
+        """Nodes freed since ``position``; None if the log no longer reaches back that far."""
+        if position < self._freed_base:
+            return None
+        return self._freed[position - self._freed_base :]
 
     def _nodes_changed(self) -> None:
         self.node_generation = next(_generations)
@@ -177,6 +204,7 @@ class SchedulerCache:
             state = self._nodes.get(current[0])
             if state is not None:
                 state.remove(uid, current[1])
+                self.note_freed(current[0])
                 if state.info is None and not state.pods:
                     del self._nodes[current[0]]
             del self._accounted[uid]

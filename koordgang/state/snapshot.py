@@ -80,7 +80,13 @@ class Snapshot:
         self._extra_pods[node.name] = self._extra_pods.get(node.name, 0) + 1
         self.placements.append(Placement(pod, node.name))
 
+    def overlay_count(self, name: str) -> int:
+        """Pods tentatively placed on ``name`` in this snapshot."""
+        return self._extra_pods.get(name, 0)
+
     def unplace_all(self) -> None:
+        for name in self._extra_pods:
+            self.cache.note_freed(name)
         self._extra.clear()
         self._extra_pods.clear()
         self.placements.clear()
@@ -90,5 +96,7 @@ class Snapshot:
         placements = list(self.placements)
         for placement in placements:
             self.cache.assume(placement.pod, placement.node_name)
-        self.unplace_all()
+        self._extra.clear()
+        self._extra_pods.clear()
+        self.placements.clear()
         return placements
