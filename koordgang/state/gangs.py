@@ -185,6 +185,13 @@ class Gang:
         self.reserved.pop(uid, None)
         if not self.reserved:
             self.wait_started = None
+        if not self.members:
+            # Nothing left that remembers the past (a restart would see a new gang): the next
+            # members, say after the user deleted timed-out pods to retry, start afresh.
+            self._satisfied = False
+            self._timed_out = False
+            self.first_attempt = None
+            self.last_message = ""
         self._changed()
         return True
 

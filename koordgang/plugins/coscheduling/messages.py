@@ -33,11 +33,13 @@ def culprit(plan: GroupPlan) -> GangPlan:
 def unsatisfied(plan: GroupPlan, gang_plan: GangPlan) -> str:
     """Why members of ``gang_plan``'s gang still wait after an attempt of their group."""
     gang = gang_plan.gang
-    if gang_plan.short:
+    other = culprit(plan)
+    # A gang speaks of itself if it failed to place a member; one that was not tried (a Strict
+    # attempt stopped at another gang) or that was fine is told whom it waits for.
+    if gang_plan.short and (gang_plan.failed or other is gang_plan):
         message = f"gang {gang.key}: {gang_plan.progress(created_count(gang))}"
         failure = gang_plan.first_failure
     else:
-        other = culprit(plan)
         message = (
             f"gang {gang.key} waits for {other.gang.key} in its group: {other.gang.key} has "
             f"{other.progress(created_count(other.gang))}"
