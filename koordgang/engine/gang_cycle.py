@@ -234,6 +234,11 @@ class GangCycle:
             started = gang.wait_started
             if started is None or gang.timed_out or now - started < gang.spec.waiting_time:
                 continue
+            if gang.satisfied:
+                # A satisfied gang under a policy that still counts (only-waiting, say) held
+                # reservations for replacements that did not add up: let them go, no timeout.
+                self._release([gang])
+                continue
             for _, member in self.gangs.group(gang):
                 if member is not None and not member.satisfied and not member.timed_out:
                     expired.append(member)

@@ -26,6 +26,13 @@ log = structlog.get_logger("koordgang.reporter")
 
 #: The same explanation is written again after this long, so that Events do not age out.
 REPEAT_AFTER = 600.0
+#: Normal Events (``Scheduled``) per second, and the burst allowed above that. At full speed
+#: the API server accepts about 2,000 writes/s in all, and a Scheduled Event per bound pod would
+#: take half of them from binding; past this rate such Events are dropped (and counted), as
+#: kube-scheduler's event broadcaster drops them when it falls behind. Warnings are never
+#: dropped: they are coalesced per pod instead.
+NORMAL_EVENTS_PER_SECOND = 100.0
+NORMAL_EVENTS_BURST = 500.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +90,31 @@ class Reporter:
         self._workers = workers
         self._tasks: list[asyncio.Task[None]] = []
         self._closing = False
+        self._tokens = NORMAL_EVENTS_BURST
+        self._tokens_at = clock()
 
     # -- producers (synchronous, called from the scheduling cycle) ---------------------------
 
+    def _take_token(self) -> bool:
+        now = self._clock()
+        self._tokens = min(
+            NORMAL_EVENTS_BURST, self._tokens + (now - self._tokens_at) * NORMAL_EVENTS_PER_SECOND
+        )
+        self._tokens_at = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
+
     def report(self, report: Report) -> None:
+        if (
+            report.event_type == "Normal"
+            and report.condition is None
+            and not report.annotations
+            and not self._take_token()
+        ):
+            self._metrics.api_writes.labels("event", "dropped").inc()
+            return
         key = (report.obj.uid, report.reason)
         last = self._last.get(key)
         if (

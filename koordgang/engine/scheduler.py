@@ -139,6 +139,28 @@ class Scheduler:
         ):
             self._report_issues(pod, gang.spec.issues)
 
+    def _explain_if_gang_timed_out(self, pod: PodInfo) -> None:
+        """A new member of a timed-out gang (a replacement a Job made) waits for the old ones
+        to go; it is told so instead of being left without a word."""
+        gang = self.gangs.gang_of(pod.uid)
+        if (
+            gang is None
+            or not gang.timed_out
+            or pod.node_name
+            or pod.is_terminal
+            or is_timed_out(pod.annotations)
+        ):
+            return
+        message = (
+            f"gang {gang.key} timed out; this pod will be scheduled once the gang's timed-out "
+            "members are deleted"
+        )
+        self.reporter.report(
+            Report.for_pod(
+                pod, "Warning", "FailedScheduling", message, condition=("False", "GangTimeout")
+            )
+        )
+
     def _report_issues(self, pod: PodInfo, issues: Iterable[ConfigIssue]) -> None:
         for issue in issues:
             self.reporter.report(
@@ -148,6 +170,7 @@ class Scheduler:
     def on_pod_upsert(self, pod: PodInfo) -> None:
         old = self.cache.upsert_pod(pod)
         self._track_gang(pod)
+        self._explain_if_gang_timed_out(pod)
         if self._wants_scheduling(pod):
             self.queue.add(pod, self.clock())
             self._wake()
@@ -159,9 +182,18 @@ class Scheduler:
             self._request_move()
 
     def on_pod_delete(self, uid: str) -> None:
+        before = self.gangs.gang_of(uid)
+        was_timed_out = before is not None and before.timed_out
         gang = self.gangs.on_pod_deleted(uid)
         if gang is not None:
             self.gang_cycle.dirty.add(gang.key)
+            if was_timed_out and not gang.timed_out:
+                # The user deleted the timed-out members: the others get a fresh start.
+                now = self.clock()
+                for member in gang.pending_members():
+                    if self._wants_scheduling(member):
+                        self.queue.add(member, now)
+                self._request_move()
         old = self.cache.remove_pod(uid)
         self.queue.delete(uid)
         self.reporter.forget(uid)

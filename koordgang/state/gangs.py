@@ -76,6 +76,8 @@ class Gang:
         self.first_attempt: float | None = None
         self._satisfied = False
         self._timed_out = False
+        #: Members that timed out (annotated, or about to be); the latch lifts when all are gone.
+        self._timed_out_members: set[str] = set()
         #: The newest explanation given to its pending members (for `koordgang gangs`).
         self.last_message = ""
         self._default_waiting_time = default_waiting_time
@@ -178,6 +180,7 @@ class Gang:
             self.reserved.pop(pod.uid, None)
         if is_timed_out(pod.annotations) and not self._satisfied:
             self._latch(GangState.TIMED_OUT)
+            self._timed_out_members.add(pod.uid)
 
     def remove(self, uid: str) -> bool:
         if self.members.pop(uid, None) is None:
@@ -185,10 +188,12 @@ class Gang:
         self.reserved.pop(uid, None)
         if not self.reserved:
             self.wait_started = None
-        if not self.members:
+        self._timed_out_members.discard(uid)
+        if not self.members or (self._timed_out and not self._timed_out_members):
             # Nothing left that remembers the past (a restart would see a new gang): the next
-            # members, say after the user deleted timed-out pods to retry, start afresh.
-            self._satisfied = False
+            # members start afresh. This is how a user retries a timed-out gang: delete its
+            # pods, and their replacements (a Job makes them at once) are scheduled anew.
+            self._satisfied = self._satisfied and bool(self.members) and not self._timed_out
             self._timed_out = False
             self.first_attempt = None
             self.last_message = ""
@@ -206,6 +211,9 @@ class Gang:
 
     def mark_timed_out(self) -> None:
         self._latch(GangState.TIMED_OUT)
+        self._timed_out_members.update(
+            uid for uid, pod in self.members.items() if not pod.node_name and not pod.is_terminal
+        )
         self.reserved.clear()
         self.wait_started = None
 

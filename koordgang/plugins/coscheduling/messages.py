@@ -46,10 +46,16 @@ def unsatisfied(plan: GroupPlan, gang_plan: GangPlan) -> str:
         )
         failure = other.first_failure
     if gang.spec.mode is GangMode.NON_STRICT and gang.reserved:
-        message += (
+        holding = (
             f" (holding {len(gang.reserved)} reservation(s) for at most "
             f"{_duration(gang.spec.waiting_time)})"
         )
+        head = f"gang {gang.key}"
+        if message.startswith(head + " waits for"):
+            # Right after the gang's own name, so that the holding is not read as the partner's.
+            message = head + holding + message[len(head) :]
+        else:
+            message += holding
     return f"{message}; {failure}" if failure else message
 
 

@@ -21,7 +21,7 @@ def podgroup_phase(gang: Gang, scheduled: int, running: int, succeeded: int, fai
         return "Finished"
     if failed and running + succeeded < minimum:
         return "Failed"
-    if minimum and running >= minimum:
+    if minimum and running + succeeded >= minimum:
         return "Running"
     if gang.satisfied or (minimum and scheduled >= minimum):
         return "Scheduled"
