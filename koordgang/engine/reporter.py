@@ -90,6 +90,7 @@ class Reporter:
         self._workers = workers
         self._tasks: list[asyncio.Task[None]] = []
         self._closing = False
+        self._writing: set[str] = set()
         self._tokens = NORMAL_EVENTS_BURST
         self._tokens_at = clock()
 
@@ -143,17 +144,33 @@ class Reporter:
         for index in range(self._workers):
             self._tasks.append(asyncio.create_task(self._work(), name=f"reporter-{index}"))
 
+    def _next(self) -> Report | None:
+        """The oldest pending report for an object no other worker is writing to: two writes to
+        one pod must not race, or an older explanation could land after a newer one."""
+        for key in self._pending:
+            if key[0] not in self._writing:
+                return self._pending.pop(key)
+        return None
+
     async def _work(self) -> None:
         while True:
-            while not self._pending:
-                if self._closing:
+            report = self._next()
+            if report is None:
+                if self._closing and not self._pending:
                     return
                 self._wakeup.clear()
                 await self._wakeup.wait()
-            _, report = self._pending.popitem(last=False)
+                continue
             if not report.always and not self._is_current(report):
                 continue
-            await self._write(report)
+            uid = report.obj.uid
+            self._writing.add(uid)
+            try:
+                await self._write(report)
+            finally:
+                self._writing.discard(uid)
+                if self._pending:
+                    self._wakeup.set()
 
     async def _write(self, report: Report) -> None:
         obj = report.obj

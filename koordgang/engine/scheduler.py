@@ -162,9 +162,14 @@ class Scheduler:
         )
 
     def _report_issues(self, pod: PodInfo, issues: Iterable[ConfigIssue]) -> None:
-        for issue in issues:
+        messages = [issue.message() for issue in issues]
+        if messages:
+            # One Event for all of them (reports coalesce per pod and reason), written even if
+            # the pod gets bound meanwhile: the settings are still wrong.
             self.reporter.report(
-                Report.for_pod(pod, "Warning", "InvalidGangConfig", issue.message())
+                Report.for_pod(
+                    pod, "Warning", "InvalidGangConfig", "; ".join(messages), always=True
+                )
             )
 
     def on_pod_upsert(self, pod: PodInfo) -> None:
@@ -257,8 +262,9 @@ class Scheduler:
                 podgroup.uid,
                 api_version="scheduling.sigs.k8s.io/v1alpha1",
             )
-            for issue in podgroup.issues:
-                self.reporter.report(Report(ref, "Warning", "InvalidGangConfig", issue.message()))
+            if podgroup.issues:
+                message = "; ".join(issue.message() for issue in podgroup.issues)
+                self.reporter.report(Report(ref, "Warning", "InvalidGangConfig", message))
         log.debug("podgroup event", kind=kind, podgroup=podgroup.key)
         self._request_move()
 
