@@ -19,6 +19,7 @@ from e2e.conftest import install_crds
 from e2e.controlplane import DEFAULT_NODES_FILE, LocalControlPlane
 from e2e.daemon import LocalDaemon
 from e2e.kube import Cluster, pod_body, scheduled_condition
+from koordgang.gangs_view import fetch, render_table
 
 NAMESPACE = "demo"
 GPU = "nvidia.com/gpu"
@@ -29,15 +30,51 @@ def say(message: str) -> None:
     print(f"==> {message}", flush=True)
 
 
+PODGROUP = {
+    "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+    "kind": "PodGroup",
+    "metadata": {"name": "train"},
+    "spec": {"minMember": 4},
+}
+
+
+def _gang(name: str, gang: str, minimum: int, cpu: str, **extra: str) -> dict[str, object]:
+    annotations = {
+        "gang.scheduling.koordinator.sh/name": gang,
+        "gang.scheduling.koordinator.sh/min-available": str(minimum),
+        **{f"gang.scheduling.koordinator.sh/{k.replace('_', '-')}": v for k, v in extra.items()},
+    }
+    return pod_body(name, requests={"cpu": cpu, "memory": "1Gi"}, annotations=annotations)
+
+
 def workloads() -> list[tuple[str, dict[str, object], str]]:
     """(name, pod body, what it shows)."""
     items: list[tuple[str, dict[str, object], str]] = []
+    for i in range(4):
+        body = pod_body(
+            f"train-{i}",
+            requests={"cpu": "8", "memory": "32Gi"},
+            labels={"pod-group.scheduling.sigs.k8s.io": "train"},
+        )
+        items.append((f"train-{i}", body, "PodGroup gang of 4: all bound together"))
+    for i in range(3):
+        items.append(
+            (f"sweep-{i}", _gang(f"sweep-{i}", "sweep", 4, "1"), "gang of min 4, only 3 pods exist")
+        )
+    for i in range(6):
+        items.append(
+            (
+                f"huge-gang-{i}",
+                _gang(f"huge-gang-{i}", "huge-gang", 6, "24"),
+                "gang of 6 x 24 cpu: no room for all",
+            )
+        )
     for i in range(6):
         items.append(
             (
                 f"web-{i}",
                 pod_body(f"web-{i}", requests={"cpu": "2", "memory": "4Gi"}),
-                "plain pods spread over cpu nodes",
+                "plain pods: most free room wins",
             )
         )
     for i in range(2):
@@ -103,9 +140,23 @@ def main() -> int:
             cluster.core.read_namespace(NAMESPACE)
             say(f"namespace {NAMESPACE} exists: clearing its pods")
             cluster.delete_namespace_pods(NAMESPACE)
+            for group in cluster.custom.list_namespaced_custom_object(
+                "scheduling.sigs.k8s.io", "v1alpha1", NAMESPACE, "podgroups"
+            )["items"]:
+                cluster.custom.delete_namespaced_custom_object(
+                    "scheduling.sigs.k8s.io",
+                    "v1alpha1",
+                    NAMESPACE,
+                    "podgroups",
+                    group["metadata"]["name"],
+                )
         except Exception:
             cluster.create_namespace(NAMESPACE)
         items = workloads()
+        say("creating PodGroup demo/train (minMember 4)")
+        cluster.custom.create_namespaced_custom_object(
+            "scheduling.sigs.k8s.io", "v1alpha1", NAMESPACE, "podgroups", PODGROUP
+        )
         say(f"submitting {len(items)} pods with schedulerName koord-scheduler")
         for _, body, _ in items:
             cluster.create_pod(NAMESPACE, body)
@@ -123,6 +174,17 @@ def main() -> int:
                 break
             time.sleep(1)
         report(cluster, items)
+        say("koordgang gangs (what the daemon knows of each gang)")
+        print(
+            render_table(
+                [
+                    g
+                    for g in fetch(f"http://127.0.0.1:{daemon.port}")
+                    if g["gang"].startswith(f"{NAMESPACE}/")
+                ]
+            )
+        )
+        print()
     finally:
         say("stopping koordgang (SIGTERM)")
         daemon.stop()
