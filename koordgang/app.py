@@ -38,16 +38,8 @@ class App:
         )
         pods, nodes = PodFeed(self.scheduler), NodeFeed(self.scheduler)
         self.informers = (
-            Informer(
-                self.api, "/api/v1/pods", name="pods", on_list=pods.on_list, on_event=pods.on_event
-            ),
-            Informer(
-                self.api,
-                "/api/v1/nodes",
-                name="nodes",
-                on_list=nodes.on_list,
-                on_event=nodes.on_event,
-            ),
+            Informer(self.api, "/api/v1/pods", name="pods", sink=pods),
+            Informer(self.api, "/api/v1/nodes", name="nodes", sink=nodes),
         )
         self.http: HealthServer | None = None
         if settings.http_port:

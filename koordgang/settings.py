@@ -37,7 +37,7 @@ class Settings:
     score_strategy: ScoreStrategy = ScoreStrategy.LEAST_ALLOCATED
     #: Upper bound of Binding requests in flight at once. The API server accepts about
     #: 2,000 binds/s with 32-64 in flight; one at a time it manages about 500/s.
-    bind_concurrency: int = 32
+    bind_concurrency: int = 64
     #: Port of the HTTP endpoints /healthz, /readyz and /metrics; 0 disables them.
     http_port: int = 10251
     http_host: str = "0.0.0.0"

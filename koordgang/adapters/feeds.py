@@ -7,6 +7,7 @@ from typing import Any
 import structlog
 
 from koordgang.engine.scheduler import Scheduler
+from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
 from koordgang.model.node import NodeInfo, NodeParseError, parse_node
 from koordgang.model.pod import PodInfo, PodParseError, parse_pod
 
@@ -16,19 +17,26 @@ log = structlog.get_logger("koordgang.feeds")
 class PodFeed:
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
+        self._listed: list[PodInfo] = []
 
     def _parse(self, obj: dict[str, Any]) -> PodInfo | None:
         try:
-            return parse_pod(obj)
+            return parse_pod(obj, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
         except PodParseError as error:
             self.scheduler.on_pod_invalid(obj, error)
             return None
 
-    def on_list(self, items: list[dict[str, Any]]) -> None:
-        pods = [p for p in map(self._parse, items) if p is not None]
-        self.scheduler.on_pods_listed(pods)
+    def begin_list(self) -> None:
+        self._listed = []
 
-    def on_event(self, kind: str, obj: dict[str, Any]) -> None:
+    def list_page(self, items: list[dict[str, Any]]) -> None:
+        self._listed.extend(x for x in map(self._parse, items) if x is not None)
+
+    def end_list(self) -> None:
+        listed, self._listed = self._listed, []
+        self.scheduler.on_pods_listed(listed)
+
+    def event(self, kind: str, obj: dict[str, Any]) -> None:
         if kind == "DELETED":
             uid = (obj.get("metadata") or {}).get("uid")
             if uid:
@@ -42,6 +50,7 @@ class PodFeed:
 class NodeFeed:
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
+        self._listed: list[NodeInfo] = []
 
     def _parse(self, obj: dict[str, Any]) -> NodeInfo | None:
         try:
@@ -51,11 +60,17 @@ class NodeFeed:
             log.warning("node ignored: cannot read it", node=name, error=str(error))
             return None
 
-    def on_list(self, items: list[dict[str, Any]]) -> None:
-        nodes = [n for n in map(self._parse, items) if n is not None]
-        self.scheduler.on_nodes_listed(nodes)
+    def begin_list(self) -> None:
+        self._listed = []
 
-    def on_event(self, kind: str, obj: dict[str, Any]) -> None:
+    def list_page(self, items: list[dict[str, Any]]) -> None:
+        self._listed.extend(x for x in map(self._parse, items) if x is not None)
+
+    def end_list(self) -> None:
+        listed, self._listed = self._listed, []
+        self.scheduler.on_nodes_listed(listed)
+
+    def event(self, kind: str, obj: dict[str, Any]) -> None:
         if kind == "DELETED":
             name = (obj.get("metadata") or {}).get("name")
             if name:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -22,8 +21,15 @@ from koordgang.clients.errors import ApiError, ApiUnavailable
 
 log = structlog.get_logger("koordgang.informer")
 
-ListHandler = Callable[[list[dict[str, Any]]], None]
-EventHandler = Callable[[str, dict[str, Any]], None]
+
+class Sink(Protocol):
+    """Where an informer delivers what it sees. A LIST arrives page by page, so that the raw
+    bodies of one page at a time are held, not those of 20,000 pods at once."""
+
+    def begin_list(self) -> None: ...
+    def list_page(self, items: list[dict[str, Any]]) -> None: ...
+    def end_list(self) -> None: ...
+    def event(self, kind: str, obj: dict[str, Any]) -> None: ...
 
 
 class _Relist(Exception):
@@ -37,8 +43,7 @@ class Informer:
         path: str,
         *,
         name: str,
-        on_list: ListHandler,
-        on_event: EventHandler,
+        sink: Sink,
         page_size: int = 500,
         watch_timeout: int = 300,
         max_backoff: float = 30.0,
@@ -46,8 +51,7 @@ class Informer:
         self.api = api
         self.path = path
         self.name = name
-        self._on_list = on_list
-        self._on_event = on_event
+        self._sink = sink
         self._page_size = page_size
         self._watch_timeout = watch_timeout
         self._max_backoff = max_backoff
@@ -86,8 +90,9 @@ class Informer:
                 await asyncio.sleep(delay)
 
     async def _list(self) -> None:
-        items: list[dict[str, Any]] = []
+        count = 0
         cont = ""
+        self._sink.begin_list()
         while True:
             params = {"limit": str(self._page_size)}
             if cont:
@@ -97,20 +102,23 @@ class Informer:
             except ApiError as error:
                 if error.gone and cont:
                     # The continue token expired while paging: start the LIST over.
-                    items, cont = [], ""
+                    count, cont = 0, ""
+                    self._sink.begin_list()
                     continue
                 raise
-            items.extend(page.get("items") or ())
             meta = page.get("metadata") or {}
+            items = page.get("items") or []
+            del page  # one page of raw bodies at a time
+            count += len(items)
+            self._sink.list_page(items)
+            del items
             cont = meta.get("continue") or ""
             if not cont:
                 self.resource_version = str(meta.get("resourceVersion") or "")
                 break
         self.lists += 1
-        log.info(
-            "listed", informer=self.name, count=len(items), resource_version=self.resource_version
-        )
-        self._on_list(items)
+        self._sink.end_list()
+        log.info("listed", informer=self.name, count=count, resource_version=self.resource_version)
 
     async def _watch(self) -> None:
         params = {
@@ -129,4 +137,4 @@ class Informer:
             if kind not in ("ADDED", "MODIFIED", "DELETED"):
                 raise _Relist()
             self.events += 1
-            self._on_event(kind, obj)
+            self._sink.event(kind, obj)

@@ -26,7 +26,12 @@ from koordgang.engine.reporter import Report, Reporter
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.runner import Framework
 from koordgang.framework.status import Code
-from koordgang.model.gang import ConfigIssue, is_timed_out, parse_podgroup
+from koordgang.model.gang import (
+    SCHEDULER_ANNOTATION_PREFIXES,
+    ConfigIssue,
+    is_timed_out,
+    parse_podgroup,
+)
 from koordgang.model.node import NodeInfo
 from koordgang.model.pod import PodInfo, PodParseError, parse_pod
 from koordgang.settings import Settings
@@ -439,7 +444,7 @@ class Scheduler:
         pod = request.pod
         try:
             raw = await pod_client.get(self.api, pod.namespace, pod.name)
-            fresh = parse_pod(raw)
+            fresh = parse_pod(raw, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
         except (ApiError, ApiUnavailable, PodParseError) as error:
             log.info("pod could not be read back after a conflict", pod=pod.key, error=str(error))
             self.cache.forget(pod.uid)

@@ -62,6 +62,8 @@ LIGHTWEIGHT_NAME_LABEL = "pod-group.scheduling.sigs.k8s.io/name"
 LIGHTWEIGHT_MIN_LABEL = "pod-group.scheduling.sigs.k8s.io/min-available"
 
 PREFIX = "gang.scheduling.koordinator.sh/"
+#: Pod annotations the scheduler reads; the scheduler keeps no others in memory.
+SCHEDULER_ANNOTATION_PREFIXES = (PREFIX, "scheduling.koordinator.sh/")
 NAME_KEY = PREFIX + "name"
 MIN_AVAILABLE_KEY = PREFIX + "min-available"
 WAITING_TIME_KEY = PREFIX + "waiting-time"

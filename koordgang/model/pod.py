@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from koordgang.model import _fields
@@ -237,8 +239,15 @@ def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
         raise err.at("spec.tolerations") from None
 
 
-def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
+def parse_pod(
+    obj: Mapping[str, Any], *, annotation_prefixes: tuple[str, ...] | None = None
+) -> PodInfo:
     """A pod object as the API server returns it, as a :class:`PodInfo`.
+
+    ``annotation_prefixes`` keeps only the annotations the caller reads (a scheduler holding
+    20,000 pods need not hold every ``last-applied-configuration``); None keeps them all.
+    Strings that repeat across pods (namespace, node, phase) and identical request vectors are
+    shared, for the same reason.
 
     Raises :class:`PodParseError` naming the field and its value when something the scheduler
     relies on is malformed (a quantity, a node affinity, a toleration, a timestamp).
@@ -254,15 +263,19 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
             raise ModelError("missing", "metadata.name")
         return PodInfo(
             name=name,
-            namespace=_fields.string(metadata, "namespace", "metadata.namespace") or "default",
+            namespace=sys.intern(
+                _fields.string(metadata, "namespace", "metadata.namespace") or "default"
+            ),
             uid=_fields.string(metadata, "uid", "metadata.uid"),
-            scheduler_name=_fields.string(spec, "schedulerName", "spec.schedulerName")
-            or DEFAULT_SCHEDULER_NAME,
-            node_name=_fields.string(spec, "nodeName", "spec.nodeName"),
+            scheduler_name=sys.intern(
+                _fields.string(spec, "schedulerName", "spec.schedulerName")
+                or DEFAULT_SCHEDULER_NAME
+            ),
+            node_name=sys.intern(_fields.string(spec, "nodeName", "spec.nodeName")),
             nominated_node_name=_fields.string(
                 status, "nominatedNodeName", "status.nominatedNodeName"
             ),
-            phase=_fields.string(status, "phase", "status.phase") or PHASE_PENDING,
+            phase=sys.intern(_fields.string(status, "phase", "status.phase") or PHASE_PENDING),
             priority=_fields.integer(spec, "priority", "spec.priority"),
             preemption_policy=_fields.string(spec, "preemptionPolicy", "spec.preemptionPolicy")
             or DEFAULT_PREEMPTION_POLICY,
@@ -276,9 +289,9 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
             resource_version=_fields.string(
                 metadata, "resourceVersion", "metadata.resourceVersion"
             ),
-            labels=_fields.string_map(metadata, "labels", "metadata.labels"),
-            annotations=_fields.string_map(metadata, "annotations", "metadata.annotations"),
-            requests=pod_requests(spec),
+            labels=_fields.string_map(metadata, "labels", "metadata.labels") or _EMPTY,
+            annotations=_annotations(metadata, annotation_prefixes),
+            requests=_shared(pod_requests(spec)),
             node_selector=_fields.string_map(spec, "nodeSelector", "spec.nodeSelector"),
             required_affinity=_required_affinity(spec),
             tolerations=_tolerations(spec),
@@ -303,3 +316,27 @@ def _owner(metadata: Mapping[str, Any]) -> str:
         return ""
     namespace = metadata.get("namespace") or "default"
     return f"{namespace}/{chosen['name']}"
+
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+_SHARED_REQUESTS: dict[Resources, Resources] = {}
+
+
+def _annotations(
+    metadata: Mapping[str, Any], prefixes: tuple[str, ...] | None
+) -> Mapping[str, str]:
+    annotations = _fields.string_map(metadata, "annotations", "metadata.annotations")
+    if prefixes is not None:
+        annotations = {k: v for k, v in annotations.items() if k.startswith(prefixes)}
+    return annotations or _EMPTY
+
+
+def _shared(requests: Resources) -> Resources:
+    """One object per distinct request vector (pods of one job all ask for the same)."""
+    shared = _SHARED_REQUESTS.get(requests)
+    if shared is not None:
+        return shared
+    if len(_SHARED_REQUESTS) > 10_000:
+        _SHARED_REQUESTS.clear()
+    _SHARED_REQUESTS[requests] = requests
+    return requests
