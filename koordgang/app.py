@@ -8,7 +8,7 @@ from typing import Any
 
 import structlog
 
-from koordgang.adapters.feeds import NodeFeed, PodFeed
+from koordgang.adapters.feeds import node_feed, pod_feed
 from koordgang.adapters.http import HealthServer
 from koordgang.adapters.informer import Informer
 from koordgang.adapters.kopf_runtime import (
@@ -36,7 +36,7 @@ class App:
         self.scheduler = Scheduler(
             settings, self.api, default_framework(settings, gangs), gangs=gangs
         )
-        pods, nodes = PodFeed(self.scheduler), NodeFeed(self.scheduler)
+        pods, nodes = pod_feed(self.scheduler), node_feed(self.scheduler)
         self.informers = (
             Informer(self.api, "/api/v1/pods", name="pods", sink=pods),
             Informer(self.api, "/api/v1/nodes", name="nodes", sink=nodes),

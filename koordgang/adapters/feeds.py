@@ -2,29 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
 
 import structlog
 
 from koordgang.engine.scheduler import Scheduler
+from koordgang.model.errors import ModelError
 from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
-from koordgang.model.node import NodeInfo, NodeParseError, parse_node
+from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.pod import PodInfo, PodParseError, parse_pod
 
 log = structlog.get_logger("koordgang.feeds")
 
+T = TypeVar("T")
 
-class PodFeed:
-    def __init__(self, scheduler: Scheduler) -> None:
-        self.scheduler = scheduler
-        self._listed: list[PodInfo] = []
 
-    def _parse(self, obj: dict[str, Any]) -> PodInfo | None:
-        try:
-            return parse_pod(obj, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
-        except PodParseError as error:
-            self.scheduler.on_pod_invalid(obj, error)
-            return None
+class _Feed(Generic[T]):
+    """Parses what an informer delivers; a LIST is collected page by page and handed over
+    whole (the cache replaces its view), single events one by one."""
+
+    def __init__(
+        self,
+        parse: Callable[[dict[str, Any]], T | None],
+        listed: Callable[[Iterable[T]], None],
+        upserted: Callable[[T], None],
+        deleted: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self._parse = parse
+        self._on_listed = listed
+        self._on_upserted = upserted
+        self._on_deleted = deleted
+        self._listed: list[T] = []
 
     def begin_list(self) -> None:
         self._listed = []
@@ -34,48 +43,43 @@ class PodFeed:
 
     def end_list(self) -> None:
         listed, self._listed = self._listed, []
-        self.scheduler.on_pods_listed(listed)
+        self._on_listed(listed)
 
     def event(self, kind: str, obj: dict[str, Any]) -> None:
         if kind == "DELETED":
-            uid = (obj.get("metadata") or {}).get("uid")
-            if uid:
-                self.scheduler.on_pod_delete(str(uid))
+            self._on_deleted(obj.get("metadata") or {})
             return
-        pod = self._parse(obj)
-        if pod is not None:
-            self.scheduler.on_pod_upsert(pod)
+        parsed = self._parse(obj)
+        if parsed is not None:
+            self._on_upserted(parsed)
 
 
-class NodeFeed:
-    def __init__(self, scheduler: Scheduler) -> None:
-        self.scheduler = scheduler
-        self._listed: list[NodeInfo] = []
+def pod_feed(scheduler: Scheduler) -> _Feed[PodInfo]:
+    def parse(obj: dict[str, Any]) -> PodInfo | None:
+        try:
+            return parse_pod(obj, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
+        except PodParseError as error:
+            scheduler.on_pod_invalid(obj, error)
+            return None
 
-    def _parse(self, obj: dict[str, Any]) -> NodeInfo | None:
+    def deleted(meta: dict[str, Any]) -> None:
+        if meta.get("uid"):
+            scheduler.on_pod_delete(str(meta["uid"]))
+
+    return _Feed(parse, scheduler.on_pods_listed, scheduler.on_pod_upsert, deleted)
+
+
+def node_feed(scheduler: Scheduler) -> _Feed[NodeInfo]:
+    def parse(obj: dict[str, Any]) -> NodeInfo | None:
         try:
             return parse_node(obj)
-        except NodeParseError as error:
+        except ModelError as error:
             name = (obj.get("metadata") or {}).get("name")
             log.warning("node ignored: cannot read it", node=name, error=str(error))
             return None
 
-    def begin_list(self) -> None:
-        self._listed = []
+    def deleted(meta: dict[str, Any]) -> None:
+        if meta.get("name"):
+            scheduler.on_node_delete(str(meta["name"]))
 
-    def list_page(self, items: list[dict[str, Any]]) -> None:
-        self._listed.extend(x for x in map(self._parse, items) if x is not None)
-
-    def end_list(self) -> None:
-        listed, self._listed = self._listed, []
-        self.scheduler.on_nodes_listed(listed)
-
-    def event(self, kind: str, obj: dict[str, Any]) -> None:
-        if kind == "DELETED":
-            name = (obj.get("metadata") or {}).get("name")
-            if name:
-                self.scheduler.on_node_delete(str(name))
-            return
-        node = self._parse(obj)
-        if node is not None:
-            self.scheduler.on_node_upsert(node)
+    return _Feed(parse, scheduler.on_nodes_listed, scheduler.on_node_upsert, deleted)
