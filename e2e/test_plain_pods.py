@@ -159,3 +159,24 @@ def test_init_containers_and_pod_count_limit_are_respected(
         what="the fourth pod explained",
     )
     assert "Too many pods" in scheduled_condition(stuck[0]).message
+
+
+def test_a_pod_with_a_very_large_annotation_is_scheduled_and_nothing_breaks(
+    clean_nodes: Cluster, namespace: str, daemon: Daemon, check_invariants: None
+) -> None:
+    # A watch event is one line holding the whole pod; 250 kB (annotations may hold 256 kB)
+    # is far beyond the default
+    # line buffer of HTTP clients.
+    cluster = clean_nodes
+    cluster.add_nodes(["big-annotation"], {"cpu": "4", "memory": "8Gi"})
+    huge = pod_body("huge-annotation", requests={"cpu": "1"}, annotations={"note": "x" * 250_000})
+    cluster.create_pod(namespace, huge)
+    cluster.create_pod(namespace, pod_body("after-it", requests={"cpu": "1"}))
+    wait_until(
+        lambda: (
+            all(p.spec.node_name for p in cluster.pods(namespace))
+            and len(cluster.pods(namespace)) == 2
+        ),
+        timeout=30,
+        what="both pods bound",
+    )

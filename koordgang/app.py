@@ -106,6 +106,9 @@ class App:
         if self.http is not None:
             await self.http.stop()
         await self.api.close()
+        # kopf waits on this flag in a task of its own; after a signal nobody else sets it,
+        # and kopf would give that task 5 s before cancelling it.
+        self.stop_flag.set()
 
     async def run(self) -> int:
         quiet_kopf_logs()

@@ -1,4 +1,4 @@
-"""A small asyncio client for the Kubernetes API over aiohttp.
+"""A small asyncio client for the Kubernetes API over aiohttp, with orjson for JSON.
 
 Measured on our machines, aiohttp with 32-64 requests in flight reaches the API server's own
 ceiling (about 2,000 binds/s), while the official client tops out near half that on its own CPU.
@@ -6,12 +6,12 @@ ceiling (about 2,000 binds/s), while the official client tops out near half that
 
 from __future__ import annotations
 
-import json
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
+import orjson
 
 from koordgang.clients.config import Connection
 from koordgang.clients.errors import ApiError, ApiUnavailable
@@ -54,6 +54,9 @@ class KubeApi:
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 headers={"User-Agent": self._user_agent},
+                # A watch event is one line holding a whole object, which may approach the
+                # API server's 1.5 MB limit: a large buffer reads such lines in few steps.
+                read_bufsize=4 * 2**20,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
             )
         return self._session
@@ -78,7 +81,7 @@ class KubeApi:
         timeout: float = 30.0,
     ) -> Any:
         """One call; returns the decoded JSON reply or raises ApiError / ApiUnavailable."""
-        data = None if body is None else json.dumps(body, separators=(",", ":"))
+        data = None if body is None else orjson.dumps(body)
         try:
             async with self.session.request(
                 method,
@@ -91,7 +94,7 @@ class KubeApi:
                 raw = await response.read()
                 if response.status >= 400:
                     raise _api_error(response.status, raw)
-                return json.loads(raw) if raw else None
+                return orjson.loads(raw) if raw else None
         except (aiohttp.ClientConnectionError, TimeoutError) as error:
             raise ApiUnavailable(f"{method} {path}: {error!r}") from error
 
@@ -114,7 +117,7 @@ class KubeApi:
                 async for line in response.content:
                     if not line.strip():
                         continue
-                    event = json.loads(line)
+                    event = orjson.loads(line)
                     if event.get("type") == "ERROR":
                         status = event.get("object") or {}
                         raise ApiError(
@@ -134,8 +137,8 @@ class KubeApi:
 
 def _api_error(status: int, raw: bytes) -> ApiError:
     try:
-        body = json.loads(raw)
-    except ValueError:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
         body = None
     if isinstance(body, dict):
         return ApiError(status, str(body.get("reason") or ""), str(body.get("message") or ""), body)

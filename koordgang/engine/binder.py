@@ -64,6 +64,9 @@ class Binder:
         self._bind_call = bind_call
         self._tasks: set[asyncio.Task[None]] = set()
         self._slot_freed = asyncio.Event()
+        # A gang submits all its members at once; this keeps the requests themselves within
+        # the limit (the rest wait here, not in the HTTP pool where they would time out).
+        self._requests = asyncio.Semaphore(self._limit)
 
     @property
     def in_flight(self) -> int:
@@ -92,8 +95,9 @@ class Binder:
 
     async def _bind(self, request: BindRequest) -> None:
         pod = request.pod
-        started = self._clock()
         outcome, detail = BindOutcome.OK, ""
+        await self._requests.acquire()
+        started = self._clock()
         try:
             await with_retries(
                 lambda: self._bind_call(self._api, pod.namespace, pod.name, pod.uid, request.node)
@@ -110,6 +114,8 @@ class Binder:
                 )
         except ApiUnavailable as error:
             outcome, detail = BindOutcome.ERROR, str(error)
+        finally:
+            self._requests.release()
         finished = self._clock()
         self._metrics.binds.labels(outcome).inc()
         if outcome == BindOutcome.OK:

@@ -85,7 +85,8 @@ class Reporter:
         self._is_current = is_current
         self._clock = clock
         self._pending: OrderedDict[tuple[str, str], Report] = OrderedDict()
-        self._last: dict[tuple[str, str], tuple[str, float]] = {}
+        #: uid -> reason -> (message, when written): what each object was last told.
+        self._last: dict[str, dict[str, tuple[str, float]]] = {}
         self._wakeup = asyncio.Event()
         self._workers = workers
         self._tasks: list[asyncio.Task[None]] = []
@@ -117,7 +118,7 @@ class Reporter:
             self._metrics.api_writes.labels("event", "dropped").inc()
             return
         key = (report.obj.uid, report.reason)
-        last = self._last.get(key)
+        last = self._last.get(report.obj.uid, {}).get(report.reason)
         if (
             last is not None
             and last[0] == report.message
@@ -131,8 +132,7 @@ class Reporter:
     def forget(self, uid: str) -> None:
         """Drops what was remembered of an object that is bound or gone. Reports still
         pending are kept: they are checked again just before writing."""
-        for key in [k for k in self._last if k[0] == uid]:
-            del self._last[key]
+        self._last.pop(uid, None)
 
     @property
     def backlog(self) -> int:
@@ -209,7 +209,7 @@ class Reporter:
                 attempts=3,
             )
             self._metrics.api_writes.labels("event", "ok").inc()
-            self._last[(obj.uid, report.reason)] = (report.message, self._clock())
+            self._last.setdefault(obj.uid, {})[report.reason] = (report.message, self._clock())
         except ApiError as error:
             if error.not_found:
                 self.forget(obj.uid)
