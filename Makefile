@@ -61,5 +61,14 @@ test: lint unit e2e
 demo: $(STAMP)
 	@$(PY) -m e2e.demo
 
+# Benchmarks on a control plane of their own (.cluster/bench): the bind ceiling, then the
+# scenarios of e2e/bench/scenarios.py; results in bench-results/. E.g. BENCH_ARGS="--scale 0.1".
+BENCH_ARGS ?=
+.PHONY: bench
+bench: $(STAMP) build-controlplane
+	@$(PY) -c "import matplotlib" 2>/dev/null && test -x $(VENV)/bin/py-spy || \
+		$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
+	@$(PY) -m e2e.bench $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) .cluster .mypy_cache .ruff_cache .pytest_cache

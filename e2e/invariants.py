@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from e2e.kube import SCHEDULER, Cluster
@@ -11,23 +12,22 @@ from koordgang.model.pod import parse_pod
 from koordgang.model.resources import PODS, Resources
 
 
-def overcommitted_nodes(cluster: Cluster) -> dict[str, list[str]]:
-    """Nodes whose bound, non-terminal pods request more than the node's allocatable."""
-    client = cluster.api_client
-    nodes = {
-        n["metadata"]["name"]: parse_node(n)
-        for n in client.sanitize_for_serialization(cluster.core.list_node().items)
-    }
+def overcommitted(
+    nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]
+) -> dict[str, list[str]]:
+    """Nodes whose bound, non-terminal pods request more than the node's allocatable:
+    ``node -> [resources short]``. Takes the API server's JSON objects."""
+    parsed = {n["metadata"]["name"]: parse_node(n) for n in nodes}
     used: dict[str, Resources] = defaultdict(lambda: Resources.EMPTY)
     counts: dict[str, int] = defaultdict(int)
-    for raw in client.sanitize_for_serialization(cluster.core.list_pod_for_all_namespaces().items):
+    for raw in pods:
         pod = parse_pod(raw)
         if pod.node_name and not pod.is_terminal:
             used[pod.node_name] = used[pod.node_name] + pod.requests
             counts[pod.node_name] += 1
     over: dict[str, list[str]] = {}
     for name, requested in used.items():
-        node = nodes.get(name)
+        node = parsed.get(name)
         if node is None:
             continue
         short = list(requested.exceeds(node.allocatable))
@@ -36,6 +36,14 @@ def overcommitted_nodes(cluster: Cluster) -> dict[str, list[str]]:
         if short:
             over[name] = short
     return over
+
+
+def overcommitted_nodes(cluster: Cluster) -> dict[str, list[str]]:
+    client = cluster.api_client
+    return overcommitted(
+        client.sanitize_for_serialization(cluster.core.list_node().items),
+        client.sanitize_for_serialization(cluster.core.list_pod_for_all_namespaces().items),
+    )
 
 
 def unexplained_pending(cluster: Cluster, namespace: str) -> list[str]:

@@ -1,0 +1,18 @@
+"""Benchmarks of koordgang on the local control plane (kube-apiserver + etcd + kwok).
+
+    python -m e2e.bench                         # every scenario, full size (10-15 minutes)
+    python -m e2e.bench --scale 0.05 --scenarios plain,gang-1k
+    make bench BENCH_ARGS="--scale 0.1"
+
+First the *ceiling*: a minimal client binds pre-created pods to pre-chosen nodes as fast as the
+API server accepts, with no scheduling at all. Then each throughput scenario (see
+``scenarios.py``) runs on the same cluster: leftovers are deleted, nodes and pending pods are
+created while the daemon is down, the daemon is started, and a watch records when each pod is
+first bound. The ceiling is measured again after them, and the start-up scenario (a cluster full
+of running pods) comes last. Every rate is also reported as a fraction of the best ceiling of
+the same run, because on a 2-core machine absolute figures move with whatever else runs; the
+CPU each process used (and what the rest of the machine used) is reported beside them.
+
+Results go to ``bench-results/<UTC time>/`` (table, JSON, PNG, daemon logs);
+``bench-results/latest`` points at the newest run.
+"""

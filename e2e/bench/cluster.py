@@ -1,0 +1,270 @@
+"""Setting the stage, fast: nodes, namespaces and pods created or deleted many at a time.
+
+Uses koordgang's own aiohttp client (``KubeApi``) with the kubeconfig's token and CA; the
+``kubernetes`` package creates pods one at a time at a fraction of the API server's speed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from e2e.bench.console import Ticker, say
+from e2e.bench.workload import BENCH_LABEL, PodPlan
+from e2e.controlplane import NodeSpec
+from koordgang.clients.api import KubeApi
+from koordgang.clients.config import load_connection
+from koordgang.clients.errors import ApiError
+from koordgang.clients.retry import with_retries
+
+T = TypeVar("T")
+
+CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
+#: Requests in flight while setting up; more only queues up in the API server.
+SETUP_CONCURRENCY = 32
+#: Lists of names only: a twentieth of the bytes of full pods.
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
+async def run_pool(
+    items: Sequence[T],
+    work: Callable[[T], Awaitable[None]],
+    *,
+    label: str,
+    concurrency: int = SETUP_CONCURRENCY,
+) -> None:
+    """``work`` on every item, ``concurrency`` at a time, saying how far it got every second."""
+    if not items:
+        return
+    queue: asyncio.Queue[T] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+    done = 0
+    ticker = Ticker()
+
+    async def worker() -> None:
+        nonlocal done
+        while not queue.empty():
+            item = queue.get_nowait()
+            await work(item)
+            done += 1
+            if ticker.due(final=done == len(items)):
+                say(f"{label} {done}/{len(items)}")
+
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(items)))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+
+
+class BenchCluster:
+    """The benchmark's handle on the API server."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.api = KubeApi(load_connection(str(kubeconfig)), pool_size=128, user_agent="bench")
+
+    async def close(self) -> None:
+        await self.api.close()
+
+    def headers(self, accept: str = "application/json") -> dict[str, str]:
+        headers = {"Accept": accept}
+        token = self.api.conn.current_token()
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
+
+    # -- reading --------------------------------------------------------------------------------
+
+    async def list_all(
+        self, path: str, params: Mapping[str, str] | None = None, *, names_only: bool = False
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Every item of a paginated LIST, and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        cont = ""
+        while True:
+            query = {"limit": "1000", **(params or {})}
+            if cont:
+                query["continue"] = cont
+            async with self.api.session.get(
+                self.api.conn.server + path,
+                params=query,
+                headers=self.headers(METADATA_ONLY if names_only else "application/json"),
+            ) as response:
+                raw = await response.read()
+                if response.status >= 400:
+                    raise ApiError(response.status, "", raw[:300].decode(errors="replace"))
+            page = json.loads(raw)
+            items += page.get("items") or []
+            cont = (page.get("metadata") or {}).get("continue") or ""
+            if not cont:
+                return items, str((page.get("metadata") or {}).get("resourceVersion") or "")
+
+    # -- CRDs and namespaces ------------------------------------------------------------------
+
+    async def install_crds(self) -> None:
+        """The daemon's kopf side watches PodGroups and ClusterNetworkTopologies."""
+        for path in sorted(CRDS.glob("*.yaml")):
+            body = yaml.safe_load(path.read_text())
+            try:
+                await self.api.request(
+                    "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=body
+                )
+            except ApiError as error:
+                if not error.conflict:
+                    raise
+
+    async def create_namespace(self, name: str) -> None:
+        body = {"metadata": {"name": name, "labels": {BENCH_LABEL: "1"}}}
+        await self.api.request("POST", "/api/v1/namespaces", body=body)
+
+    async def delete_bench_namespaces(self) -> None:
+        """Namespaces of earlier scenarios. Without kube-controller-manager a namespace never
+        finishes deleting, so its finalizer is cleared here (its pods are already gone)."""
+        namespaces, _ = await self.list_all(
+            "/api/v1/namespaces", {"labelSelector": f"{BENCH_LABEL}=1"}
+        )
+        for namespace in namespaces:
+            name = namespace["metadata"]["name"]
+            try:
+                await self.api.request("DELETE", f"/api/v1/namespaces/{name}")
+                current = await self.api.request("GET", f"/api/v1/namespaces/{name}")
+                current["spec"] = {"finalizers": []}
+                await self.api.request("PUT", f"/api/v1/namespaces/{name}/finalize", body=current)
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+
+    # -- pods ----------------------------------------------------------------------------------
+
+    async def create_pods(self, namespace: str, plans: Sequence[PodPlan], label: str) -> None:
+        path = f"/api/v1/namespaces/{namespace}/pods"
+
+        async def create(plan: PodPlan) -> None:
+            body = plan.manifest()
+            await with_retries(lambda: self.api.request("POST", path, body=body))
+
+        await run_pool(plans, create, label=label)
+
+    async def delete_bench_pods(self) -> None:
+        """Every pod any benchmark run created (label ``koordgang-bench``), at once (grace 0)."""
+        pods, _ = await self.list_all(
+            "/api/v1/pods", {"labelSelector": f"{BENCH_LABEL}=1"}, names_only=True
+        )
+        keys = [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods]
+
+        async def delete(key: tuple[str, str]) -> None:
+            namespace, name = key
+            try:
+                await with_retries(
+                    lambda: self.api.request(
+                        "DELETE",
+                        f"/api/v1/namespaces/{namespace}/pods/{name}",
+                        params={"gracePeriodSeconds": "0"},
+                    )
+                )
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+
+        await run_pool(keys, delete, label="deleting leftover pods")
+        for _ in range(100):
+            left, _ = await self.list_all(
+                "/api/v1/pods", {"labelSelector": f"{BENCH_LABEL}=1"}, names_only=True
+            )
+            if not left:
+                return
+            await asyncio.sleep(0.2)
+        raise RuntimeError(f"{len(left)} benchmark pods still present after deleting them")
+
+    async def wait_pods_running(self, namespace: str, count: int, timeout: float = 600) -> None:
+        """Until kwok has marked ``count`` pods of the namespace Running (pods created bound)."""
+        ticker = Ticker(2.0)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            # resourceVersion=0: served from the API server's cache, no etcd round trip.
+            pending, _ = await self.list_all(
+                f"/api/v1/namespaces/{namespace}/pods",
+                {"fieldSelector": "status.phase!=Running", "resourceVersion": "0"},
+                names_only=True,
+            )
+            running = count - len(pending)
+            if not pending:
+                say(f"kwok: {count}/{count} pods Running")
+                return
+            if ticker.due():
+                say(f"kwok: {running}/{count} pods Running")
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(f"kwok ran only {running}/{count} pods in {timeout:.0f} s")
+            await asyncio.sleep(2.0)
+
+    # -- nodes ---------------------------------------------------------------------------------
+
+    async def reconcile_nodes(self, specs: Sequence[NodeSpec]) -> None:
+        """Make the fake nodes exactly ``specs``: nodes of the same name and capacity are kept,
+        others deleted, missing ones created; then wait until kwok has made them Ready."""
+        wanted = {spec.name: spec for spec in specs}
+        existing, _ = await self.list_all("/api/v1/nodes", {"labelSelector": "type=kwok"})
+        keep: set[str] = set()
+        stale: list[str] = []
+        for node in existing:
+            name = node["metadata"]["name"]
+            spec = wanted.get(name)
+            capacity = (node.get("status") or {}).get("capacity") or {}
+            if spec is not None and _same_quantities(capacity, spec.full_capacity()):
+                keep.add(name)
+            else:
+                stale.append(name)
+
+        async def delete(name: str) -> None:
+            try:
+                await with_retries(lambda: self.api.request("DELETE", f"/api/v1/nodes/{name}"))
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+
+        async def create(spec: NodeSpec) -> None:
+            body = spec.to_api()
+            await with_retries(lambda: self.api.request("POST", "/api/v1/nodes", body=body))
+
+        await run_pool(stale, delete, label="deleting nodes")
+        missing = [spec for name, spec in wanted.items() if name not in keep]
+        if keep:
+            say(f"reusing {len(keep)} nodes")
+        await run_pool(missing, create, label="creating nodes")
+        await self.wait_nodes_ready(list(wanted))
+
+    async def wait_nodes_ready(self, names: Iterable[str], timeout: float = 300) -> None:
+        pending = set(names)
+        total = len(pending)
+        ticker = Ticker(2.0)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            nodes, _ = await self.list_all(
+                "/api/v1/nodes", {"labelSelector": "type=kwok", "resourceVersion": "0"}
+            )
+            for node in nodes:
+                conditions = (node.get("status") or {}).get("conditions") or []
+                if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+                    pending.discard(node["metadata"]["name"])
+            if not pending:
+                say(f"nodes Ready {total}/{total}")
+                return
+            if ticker.due():
+                say(f"nodes Ready {total - len(pending)}/{total}")
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(f"{len(pending)} nodes not Ready after {timeout:.0f} s (kwok?)")
+            await asyncio.sleep(0.5)
+
+
+def _same_quantities(actual: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:
+    from koordgang.model.resources import parse_resource_list
+
+    return parse_resource_list(actual) == parse_resource_list(wanted)

@@ -1,0 +1,251 @@
+"""One scenario, measured: stage, start the daemon, follow the binds, stop, check, sum up.
+
+t0 is when the daemon's /readyz first answers 200 (its informer has listed pods and nodes);
+rates are bound pods / (last bind - t0). The daemon's CPU time and peak RSS are read from /proc
+just before it is stopped.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections import defaultdict
+
+import aiohttp
+
+from e2e.bench.checks import check_cluster
+from e2e.bench.console import Ticker, say
+from e2e.bench.daemon import BenchDaemon, DaemonFailed
+from e2e.bench.procstats import CpuSampler
+from e2e.bench.profiling import Profiler, top_entries
+from e2e.bench.results import (
+    ScenarioResult,
+    gang_completions,
+    percentile,
+    reference_rate,
+    set_share_of_ceiling,
+    timeline,
+)
+from e2e.bench.scenarios import Finish, Scenario
+from e2e.bench.stage import RunContext, set_stage, settle
+from e2e.bench.watch import BindWatcher
+from e2e.bench.workload import Workload
+
+#: A cluster-full scenario is over after this long without a bind.
+QUIET_SECONDS = 3.0
+#: Any scenario is given up after this long without a bind.
+STALL_SECONDS = 120.0
+#: ... or after this long in all.
+TIME_LIMIT_SECONDS = 1200.0
+
+
+async def run_scenario(ctx: RunContext, scenario: Scenario) -> ScenarioResult:
+    workload = scenario.build(ctx.scale)
+    result = ScenarioResult(
+        name=scenario.name,
+        summary=scenario.summary,
+        finish=scenario.finish.value,
+        nodes=len(workload.nodes),
+        pods=len(workload.pods),
+        gangs=len(workload.gangs),
+        expected=workload.expected_bound,
+        notes=dict(workload.notes),
+        reference=scenario.reference,
+        reference_pods_per_s=scenario.reference_pods_per_s,
+    )
+    if workload.fillers:
+        result.notes["fillers"] = len(workload.fillers)
+    say(
+        f"=== {scenario.name}: {scenario.summary} -- here {result.nodes} nodes, "
+        f"{result.pods} pods, {result.gangs} gangs"
+        + (f", {len(workload.fillers)} bound fillers" if workload.fillers else "")
+    )
+    try:
+        await _measure(ctx, scenario, workload, result)
+    except (DaemonFailed, RuntimeError, OSError, aiohttp.ClientError) as error:
+        result.problems.append(f"run failed: {error}")
+        say(f"{scenario.name}: FAILED to run: {error}")
+        traceback.print_exc()
+    return result
+
+
+async def _measure(
+    ctx: RunContext, scenario: Scenario, workload: Workload, result: ScenarioResult
+) -> None:
+    namespace = f"bench-{scenario.name}-{ctx.run_id}"
+    await set_stage(ctx, workload, namespace)
+    at_rest = await settle(ctx, steady_is_enough=scenario.finish is Finish.FIRST_BIND)
+    result.notes["control_plane_cores_before_start"] = at_rest
+
+    watcher = BindWatcher(ctx.cluster, namespace)
+    await watcher.start()
+    sampler = ctx.sampler()
+    daemon = BenchDaemon(
+        ctx.kubeconfig,
+        ctx.out_dir / "logs" / f"koordgang-{scenario.name}.log",
+        [*ctx.daemon_args, *scenario.daemon_args],
+    )
+    profiler: Profiler | None = None
+    end = time.monotonic()
+    async with aiohttp.ClientSession() as session:
+        sampler.start()
+        spawned = daemon.start()
+        sampler.pids["koordgang"] = daemon.pid
+        try:
+            startup = scenario.finish is Finish.FIRST_BIND
+            if ctx.profile and startup:
+                profiler = await _start_profiler(ctx, scenario, daemon)
+            t0 = await daemon.wait_ready(session)
+            sampler.sample()
+            result.ready_after_s = round(t0 - spawned, 3)
+            say(f"{scenario.name}: koordgang ready {t0 - spawned:.2f} s after start")
+            if ctx.profile and not startup:
+                profiler = await _start_profiler(ctx, scenario, daemon)
+            problem = await _follow(scenario, workload, watcher, daemon, sampler, t0)
+            end = sampler.sample()
+            if profiler is not None:
+                profiler.stop()
+            if problem:
+                result.problems.append(problem)
+            cpu = daemon.cpu_seconds()
+            rss = daemon.peak_rss_mb()
+            result.daemon_cpu_s = None if cpu is None else round(cpu, 2)
+            result.daemon_peak_rss_mb = None if rss is None else round(rss, 1)
+            result.counters = await daemon.counters(session)
+        finally:
+            stopping = time.monotonic()
+            code = await daemon.stop()
+            result.notes["exit_after_sigterm_s"] = round(time.monotonic() - stopping, 2)
+            await sampler.stop()
+            if code not in (0, None):
+                result.problems.append(f"koordgang exited with {code} after SIGTERM")
+    if profiler is not None:
+        await profiler.finish()
+        result.profile_top = top_entries(profiler.output)
+    await watcher.stop()
+
+    problems, final_pods = await check_cluster(ctx.cluster, namespace, workload.gangs)
+    result.problems += problems
+    result.bound = sum(1 for p in final_pods if (p.get("spec") or {}).get("nodeName"))
+    _sum_up(ctx, workload, watcher, sampler, spawned, t0, end, result)
+
+
+async def _start_profiler(
+    ctx: RunContext, scenario: Scenario, daemon: BenchDaemon
+) -> Profiler | None:
+    profiler = Profiler(daemon.pid, ctx.out_dir / "profiles" / f"{scenario.name}.txt")
+    if await profiler.start():
+        return profiler
+    say("py-spy could not attach (is it installed? pip install -e '.[bench]'): no profile")
+    return None
+
+
+async def _follow(
+    scenario: Scenario,
+    workload: Workload,
+    watcher: BindWatcher,
+    daemon: BenchDaemon,
+    sampler: CpuSampler,
+    t0: float,
+) -> str | None:
+    """Prints progress until the scenario is over; returns what went wrong, if anything."""
+    expected = workload.expected_bound
+    ticker = Ticker()
+    last_count, last_change = watcher.count, t0
+    shown_count, shown_at = watcher.count, t0
+    while True:
+        await watcher.wait_for_bind(timeout=0.25)
+        daemon.check_alive()
+        now = time.monotonic()
+        count = watcher.count
+        if count != last_count:
+            last_count, last_change = count, now
+        if ticker.due():
+            rate = (count - shown_count) / (now - shown_at) if now > shown_at else 0.0
+            shown_count, shown_at = count, now
+            cores = sampler.recent(1.0)
+            say(
+                f"scenario {scenario.name}: {count}/{expected} bound, {rate:.0f} pods/s "
+                f"(koordgang {cores.get('koordgang', 0.0):.2f} cores, "
+                f"apiserver {cores.get('kube-apiserver', 0.0):.2f}, "
+                f"etcd {cores.get('etcd', 0.0):.2f}, others {cores.get('others', 0.0):.2f})"
+            )
+        if scenario.finish is Finish.ALL_BOUND and count >= len(workload.pods):
+            break
+        if scenario.finish is Finish.FIRST_BIND and count >= 1:
+            break
+        if scenario.finish is Finish.CLUSTER_FULL and (
+            count >= expected or (count > 0 and now - last_change >= QUIET_SECONDS)
+        ):
+            break
+        if now - last_change >= STALL_SECONDS:
+            return f"stalled: no bind for {STALL_SECONDS:.0f} s at {count}/{expected} bound"
+        if now - t0 >= TIME_LIMIT_SECONDS:
+            return f"time limit: {count}/{expected} bound after {TIME_LIMIT_SECONDS:.0f} s"
+    say(f"scenario {scenario.name}: {watcher.count}/{expected} bound -- {scenario.finish.value}")
+    return None
+
+
+def _sum_up(
+    ctx: RunContext,
+    workload: Workload,
+    watcher: BindWatcher,
+    sampler: CpuSampler,
+    spawned: float,
+    t0: float,
+    end: float,
+    result: ScenarioResult,
+) -> None:
+    bound_at = watcher.bound_at
+    result.binds_seen = len(bound_at)
+    first, last = watcher.first_bind(), watcher.last_bind()
+    if first is not None:
+        result.first_bind_after_start_s = round(first - spawned, 3)
+        result.first_bind_after_ready_s = round(first - t0, 3)
+    finished = not any(
+        p.startswith(("stalled", "time limit", "run failed")) for p in result.problems
+    )
+    if last is not None and last > t0:
+        if len(bound_at) > 1:
+            result.pods_per_s = round(len(bound_at) / (last - t0), 1)
+        if finished:
+            result.time_to_done_s = round(last - t0, 2)
+    # Against the ceilings measured so far; the report recomputes it with all of them.
+    set_share_of_ceiling(result, reference_rate(ctx.ceilings))
+    members: dict[str, list[str]] = defaultdict(list)
+    for pod in workload.pods:
+        if pod.gang is not None:
+            members[pod.gang.name].append(pod.name)
+    completions = [t - t0 for t in gang_completions(bound_at, members, workload.gangs)]
+    result.gangs_complete = len(completions)
+    p50, p99 = percentile(completions, 0.50), percentile(completions, 0.99)
+    result.gang_p50_s = None if p50 is None else round(p50, 2)
+    result.gang_p99_s = None if p99 is None else round(p99, 2)
+    # Start-up is about the time before t0; everything else about the time after it.
+    since = spawned if result.finish == Finish.FIRST_BIND.value else t0
+    result.cores = sampler.cores(since, end)
+    result.window_s = round(end - since, 3)
+    result.timeline = timeline(bound_at.values(), t0)
+    summary = (
+        f"{scenario_line(result)}; koordgang CPU {result.daemon_cpu_s} s, "
+        f"peak RSS {result.daemon_peak_rss_mb} MB, exited "
+        f"{result.notes.get('exit_after_sigterm_s')} s after SIGTERM"
+    )
+    say(summary)
+    for problem in result.problems:
+        say(f"{result.name}: FAIL: {problem}")
+
+
+def scenario_line(result: ScenarioResult) -> str:
+    parts = [f"{result.name}: {result.bound}/{result.expected} bound"]
+    if result.pods_per_s is not None:
+        parts.append(f"{result.pods_per_s:.0f} pods/s")
+    if result.pct_of_ceiling is not None:
+        parts.append(f"{result.pct_of_ceiling:.0f}% of ceiling")
+    if result.time_to_done_s is not None:
+        parts.append(f"done after {result.time_to_done_s:.1f} s")
+    if result.gang_p99_s is not None:
+        parts.append(f"gang P50 {result.gang_p50_s} s / P99 {result.gang_p99_s} s")
+    if result.first_bind_after_start_s is not None:
+        parts.append(f"first bind {result.first_bind_after_start_s:.2f} s after start")
+    return ", ".join(parts)

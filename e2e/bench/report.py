@@ -1,0 +1,332 @@
+"""The run's results for people (a table, the issue's targets, a PNG) and for tools (JSON)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from e2e.bench.results import CeilingResult, ScenarioResult, cpu_ms_per_pod, reference_rate
+
+#: Targets of issue 4, checked in the report (they are goals, not correctness: a miss does
+#: not fail the run).
+KOORDINATOR_GANG_1K = 17.2
+TARGET_TIMES_KOORDINATOR = 10
+TARGET_SHARE_OF_CEILING = 70.0
+TARGET_SHARE_SCENARIOS = ("plain", "gang-1k", "big-gang")
+TARGET_PEAK_RSS_MB = 200.0
+TARGET_STARTUP_SECONDS = 10.0
+PROCESSES = ("koordgang", "kube-apiserver", "etcd", "kwok", "bench", "others")
+
+
+def _num(value: float | int | None, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = [
+        "  ".join(
+            h.rjust(w) if i else h.ljust(w)
+            for i, (h, w) in enumerate(zip(header, widths, strict=True))
+        )
+    ]
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        lines.append(
+            "  ".join(
+                c.rjust(w) if i else c.ljust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+    return lines
+
+
+def results_table(
+    ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult]
+) -> list[str]:
+    header = [
+        "scenario",
+        "nodes",
+        "pods",
+        "bound",
+        "ready s",
+        "1st bind s",
+        "done s",
+        "pods/s",
+        "% ceiling",
+        "gang P50 s",
+        "gang P99 s",
+        "CPU s",
+        "peak RSS MB",
+        "result",
+    ]
+    rows: list[list[str]] = []
+    reference = reference_rate(ceilings)
+    for ceiling in ceilings:
+        share = 100 * ceiling.binds_per_s / reference if reference else None
+        rows.append(
+            [
+                f"ceiling ({ceiling.label})",
+                str(ceiling.nodes),
+                str(ceiling.pods),
+                str(ceiling.pods - ceiling.errors),
+                "-",
+                "-",
+                _num(ceiling.seconds, 2),
+                _num(ceiling.binds_per_s, 0),
+                _num(share, 0),
+                "-",
+                "-",
+                "-",
+                "-",
+                "ok" if not ceiling.errors else f"{ceiling.errors} errors",
+            ]
+        )
+    for r in results:
+        rows.append(
+            [
+                r.name,
+                str(r.nodes),
+                str(r.pods),
+                f"{r.bound}/{r.expected}",
+                _num(r.ready_after_s, 2),
+                _num(r.first_bind_after_start_s, 2),
+                _num(r.time_to_done_s, 1),
+                _num(r.pods_per_s, 0),
+                _num(r.pct_of_ceiling, 0),
+                _num(r.gang_p50_s, 1),
+                _num(r.gang_p99_s, 1),
+                _num(r.daemon_cpu_s, 1),
+                _num(r.daemon_peak_rss_mb, 0),
+                "FAIL" if r.problems else "ok",
+            ]
+        )
+    return _table(header, rows)
+
+
+def cores_table(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult]) -> list[str]:
+    header = ["cores used (of 2)", *PROCESSES, "total"]
+    rows: list[list[str]] = []
+    measured: list[tuple[str, Mapping[str, float]]] = [
+        (f"ceiling ({c.label})", c.cores) for c in ceilings
+    ]
+    measured += [(r.name, r.cores) for r in results]
+    for name, cores in measured:
+        rows.append(
+            [name, *(_num(cores.get(p), 2) for p in PROCESSES), _num(sum(cores.values()), 2)]
+        )
+    return _table(header, rows)
+
+
+def cost_table(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult]) -> list[str]:
+    """CPU milliseconds per bound pod: what each process pays for one pod, scheduler or not."""
+    header = ["CPU ms per bound pod", *PROCESSES[:-1], "total"]
+    rows: list[list[str]] = []
+    measured: list[tuple[str, dict[str, float]]] = [
+        (f"ceiling ({c.label})", cpu_ms_per_pod(c.cores, c.window_s, c.pods - c.errors))
+        for c in ceilings
+    ]
+    measured += [
+        (r.name, cpu_ms_per_pod(r.cores, r.window_s, r.binds_seen))
+        for r in results
+        if r.finish != "first bind"
+    ]
+    for name, costs in measured:
+        ours = [costs.get(p) for p in PROCESSES[:-1]]
+        rows.append([name, *(_num(v, 2) for v in ours), _num(sum(v or 0.0 for v in ours), 2)])
+    return _table(header, rows)
+
+
+def counters_lines(results: Sequence[ScenarioResult]) -> list[str]:
+    lines = []
+    for r in results:
+        if not r.counters:
+            continue
+        parts = [
+            f"{key.removeprefix('koordgang_')}={value:g}"
+            for key, value in sorted(r.counters.items())
+            if value
+        ]
+        lines.append(f"{r.name}: " + " ".join(parts))
+    return lines
+
+
+def target_lines(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult]) -> list[str]:
+    by_name = {r.name: r for r in results}
+    reference = reference_rate(ceilings)
+    lines: list[str] = []
+
+    def verdict(ok: bool) -> str:
+        return "met   " if ok else "MISSED"
+
+    gang = by_name.get("gang-1k")
+    if gang is not None and gang.pods_per_s is not None:
+        goal = KOORDINATOR_GANG_1K * TARGET_TIMES_KOORDINATOR
+        lines.append(
+            f"{verdict(gang.pods_per_s >= goal)} gang-1k >= {goal:.0f} pods/s "
+            f"(10x Koordinator's {KOORDINATOR_GANG_1K}): {gang.pods_per_s:.0f} pods/s, "
+            f"{gang.pods_per_s / KOORDINATOR_GANG_1K:.1f}x"
+        )
+    if reference is not None:
+        for name in TARGET_SHARE_SCENARIOS:
+            r = by_name.get(name)
+            if r is None or r.pct_of_ceiling is None:
+                continue
+            lines.append(
+                f"{verdict(r.pct_of_ceiling >= TARGET_SHARE_OF_CEILING)} {name} >= "
+                f"{TARGET_SHARE_OF_CEILING:.0f}% of the ceiling: {r.pct_of_ceiling:.0f}% "
+                f"({r.pods_per_s:.0f} of {reference:.0f} pods/s)"
+            )
+    startup = by_name.get("startup")
+    if startup is not None:
+        fillers = startup.notes.get("fillers", 0)
+        if startup.daemon_peak_rss_mb is not None:
+            lines.append(
+                f"{verdict(startup.daemon_peak_rss_mb < TARGET_PEAK_RSS_MB)} peak RSS < "
+                f"{TARGET_PEAK_RSS_MB:.0f} MB with {startup.nodes} nodes and {fillers} pods: "
+                f"{startup.daemon_peak_rss_mb:.0f} MB"
+            )
+        if startup.first_bind_after_start_s is not None:
+            lines.append(
+                f"{verdict(startup.first_bind_after_start_s < TARGET_STARTUP_SECONDS)} "
+                f"start-up to first bind < {TARGET_STARTUP_SECONDS:.0f} s with {fillers} pods: "
+                f"{startup.first_bind_after_start_s:.1f} s"
+            )
+    return lines
+
+
+def failure_lines(
+    ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult]
+) -> list[str]:
+    lines = [f"FAIL {r.name}: {p}" for r in results for p in r.problems]
+    lines += [f"FAIL ceiling ({c.label}): {c.errors} bind errors" for c in ceilings if c.errors]
+    return lines
+
+
+def ceiling_lines(ceilings: Sequence[CeilingResult]) -> list[str]:
+    reference = reference_rate(ceilings)
+    if reference is None:
+        return ["no ceiling measured: no % of ceiling"]
+    measured = ", ".join(f"{c.label} {c.binds_per_s:.0f}" for c in ceilings)
+    return [
+        f"% ceiling is of {reference:.0f} binds/s, the best ceiling of this run ({measured}); "
+        "it moves with the machine's other load (column 'others' below)"
+    ]
+
+
+def profile_lines(results: Sequence[ScenarioResult]) -> list[str]:
+    lines: list[str] = []
+    for r in results:
+        if r.profile_top:
+            lines += [f"--- profile of koordgang in {r.name} ---", *r.profile_top]
+    return lines
+
+
+def write_json(
+    path: Path,
+    meta: Mapping[str, Any],
+    ceilings: Sequence[CeilingResult],
+    results: Sequence[ScenarioResult],
+) -> None:
+    document = {
+        "meta": dict(meta),
+        "ceiling_reference_binds_per_s": reference_rate(ceilings),
+        "ceilings": [asdict(c) for c in ceilings],
+        "scenarios": [asdict(r) for r in results],
+    }
+    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+def plot(
+    path: Path, ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult], title: str
+) -> bool:
+    """Left: pods bound over time per scenario, against the ceiling's slope. Right: pods/s per
+    scenario as a share of the ceiling. False when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(14, 5.5))
+    figure.suptitle(title, fontsize=11)
+    longest = 0.0
+    for r in results:
+        if len(r.timeline) < 3:
+            continue
+        times = [t for t, _ in r.timeline]
+        counts = [n for _, n in r.timeline]
+        longest = max(longest, times[-1])
+        left.step(times, counts, where="post", label=r.name)
+    reference = reference_rate(ceilings)
+    if reference is not None and longest > 0:
+        top = max((n for r in results for _, n in r.timeline), default=0)
+        span = min(longest, top / reference)
+        left.plot(
+            [0, span],
+            [0, span * reference],
+            linestyle=":",
+            color="black",
+            label=f"ceiling rate ({reference:.0f}/s)",
+        )
+    left.set_xlabel("seconds since the daemon was ready")
+    left.set_ylabel("pods bound")
+    left.set_title("pods bound over time")
+    left.grid(alpha=0.3)
+    if left.get_legend_handles_labels()[0]:
+        left.legend(fontsize=8)
+
+    rated = [r for r in results if r.pods_per_s is not None and r.finish != "first bind"]
+    names = [f"ceiling\n({c.label})" for c in ceilings] + [r.name for r in rated]
+    values = [c.binds_per_s for c in ceilings] + [float(r.pods_per_s or 0.0) for r in rated]
+    colours = ["grey"] * len(ceilings) + ["tab:blue"] * len(rated)
+    bars = right.bar(names, values, color=colours)
+    for bar, r_value in zip(bars, values, strict=True):
+        label = f"{r_value:.0f}"
+        if reference:
+            label += f"\n{100 * r_value / reference:.0f}%"
+        right.annotate(
+            label,
+            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
+    if reference is not None:
+        right.axhline(
+            reference * TARGET_SHARE_OF_CEILING / 100,
+            linestyle="--",
+            color="tab:red",
+            linewidth=1,
+            label=f"target: {TARGET_SHARE_OF_CEILING:.0f}% of ceiling",
+        )
+    for r in rated:
+        if r.reference_pods_per_s:
+            right.scatter(
+                [r.name],
+                [r.reference_pods_per_s],
+                marker="_",
+                s=400,
+                color="tab:orange",
+                label=f"published: {r.reference}",
+                zorder=3,
+            )
+    right.set_ylim(0, max(values, default=1.0) * 1.18)
+    right.set_ylabel("pods bound per second")
+    right.set_title("throughput, and share of the ceiling measured in the same run")
+    right.grid(axis="y", alpha=0.3)
+    if right.get_legend_handles_labels()[0]:
+        right.legend(fontsize=8, loc="upper right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return True

@@ -1,0 +1,155 @@
+"""The benchmark scenarios: a name, a builder of nodes and pods, and when the run is over.
+
+To add one, append a ``Scenario`` to ``SCENARIOS``: its ``build(scale)`` returns the Workload
+(nodes, pods of ours, optional pre-bound fillers), ``finish`` says when it is done, and
+``daemon_args`` are extra flags for the daemon (a scoring strategy, a feature switch, ...).
+Sizes are written at full scale and multiplied by ``--scale``.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from e2e.bench.workload import (
+    CEILING_SCHEDULER,
+    FILLER_SCHEDULER,
+    Requests,
+    Workload,
+    gang_pods,
+    node_specs,
+    plain_pods,
+    scaled,
+    spread_bound,
+    standard_nodes,
+)
+
+
+class Finish(enum.Enum):
+    #: Every pod of ours is bound.
+    ALL_BOUND = "all bound"
+    #: ``capacity_pods`` are bound, or no bind for QUIET_SECONDS after the first one.
+    CLUSTER_FULL = "cluster full"
+    #: The first pod of ours is bound.
+    FIRST_BIND = "first bind"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    summary: str
+    build: Callable[[float], Workload]
+    finish: Finish = Finish.ALL_BOUND
+    daemon_args: tuple[str, ...] = ()
+    #: A published figure to compare with, for the report.
+    reference: str = ""
+    #: pods/s of that reference, when it has one.
+    reference_pods_per_s: float | None = None
+
+
+# -- the ceiling: not a scenario (no daemon), but sized here with the others -------------------
+
+CEILING_PODS = 5_000
+CEILING_NODES = 1_000
+
+
+def ceiling_workload(scale: float) -> Workload:
+    nodes = standard_nodes(scaled(CEILING_NODES, scale))
+    pods = plain_pods("ceiling", scaled(CEILING_PODS, scale), scheduler=CEILING_SCHEDULER)
+    return Workload(nodes=nodes, pods=pods)
+
+
+# -- scenarios ---------------------------------------------------------------------------------
+
+
+def _plain(scale: float) -> Workload:
+    return Workload(
+        nodes=standard_nodes(scaled(1_000, scale)),
+        pods=plain_pods("plain", scaled(5_000, scale)),
+    )
+
+
+def _gang_1k(scale: float) -> Workload:
+    # Koordinator's kwok benchmark: 50 gangs of 20 (min 20) on 100 nodes.
+    return Workload(
+        nodes=standard_nodes(scaled(100, scale)),
+        pods=gang_pods("job", scaled(50, scale), 20, Requests("1", "2Gi")),
+    )
+
+
+def _big_gang(scale: float) -> Workload:
+    size = scaled(2_000, scale, minimum=2)
+    return Workload(
+        nodes=standard_nodes(scaled(1_000, scale)),
+        pods=gang_pods("big", 1, size, Requests("1", "2Gi")),
+    )
+
+
+CONTENTION_GANG_SIZE = 8
+CONTENTION_OVERSUBSCRIPTION = 1.5
+
+
+def _contention(scale: float) -> Workload:
+    """Gangs of 8 one-core pods; the cluster holds two thirds of them. Nodes of 8 cores, so a
+    full cluster has every core in use and every gang either whole or absent."""
+    gangs = scaled(200, scale, minimum=2)
+    demand = gangs * CONTENTION_GANG_SIZE
+    cores_per_node = 8
+    node_count = max(1, math.ceil(demand / CONTENTION_OVERSUBSCRIPTION / cores_per_node))
+    capacity = node_count * cores_per_node
+    return Workload(
+        nodes=node_specs(
+            "bench-small", node_count, {"cpu": str(cores_per_node), "memory": "32Gi", "pods": "110"}
+        ),
+        pods=gang_pods("team", gangs, CONTENTION_GANG_SIZE, Requests("1", "2Gi")),
+        capacity_pods=min(capacity, demand),
+        notes={"demand_over_capacity": round(demand / capacity, 2)},
+    )
+
+
+def _startup(scale: float) -> Workload:
+    nodes = standard_nodes(scaled(1_000, scale))
+    fillers = spread_bound(
+        "filler", scaled(20_000, scale), nodes, Requests("100m", "128Mi"), FILLER_SCHEDULER
+    )
+    return Workload(nodes=nodes, pods=plain_pods("first", 1), fillers=fillers)
+
+
+SCENARIOS: Sequence[Scenario] = (
+    Scenario("plain", "5,000 pods, mixed small requests, on 1,000 nodes", _plain),
+    Scenario(
+        "gang-1k",
+        "50 gangs x 20 pods (min 20) on 100 nodes",
+        _gang_1k,
+        reference="Koordinator: 17.2 pods/s, 58 s, gang P99 56 s",
+        reference_pods_per_s=17.2,
+    ),
+    Scenario("big-gang", "one gang of 2,000 pods on 1,000 nodes", _big_gang),
+    Scenario(
+        "contention",
+        "200 gangs x 8 (min 8), demand 1.5x the cluster",
+        _contention,
+        finish=Finish.CLUSTER_FULL,
+    ),
+    Scenario(
+        "startup",
+        "first bind with 20,000 pods bound on 1,000 nodes",
+        _startup,
+        finish=Finish.FIRST_BIND,
+    ),
+)
+
+
+def select(names: str) -> list[Scenario]:
+    """``"plain,gang-1k"`` -> those scenarios in the order given; ``"all"`` or ``""`` -> all.
+    The ceiling is always measured and may be named without effect."""
+    wanted = [n.strip() for n in names.split(",") if n.strip() and n.strip() != "ceiling"]
+    if not wanted or wanted == ["all"]:
+        return list(SCENARIOS)
+    by_name = {s.name: s for s in SCENARIOS}
+    unknown = [n for n in wanted if n not in by_name]
+    if unknown:
+        raise ValueError(f"unknown scenarios {unknown}; known: ceiling, {', '.join(by_name)}")
+    return [by_name[n] for n in wanted]

@@ -1,0 +1,100 @@
+"""Before a measurement: a clean cluster with the scenario's nodes and pods, and a quiet one.
+
+Leftover pods of earlier scenarios are deleted (grace 0), the fake nodes are made to match,
+fillers are created already bound and left for kwok to mark Running, and the pods under test
+are created pending, all while no scheduler runs. Then we wait until the control plane has
+calmed down, so that what follows measures the daemon and not the set-up's aftermath.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from e2e.bench.cluster import BenchCluster
+from e2e.bench.console import Ticker, say
+from e2e.bench.procstats import OTHERS, CpuSampler, describe_cores
+from e2e.bench.results import CeilingResult
+from e2e.bench.workload import Workload
+
+#: The control plane is "quiet" when its processes use less than this many cores together.
+QUIET_CORES = 0.35
+#: kwok trails bound pods by tens of seconds (it marks about 200 pods/s Running on 2 cores) and
+#: keeps trying pods deleted meanwhile, so a scenario after a big one waits for it.
+SETTLE_LIMIT_SECONDS = 120.0
+
+
+@dataclass
+class RunContext:
+    """What every measurement of one run shares."""
+
+    cluster: BenchCluster
+    kubeconfig: Path
+    #: kube-apiserver, etcd, kwok -> pid.
+    control_plane: dict[str, int]
+    out_dir: Path
+    run_id: str
+    scale: float
+    daemon_args: tuple[str, ...] = ()
+    profile: bool = False
+    #: Ceilings measured so far in this run.
+    ceilings: list[CeilingResult] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def sampler(self) -> CpuSampler:
+        """CPU of the control plane and of this benchmark; the caller adds the daemon."""
+        return CpuSampler({**self.control_plane, "bench": os.getpid()})
+
+
+def filler_namespace(namespace: str) -> str:
+    return namespace + "-fill"
+
+
+async def set_stage(ctx: RunContext, workload: Workload, namespace: str) -> None:
+    cluster = ctx.cluster
+    await cluster.delete_bench_pods()
+    await cluster.delete_bench_namespaces()
+    await cluster.reconcile_nodes(workload.nodes)
+    await cluster.create_namespace(namespace)
+    if workload.fillers:
+        fill = filler_namespace(namespace)
+        await cluster.create_namespace(fill)
+        await cluster.create_pods(fill, workload.fillers, "creating bound filler pods")
+        await cluster.wait_pods_running(fill, len(workload.fillers))
+    await cluster.create_pods(namespace, workload.pods, "creating pods")
+
+
+async def settle(ctx: RunContext, *, steady_is_enough: bool = False) -> dict[str, float]:
+    """Waits until the control plane is quiet; returns the cores it used over the last second.
+
+    Gives up after SETTLE_LIMIT_SECONDS. With ``steady_is_enough`` (a cluster full of running
+    pods keeps kwok and the API server busy for good) it also stops once the load has stopped
+    falling: the last 5 s no lower than the 5 s before.
+    """
+    sampler = CpuSampler(dict(ctx.control_plane))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SETTLE_LIMIT_SECONDS
+    sampler.sample()
+    recent: dict[str, float] = {}
+    loads: list[float] = []
+    ticker = Ticker(5.0)
+    verdict = "at rest"
+    while True:
+        await asyncio.sleep(1.0)
+        sampler.sample()
+        recent = sampler.recent(1.0)
+        loads.append(sum(v for k, v in recent.items() if k != OTHERS))
+        if loads[-1] < QUIET_CORES:
+            break
+        if steady_is_enough and len(loads) >= 10 and sum(loads[-5:]) >= 0.9 * sum(loads[-10:-5]):
+            verdict = "busy but steady"
+            break
+        if loop.time() >= deadline:
+            verdict = f"still busy after {SETTLE_LIMIT_SECONDS:.0f} s, measuring anyway"
+            break
+        if ticker.due():
+            say(f"waiting for the control plane to calm down: {describe_cores(recent)} cores")
+    say(f"control plane {verdict}: {describe_cores(recent)} cores ({OTHERS}: not ours)")
+    return recent
