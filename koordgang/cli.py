@@ -106,17 +106,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=_env("KOORDGANG_HTTP_HOST", defaults.http_host),
         help="address the HTTP endpoints listen on [KOORDGANG_HTTP_HOST] (default: %(default)s)",
     )
-    run.add_argument(
-        "--percentage-of-nodes-to-score",
-        type=int,
-        default=int(
-            _env(
-                "KOORDGANG_PERCENTAGE_OF_NODES_TO_SCORE", str(defaults.percentage_of_nodes_to_score)
-            )
-        ),
-        help="share of feasible nodes to find before picking the best, in percent; 0 = adaptive "
-        "as in kube-scheduler [KOORDGANG_PERCENTAGE_OF_NODES_TO_SCORE] (default: %(default)s)",
-    )
     gangs = commands.add_parser(
         "gangs",
         help="list the gangs a running daemon knows and why each waits",
@@ -141,8 +130,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise SystemExit("koordgang: --bind-concurrency must be at least 1")
     if not 0 <= args.http_port <= 65535:
         raise SystemExit("koordgang: --http-port must be between 0 and 65535")
-    if not 0 <= args.percentage_of_nodes_to_score <= 100:
-        raise SystemExit("koordgang: --percentage-of-nodes-to-score must be between 0 and 100")
     return Settings(
         scheduler_name=args.scheduler_name,
         kubeconfig=args.kubeconfig,
@@ -152,7 +139,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         bind_concurrency=args.bind_concurrency,
         http_port=args.http_port,
         http_host=args.http_host,
-        percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
     )
 
 

@@ -41,9 +41,6 @@ class Settings:
     #: Port of the HTTP endpoints /healthz, /readyz and /metrics; 0 disables them.
     http_port: int = 10251
     http_host: str = "0.0.0.0"
-    #: Share of feasible nodes to look for before scoring, in percent; 0 means adaptive
-    #: (all nodes in small clusters, fewer in big ones, at least 100), as kube-scheduler does.
-    percentage_of_nodes_to_score: int = 0
     #: Longest time a gang may hold reservations while still short (seconds).
     default_gang_waiting_time: float = 600.0
     #: First and largest delay before a pod that failed is tried again (seconds).

@@ -1,7 +1,8 @@
 """Runs the plugins of one profile for one pod: prefilter, filter, score, select.
 
 Static filter verdicts (labels, taints, readiness) are cached per pod shape and node generation,
-so that a thousand identical pods pay for them once; only the resource fit is checked per pod.
+so that a thousand identical pods pay for them once. The best node comes from a heap per pod
+shape (``node_index``); only when no node fits are all nodes filtered, to say why.
 """
 
 from __future__ import annotations
@@ -26,9 +27,6 @@ from koordgang.model.pod import PodInfo
 from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Snapshot
 
-#: Below this many nodes every node is examined; above it, a share of them (kube-scheduler's
-#: minFeasibleNodesToFind).
-MIN_FEASIBLE_NODES_TO_FIND = 100
 _STATIC_CACHE_SIZE = 512
 
 
@@ -44,7 +42,7 @@ class ScheduleResult:
     node: NodeState | None
     status: Status
     diagnosis: Diagnosis
-    #: Nodes examined (for metrics and profiling).
+    #: Nodes whose usage was examined to explain a failure (for profiling).
     evaluated: int = 0
 
 
@@ -56,7 +54,6 @@ class Framework:
         filters: Sequence[FilterPlugin] = (),
         scores: Sequence[ScorePlugin] = (),
         *,
-        percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
     ) -> None:
         self.queue_sort = queue_sort
@@ -64,10 +61,8 @@ class Framework:
         self.static_filters = tuple(f for f in filters if f.static)
         self.dynamic_filters = tuple(f for f in filters if not f.static)
         self.scores = tuple(scores)
-        self.percentage = percentage_of_nodes_to_score
         self._rng = rng or random.Random()
         self._static_cache: OrderedDict[Hashable, _StaticVerdict] = OrderedDict()
-        self._next_start = 0
         self.index = NodeIndex(self.dynamic_filters, self.scores, self._rng)
 
     def sort_key(self, pod: PodInfo) -> SortKey:
@@ -106,69 +101,25 @@ class Framework:
             self._static_cache.popitem(last=False)
         return verdict
 
-    def nodes_to_find(self, total: int) -> int:
-        """How many feasible nodes are enough before scoring (kube-scheduler's rule)."""
-        if total < MIN_FEASIBLE_NODES_TO_FIND or self.percentage >= 100:
-            return total
-        percentage = self.percentage
-        if percentage <= 0:
-            percentage = max(5, 50 - total // 125)
-        return max(MIN_FEASIBLE_NODES_TO_FIND, total * percentage // 100)
-
-    def find_feasible(
+    def explain(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis
-    ) -> tuple[list[NodeState], int]:
-        """Feasible nodes (a sample of them in big clusters) and how many were examined."""
+    ) -> list[NodeState]:
+        """Runs the usage filters on every statically feasible node, counting why each one
+        rejects the pod; returns the nodes that accept it (normally none: this runs when the
+        index found no node)."""
         verdict = self.static_feasible(state, pod, snapshot)
         diagnosis.total_nodes = len(snapshot.nodes)
-        candidates = verdict.feasible
-        if not candidates:
-            diagnosis.merge(verdict.rejected)
-            return [], 0
-        want = self.nodes_to_find(len(snapshot.nodes))
-        count = len(candidates)
-        start = self._next_start % count
         feasible: list[NodeState] = []
-        examined = 0
-        dynamic = self.dynamic_filters
-        for offset in range(count):
-            node = candidates[(start + offset) % count]
-            examined += 1
-            for plugin in dynamic:
+        for node in verdict.feasible:
+            for plugin in self.dynamic_filters:
                 status = plugin.filter(state, pod, node, snapshot)
                 if not status.is_success:
                     diagnosis.add(status.reasons)
                     break
             else:
                 feasible.append(node)
-                if len(feasible) >= want:
-                    break
-        self._next_start = (start + examined) % count
-        if not feasible:
-            diagnosis.merge(verdict.rejected)
-        return feasible, examined
-
-    def select(
-        self, state: CycleState, pod: PodInfo, nodes: list[NodeState], snapshot: Snapshot
-    ) -> NodeState:
-        if len(nodes) == 1 or not self.scores:
-            return nodes[0]
-        best: NodeState | None = None
-        best_score = -1
-        ties = 0
-        for node in nodes:
-            total = 0
-            for plugin in self.scores:
-                total += plugin.weight * plugin.score(state, pod, node, snapshot)
-            if total > best_score:
-                best, best_score, ties = node, total, 1
-            elif total == best_score:
-                # Reservoir sampling keeps ties fair without a second pass.
-                ties += 1
-                if self._rng.randrange(ties) == 0:
-                    best = node
-        assert best is not None
-        return best
+        diagnosis.merge(verdict.rejected)
+        return feasible
 
     # -- one pod -----------------------------------------------------------------------------
 
@@ -184,11 +135,12 @@ class Framework:
         )
         if best is not None:
             return ScheduleResult(best, SUCCESS, diagnosis)
-        # Nothing fits: the full pass over all nodes says why, node by node.
-        feasible, examined = self.find_feasible(state, pod, snapshot, diagnosis)
-        if not feasible:
-            return ScheduleResult(
-                None, Status(Code.UNSCHEDULABLE, (diagnosis.message(),)), diagnosis, examined
-            )
-        node = self.select(state, pod, feasible, snapshot)
-        return ScheduleResult(node, SUCCESS, diagnosis, examined)
+        # Nothing fits: a pass over all nodes says why, node by node.
+        feasible = self.explain(state, pod, snapshot, diagnosis)
+        evaluated = len(self.static_feasible(state, pod, snapshot).feasible)
+        if feasible:
+            # Cannot happen while the index is exact; if it ever is not, the pod still goes
+            # to a node that fits rather than waiting.
+            return ScheduleResult(self._rng.choice(feasible), SUCCESS, diagnosis, evaluated)
+        status = Status(Code.UNSCHEDULABLE, (diagnosis.message(),))
+        return ScheduleResult(None, status, diagnosis, evaluated)

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from koordgang.framework.cycle_state import CycleState
-from koordgang.framework.diagnosis import Diagnosis
 from koordgang.framework.runner import Framework
 from koordgang.framework.status import SUCCESS, Code, Status
 from koordgang.model.node import NodeInfo, parse_node
@@ -192,7 +191,6 @@ def framework(
     dynamic: tuple[Any, ...] = (),
     scores: tuple[Any, ...] = (),
     pre_filters: tuple[Any, ...] = (),
-    percentage: int = 0,
     rng: random.Random | None = None,
 ) -> Framework:
     return Framework(
@@ -200,7 +198,6 @@ def framework(
         pre_filters=pre_filters,
         filters=(*static, *dynamic),
         scores=scores,
-        percentage_of_nodes_to_score=percentage,
         rng=rng or random.Random(7),
     )
 
@@ -370,86 +367,6 @@ def test_the_static_cache_forgets_the_least_recently_used_shape_beyond_512() -> 
     assert taints.calls == 513
     schedule(fw, cache, pod("p", cpu="1m"))  # the oldest was evicted
     assert taints.calls == 514
-
-
-# -- how many feasible nodes are enough ------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("total", "percentage", "expected"),
-    [
-        # Fewer than 100 nodes: all of them.
-        (0, 0, 0),
-        (1, 0, 1),
-        (99, 0, 99),
-        # Adaptive: (50 - total/125)% of the nodes, at least 5%, and never fewer than 100.
-        (100, 0, 100),  # 50% of 100 = 50 -> 100
-        (150, 0, 100),  # 49% of 150 = 73 -> 100
-        (250, 0, 120),  # 48% of 250
-        (500, 0, 230),  # 46% of 500
-        (1000, 0, 420),  # 42% of 1000
-        (2000, 0, 680),  # 34% of 2000
-        (5000, 0, 500),  # 10% of 5000
-        (5625, 0, 281),  # 5% of 5625 (50 - 45 = 5)
-        (6000, 0, 300),  # 50 - 48 = 2 -> raised to 5%
-        (15000, 0, 750),  # 5%
-        # Configured percentage.
-        (1000, 30, 300),
-        (1000, 5, 100),  # 50 -> at least 100
-        (99, 30, 99),
-        (1000, 100, 1000),
-        (1000, 150, 1000),
-        (1000, -1, 420),  # not positive: adaptive
-    ],
-)
-def test_nodes_to_find_follows_kube_schedulers_adaptive_rule(
-    total: int, percentage: int, expected: int
-) -> None:
-    assert framework(percentage=percentage).nodes_to_find(total) == expected
-
-
-def test_big_clusters_stop_looking_once_enough_feasible_nodes_are_found() -> None:
-    cache = cluster(*(node(f"n{i:03}") for i in range(200)))
-    fit = CountingFit()
-    fw = framework(dynamic=(fit,))
-    snapshot = Snapshot(cache)
-
-    feasible, examined = fw.find_feasible(CycleState(), pod("p"), snapshot, Diagnosis())
-
-    assert fw.nodes_to_find(200) == 100
-    assert (len(feasible), examined, fit.calls) == (100, 100, 100)
-    assert [n.name for n in feasible] == [f"n{i:03}" for i in range(100)]
-
-
-def test_each_search_starts_where_the_previous_one_stopped() -> None:
-    cache = cluster(*(node(f"n{i:03}") for i in range(250)))
-    fw = framework(dynamic=(CountingFit(),))
-    want = fw.nodes_to_find(250)
-    assert want == 120
-
-    firsts = []
-    for _ in range(3):
-        feasible, _ = fw.find_feasible(CycleState(), pod("p"), Snapshot(cache), Diagnosis())
-        assert len(feasible) == want
-        firsts.append(feasible[0].name)
-
-    assert firsts == ["n000", "n120", "n240"]  # 240 wraps around: n240..n249, n000..n109
-
-
-def test_nodes_rejected_while_sampling_count_as_examined_not_feasible() -> None:
-    nodes = [node(f"n{i:03}", cpu="1" if i % 2 else "4") for i in range(300)]
-    fw = framework(dynamic=(CountingFit(),))
-    feasible, examined = fw.find_feasible(
-        CycleState(), pod("p", cpu="2"), Snapshot(cluster(*nodes)), Diagnosis()
-    )
-    want = fw.nodes_to_find(300)  # 48% of 300
-    assert want == 144
-    assert len(feasible) == want
-    assert examined == 2 * want - 1  # every other node is too small
-    assert all(int(n.name[1:]) % 2 == 0 for n in feasible)
-
-
-# -- choosing among feasible nodes -----------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,5 @@ def default_framework(
         # Cheap, static checks first; the resource fit last (it is the only one per pod).
         filters=(NodeUnschedulable(), NodeAffinity(), TaintToleration(), Fit()),
         scores=(ResourceScore(settings.score_strategy),),
-        percentage_of_nodes_to_score=settings.percentage_of_nodes_to_score,
         rng=rng,
     )

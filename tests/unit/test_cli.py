@@ -48,7 +48,6 @@ def test_a_flag_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     [
         (["run", "--bind-concurrency", "0"], "--bind-concurrency must be at least 1"),
         (["run", "--http-port", "70000"], "--http-port must be between 0 and 65535"),
-        (["run", "--percentage-of-nodes-to-score", "101"], "between 0 and 100"),
     ],
 )
 def test_out_of_range_values_are_refused_with_a_clear_message(
