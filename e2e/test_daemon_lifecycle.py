@@ -35,14 +35,15 @@ def test_sigkill_and_restart_double_books_nothing(
             namespace, pod_body(f"c-{i:03d}", requests={"cpu": "1", "memory": "1Gi"})
         )
 
-    first = daemon_factory()  # type: ignore[call-arg]
+    # Two binds at a time keep the first daemon busy long enough to be killed half-way.
+    first = daemon_factory("--bind-concurrency", "2")  # type: ignore[call-arg]
     first.start()
     wait_until(
         lambda: len(bound(cluster.pods(namespace))) >= 20, timeout=60, what="some pods bound"
     )
     first.kill()
     after_kill = {p.metadata.name: p.spec.node_name for p in bound(cluster.pods(namespace))}
-    assert len(after_kill) < 150
+    assert 20 <= len(after_kill) < 100
 
     second = daemon_factory()  # type: ignore[call-arg]
     second.start()
@@ -64,8 +65,11 @@ def test_sigkill_and_restart_double_books_nothing(
             assert pod.spec.node_name == after_kill[pod.metadata.name]
     per_node = Counter(p.spec.node_name for p in bound(pods))
     assert set(per_node.values()) == {10}
-    # No pod was announced as scheduled twice.
-    assert max(_scheduled_events(cluster, namespace).values()) == 1
+    # No pod was announced as scheduled twice; the second daemon announced what it bound
+    # (the first may have lost a few announcements with the SIGKILL).
+    announced = _scheduled_events(cluster, namespace)
+    assert all(count == 1 for count in announced.values()), announced
+    assert len(announced) >= 100 - len(after_kill)
 
 
 @local_only

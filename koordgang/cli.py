@@ -95,6 +95,16 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: %(default)s)",
     )
     run.add_argument(
+        "--scheduled-event-rate",
+        type=float,
+        default=float(
+            _env("KOORDGANG_SCHEDULED_EVENT_RATE", str(defaults.scheduled_events_per_second))
+        ),
+        help="most 'Scheduled' Events per second (burst 500); above it they are dropped so that "
+        "binding keeps the API server's capacity; 0 writes none [KOORDGANG_SCHEDULED_EVENT_RATE] "
+        "(default: %(default)s)",
+    )
+    run.add_argument(
         "--http-port",
         type=int,
         default=int(_env("KOORDGANG_HTTP_PORT", str(defaults.http_port))),
@@ -128,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
 def settings_from_args(args: argparse.Namespace) -> Settings:
     if args.bind_concurrency < 1:
         raise SystemExit("koordgang: --bind-concurrency must be at least 1")
+    if args.scheduled_event_rate < 0:
+        raise SystemExit("koordgang: --scheduled-event-rate must not be negative")
     if not 0 <= args.http_port <= 65535:
         raise SystemExit("koordgang: --http-port must be between 0 and 65535")
     return Settings(
@@ -137,6 +149,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         log_level=args.log_level,
         score_strategy=args.score_strategy,
         bind_concurrency=args.bind_concurrency,
+        scheduled_events_per_second=args.scheduled_event_rate,
         http_port=args.http_port,
         http_host=args.http_host,
     )

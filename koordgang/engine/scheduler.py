@@ -87,6 +87,8 @@ class Scheduler:
             self.metrics,
             is_current=self._report_is_current,
             clock=clock,
+            busy=lambda: self.binder.in_flight > 0,
+            normal_events_per_second=settings.scheduled_events_per_second,
         )
         self.pods_synced = False
         self.nodes_synced = False

@@ -21,7 +21,7 @@ def test_defaults_match_the_documented_settings(monkeypatch: pytest.MonkeyPatch)
     settings = _settings(["run"])
     assert settings.scheduler_name == "koord-scheduler"
     assert settings.score_strategy is ScoreStrategy.LEAST_ALLOCATED
-    assert settings.bind_concurrency == 64
+    assert settings.bind_concurrency == 128
     assert settings.http_port == 10251
     assert settings.kubeconfig == ""
 
