@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from e2e.controlplane import delete_nodes
 from e2e.daemon import Daemon
 from e2e.gangs import (
     TIMEOUT,
@@ -20,7 +21,7 @@ from e2e.gangs import (
     wait_bound,
     wait_explained,
 )
-from e2e.kube import Cluster, pod_body, wait_until
+from e2e.kube import Cluster, pod_body, scheduled_condition, wait_until
 
 
 def _wait_timed_out(cluster: Cluster, gang: Gang, names: list[str], timeout: float) -> None:
@@ -209,3 +210,36 @@ def test_two_strict_gangs_needing_60_percent_each_bind_one_after_the_other(
         timeout=45,
         what=f"{loser.key} bound whole after {winner.key} left",
     )
+
+
+def test_reservations_on_a_node_that_disappears_are_planned_again(
+    clean_nodes: Cluster, namespace: str, daemon: Daemon, check_invariants: None
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes(["doomed"], {"cpu": "3", "memory": "8Gi"})
+    annotations = {
+        "gang.scheduling.koordinator.sh/name": "moving",
+        "gang.scheduling.koordinator.sh/min-available": "4",
+        "gang.scheduling.koordinator.sh/mode": "NonStrict",
+        "gang.scheduling.koordinator.sh/waiting-time": "120s",
+    }
+    for i in range(4):
+        cluster.create_pod(
+            namespace, pod_body(f"moving-{i}", requests={"cpu": "1"}, annotations=annotations)
+        )
+    wait_until(
+        lambda: all(
+            "holding 3 reservation(s)" in (((c := scheduled_condition(p)) and c.message) or "")
+            for p in cluster.pods(namespace)
+        ),
+        timeout=30,
+        what="three reservations held on the doomed node",
+    )
+    delete_nodes(cluster.core, ["doomed"])
+    cluster.add_nodes(["refuge"], {"cpu": "4", "memory": "8Gi"})
+    pods = wait_until(
+        lambda: (ps := cluster.pods(namespace)) and all(p.spec.node_name for p in ps) and ps,
+        timeout=30,
+        what="the gang bound whole on the new node",
+    )
+    assert {p.spec.node_name for p in pods} == {"refuge"}

@@ -103,6 +103,7 @@ class GangCycle:
             return GangOutcome(waiting=len(members), message=verdict.message)
 
         active = [g for _, g in group if g is not None and not g.exempt()]
+        self._drop_vanished_reservations(active, members, now)
         for g in active:
             if g.first_attempt is None:
                 g.first_attempt = self.wall()
@@ -150,6 +151,25 @@ class GangCycle:
             if owner is not None and owner.last_message:
                 self._explain(leftover.pod, owner.last_message)
         return outcome
+
+    def _drop_vanished_reservations(
+        self, gangs: list[Gang], members: dict[str, QueuedPod], now: float
+    ) -> None:
+        """A reservation on a node that has gone is worth nothing (the API server would accept
+        a binding to it all the same): the pod is planned again with the others."""
+        for gang in gangs:
+            for uid, node in list(gang.reserved.items()):
+                state = self.cache.node(node)
+                if state is not None and state.info is not None:
+                    continue
+                gang.drop_reservation(uid)
+                self.cache.forget(uid)
+                pod = self.cache.pod(uid)
+                if pod is not None and self.is_pending(pod) and uid not in members:
+                    self.queue.add(pod, now)
+                    taken = self.queue.take(uid)
+                    if taken is not None:
+                        members[uid] = taken
 
     def _take_members(
         self, group: list[tuple[str, Gang | None]], entry: QueuedPod

@@ -222,6 +222,11 @@ class Gang:
         if self.wait_started is None:
             self.wait_started = now
 
+    def drop_reservation(self, uid: str) -> None:
+        self.reserved.pop(uid, None)
+        if not self.reserved:
+            self.wait_started = None
+
     def release(self) -> list[str]:
         """Drops every reservation; returns the uids (to forget in the cache)."""
         uids = list(self.reserved)
