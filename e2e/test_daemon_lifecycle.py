@@ -28,48 +28,51 @@ def test_sigkill_and_restart_double_books_nothing(
     clean_nodes: Cluster, namespace: str, daemon_factory: type, check_invariants: None
 ) -> None:
     cluster = clean_nodes
-    cluster.add_nodes([f"crash-{i}" for i in range(10)], {"cpu": "10", "memory": "40Gi"})
-    # 150 pods of 1 cpu for 100 cpu of room: the cluster ends exactly full.
-    for i in range(150):
+    cluster.add_nodes([f"crash-{i}" for i in range(10)], {"cpu": "40", "memory": "160Gi"})
+    # 600 pods of 1 cpu for 400 cpu of room: the cluster ends exactly full.
+    for i in range(600):
         cluster.create_pod(
             namespace, pod_body(f"c-{i:03d}", requests={"cpu": "1", "memory": "1Gi"})
         )
 
-    # Two binds at a time keep the first daemon busy long enough to be killed half-way.
-    first = daemon_factory("--bind-concurrency", "2")  # type: ignore[call-arg]
+    # One bind at a time keeps the first daemon busy long enough to be killed half-way.
+    first = daemon_factory("--bind-concurrency", "1")  # type: ignore[call-arg]
     first.start()
     wait_until(
-        lambda: len(bound(cluster.pods(namespace))) >= 20, timeout=60, what="some pods bound"
+        lambda: len(bound(cluster.pods(namespace))) >= 20,
+        timeout=60,
+        interval=0.05,
+        what="some pods bound",
     )
     first.kill()
     after_kill = {p.metadata.name: p.spec.node_name for p in bound(cluster.pods(namespace))}
-    assert 20 <= len(after_kill) < 100
+    assert 20 <= len(after_kill) < 400
 
     second = daemon_factory()  # type: ignore[call-arg]
     second.start()
     wait_until(
-        lambda: len(bound(cluster.pods(namespace))) == 100, timeout=90, what="the cluster full"
+        lambda: len(bound(cluster.pods(namespace))) == 400, timeout=90, what="the cluster full"
     )
     wait_until(
         lambda: all(scheduled_condition(p) for p in pending(cluster.pods(namespace))),
         timeout=60,
-        what="the 50 leftovers explained",
+        what="the 200 leftovers explained",
     )
     time.sleep(1)
     pods = cluster.pods(namespace)
-    assert len(bound(pods)) == 100
+    assert len(bound(pods)) == 400
     assert overcommitted_nodes(cluster) == {}
     # Pods bound before the crash stayed where they were.
     for pod in pods:
         if pod.metadata.name in after_kill:
             assert pod.spec.node_name == after_kill[pod.metadata.name]
     per_node = Counter(p.spec.node_name for p in bound(pods))
-    assert set(per_node.values()) == {10}
+    assert set(per_node.values()) == {40}
     # No pod was announced as scheduled twice; the second daemon announced what it bound
     # (the first may have lost a few announcements with the SIGKILL).
     announced = _scheduled_events(cluster, namespace)
     assert all(count == 1 for count in announced.values()), announced
-    assert len(announced) >= 100 - len(after_kill)
+    assert len(announced) >= 400 - len(after_kill)
 
 
 @local_only
