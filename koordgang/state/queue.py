@@ -16,7 +16,7 @@ import enum
 import heapq
 import itertools
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from koordgang.model.pod import PodInfo
@@ -66,8 +66,6 @@ class QueuedPod:
     parked_at: float = 0.0
     #: Version of its entries in the heaps; older heap entries are stale and skipped.
     seq: int = 0
-    #: The last explanation shown to the user (to avoid rewriting the same one).
-    last_message: str = field(default="")
 
     def move(self, new: QueueState) -> None:
         if new not in TRANSITIONS[self.state]:

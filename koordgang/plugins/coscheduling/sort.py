@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from koordgang.framework.interfaces import SortKey
 from koordgang.model.pod import PodInfo
+from koordgang.plugins.prioritysort import PrioritySort
 from koordgang.state.gangs import GangRegistry
 
 
@@ -14,9 +15,10 @@ class GangSort:
 
     def __init__(self, gangs: GangRegistry) -> None:
         self.gangs = gangs
+        self._plain = PrioritySort()
 
     def sort_key(self, pod: PodInfo) -> SortKey:
         gang = self.gangs.gang_of(pod.uid)
         if gang is None:
-            return (-pod.priority, pod.creation_timestamp, pod.namespace, pod.name, "")
+            return self._plain.sort_key(pod)
         return (-pod.priority, gang.created_at(), gang.ref.namespace, gang.ref.name, pod.name)
