@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
 PYTEST_ARGS ?=
 
-.PHONY: help venv build-controlplane cluster-up cluster-down run lint unit e2e test demo clean
+.PHONY: help venv build-controlplane cluster-up cluster-down run lint unit coverage e2e test demo clean
 
 help:
 	@echo "make demo          local control plane + koordgang + example jobs, then a report"
@@ -51,6 +51,10 @@ lint: $(STAMP)
 unit: $(STAMP)
 	@echo "==> unit tests"
 	@$(PY) -m pytest koordgang tests -q $(PYTEST_ARGS)
+
+# Coverage of the unit tests alone (no cluster), per module.
+coverage: $(STAMP)
+	@$(PY) -m pytest koordgang tests -q --cov=koordgang --cov-report=term $(PYTEST_ARGS)
 
 e2e: $(STAMP) build-controlplane
 	@echo "==> e2e tests on the local control plane (started and stopped by the suite)"

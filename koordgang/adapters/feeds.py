@@ -1,4 +1,4 @@
-"""Turns informer bodies into model summaries and hands them to the scheduler."""
+"""Turns informer bodies into model summaries and hands them to the intake."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from typing import Any, Generic, TypeVar
 
 import structlog
 
-from koordgang.engine.scheduler import Scheduler
+from koordgang.engine.intake import Intake
 from koordgang.model.errors import ModelError
 from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
 from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.pod import PodInfo, PodParseError, parse_pod
+from koordgang.model.volumes import ClaimInfo, parse_claim
 
 log = structlog.get_logger("koordgang.feeds")
 
@@ -54,22 +55,22 @@ class _Feed(Generic[T]):
             self._on_upserted(parsed)
 
 
-def pod_feed(scheduler: Scheduler) -> _Feed[PodInfo]:
+def pod_feed(intake: Intake) -> _Feed[PodInfo]:
     def parse(obj: dict[str, Any]) -> PodInfo | None:
         try:
             return parse_pod(obj, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
         except PodParseError as error:
-            scheduler.on_pod_invalid(obj, error)
+            intake.on_pod_invalid(obj, error)
             return None
 
     def deleted(meta: dict[str, Any]) -> None:
         if meta.get("uid"):
-            scheduler.on_pod_delete(str(meta["uid"]))
+            intake.on_pod_delete(str(meta["uid"]))
 
-    return _Feed(parse, scheduler.on_pods_listed, scheduler.on_pod_upsert, deleted)
+    return _Feed(parse, intake.on_pods_listed, intake.on_pod_upsert, deleted)
 
 
-def node_feed(scheduler: Scheduler) -> _Feed[NodeInfo]:
+def node_feed(intake: Intake) -> _Feed[NodeInfo]:
     def parse(obj: dict[str, Any]) -> NodeInfo | None:
         try:
             return parse_node(obj)
@@ -80,6 +81,38 @@ def node_feed(scheduler: Scheduler) -> _Feed[NodeInfo]:
 
     def deleted(meta: dict[str, Any]) -> None:
         if meta.get("name"):
-            scheduler.on_node_delete(str(meta["name"]))
+            intake.on_node_delete(str(meta["name"]))
 
-    return _Feed(parse, scheduler.on_nodes_listed, scheduler.on_node_upsert, deleted)
+    return _Feed(parse, intake.on_nodes_listed, intake.on_node_upsert, deleted)
+
+
+def namespace_feed(intake: Intake) -> _Feed[tuple[str, dict[str, str]]]:
+    def parse(obj: dict[str, Any]) -> tuple[str, dict[str, str]] | None:
+        meta = obj.get("metadata") or {}
+        name = meta.get("name")
+        labels = meta.get("labels") or {}
+        if not isinstance(name, str) or not isinstance(labels, dict):
+            return None
+        return name, {str(k): str(v) for k, v in labels.items()}
+
+    def deleted(meta: dict[str, Any]) -> None:
+        if meta.get("name"):
+            intake.on_namespace_delete(str(meta["name"]))
+
+    return _Feed(parse, intake.on_namespaces_listed, intake.on_namespace_upsert, deleted)
+
+
+def claim_feed(intake: Intake) -> _Feed[ClaimInfo]:
+    def parse(obj: dict[str, Any]) -> ClaimInfo | None:
+        try:
+            return parse_claim(obj)
+        except ModelError as error:
+            name = (obj.get("metadata") or {}).get("name")
+            log.warning("claim ignored: cannot read it", claim=name, error=str(error))
+            return None
+
+    def deleted(meta: dict[str, Any]) -> None:
+        if meta.get("name"):
+            intake.on_claim_delete(f"{meta.get('namespace') or 'default'}/{meta['name']}")
+
+    return _Feed(parse, intake.on_claims_listed, intake.on_claim_upsert, deleted)

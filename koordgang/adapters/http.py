@@ -15,14 +15,14 @@ class HealthServer:
         host: str,
         port: int,
         *,
-        is_alive: Callable[[], bool],
+        problems: Callable[[], list[str]],
         is_ready: Callable[[], bool],
         render_metrics: Callable[[], bytes],
         render_gangs: Callable[[], list[dict[str, Any]]] = list,
     ) -> None:
         self.host = host
         self.port = port
-        self._is_alive = is_alive
+        self._problems = problems
         self._is_ready = is_ready
         self._render_metrics = render_metrics
         self._render_gangs = render_gangs
@@ -45,9 +45,10 @@ class HealthServer:
             self._runner = None
 
     async def _healthz(self, _: web.Request) -> web.Response:
-        if self._is_alive():
+        problems = self._problems()
+        if not problems:
             return web.Response(text="ok\n")
-        return web.Response(status=503, text="scheduling loop is not running\n")
+        return web.Response(status=500, text="".join(f"{line}\n" for line in problems))
 
     async def _readyz(self, _: web.Request) -> web.Response:
         if self._is_ready():

@@ -56,7 +56,6 @@ class Informer:
         self._watch_timeout = watch_timeout
         self._max_backoff = max_backoff
         self.resource_version = ""
-        self.lists = 0
         self.events = 0
 
     async def run(self) -> None:
@@ -116,7 +115,6 @@ class Informer:
             if not cont:
                 self.resource_version = str(meta.get("resourceVersion") or "")
                 break
-        self.lists += 1
         self._sink.end_list()
         log.info("listed", informer=self.name, count=count, resource_version=self.resource_version)
 

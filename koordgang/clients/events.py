@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from dataclasses import dataclass
 
 from koordgang.clients.api import KubeApi
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
-    kind: str
-    namespace: str
-    name: str
-    uid: str
-    api_version: str = "v1"
+from koordgang.model.objects import ObjectRef
 
 
 def _now() -> str:

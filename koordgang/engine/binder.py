@@ -11,8 +11,9 @@ while the request is in flight. Every way a bind can end releases or confirms th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 
@@ -39,10 +40,13 @@ class BindRequest:
     node: str
     attempts: int
     enqueued_at: float
+    #: The scheduling group it was placed for ("" for a pod alone), for Unreserve on failure.
+    group: str = ""
 
 
-BindCallback = Callable[[BindRequest, str, str], None]
-"""Called with (request, outcome, detail) when a bind has ended, in the event loop."""
+class BindListener(Protocol):
+    def bind_done(self, request: BindRequest, outcome: str, detail: str) -> None:
+        """A bind has ended (in the event loop); ``detail`` says why when it failed."""
 
 
 class Binder:
@@ -52,16 +56,14 @@ class Binder:
         metrics: Metrics,
         *,
         concurrency: int,
-        on_done: BindCallback,
+        listener: BindListener,
         clock: Callable[[], float],
-        bind_call: Callable[[KubeApi, str, str, str, str], Awaitable[None]] = pods.bind,
     ) -> None:
         self._api = api
         self._metrics = metrics
         self._limit = max(1, concurrency)
-        self._on_done = on_done
+        self._listener = listener
         self._clock = clock
-        self._bind_call = bind_call
         self._tasks: set[asyncio.Task[None]] = set()
         self._slot_freed = asyncio.Event()
         # A gang submits all its members at once; this keeps the requests themselves within
@@ -100,7 +102,7 @@ class Binder:
         started = self._clock()
         try:
             await with_retries(
-                lambda: self._bind_call(self._api, pod.namespace, pod.name, pod.uid, request.node)
+                lambda: pods.bind(self._api, pod.namespace, pod.name, pod.uid, request.node)
             )
         except ApiError as error:
             if error.not_found:
@@ -121,7 +123,7 @@ class Binder:
         if outcome == BindOutcome.OK:
             self._metrics.binding_duration.observe(finished - started)
             self._metrics.e2e_duration.observe(finished - request.enqueued_at)
-        self._on_done(request, outcome, detail)
+        self._listener.bind_done(request, outcome, detail)
 
     async def drain(self, timeout: float) -> int:
         """Waits for binds in flight (graceful shutdown); returns how many did not finish."""

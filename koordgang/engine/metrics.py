@@ -74,6 +74,16 @@ class Metrics:
             ["kind"],
             registry=self.registry,
         )
+        self.report_backlog = Gauge(
+            "koordgang_report_backlog",
+            "Explanations and Events waiting to be written.",
+            registry=self.registry,
+        )
+        self.held_pods = Gauge(
+            "koordgang_held_pods",
+            "Pods placed and held for their group (NonStrict gangs short of their minimum).",
+            registry=self.registry,
+        )
         self.api_writes = Counter(
             "koordgang_api_writes",
             "Status and Event writes by kind and result.",

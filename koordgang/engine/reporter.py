@@ -12,7 +12,7 @@ import contextlib
 import datetime as dt
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import Protocol
 
 import structlog
 
@@ -21,7 +21,7 @@ from koordgang.clients.api import KubeApi
 from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.clients.retry import with_retries
 from koordgang.engine.metrics import Metrics
-from koordgang.model.pod import PodInfo
+from koordgang.framework.report import Report
 
 log = structlog.get_logger("koordgang.reporter")
 
@@ -33,37 +33,17 @@ MAX_PENDING = 5_000
 NORMAL_EVENTS_BURST = 500.0
 
 
-@dataclass(frozen=True, slots=True)
-class Report:
-    obj: events.ObjectRef
-    #: Event type and reason (``Warning``/``FailedScheduling``, ``Normal``/``Scheduled``).
-    event_type: str
-    reason: str
-    message: str
-    #: Condition to set on a pod, if any: (status, reason); its message is ``message``.
-    condition: tuple[str, str] | None = None
-    #: Annotations to merge into a pod's metadata before the Event.
-    annotations: dict[str, str] = field(default_factory=dict)
-    #: Written even if the pod got bound meanwhile (Scheduled, timeouts).
-    always: bool = False
-
-    @staticmethod
-    def for_pod(
-        pod: PodInfo,
-        event_type: str,
-        reason: str,
-        message: str,
-        *,
-        condition: tuple[str, str] | None = None,
-        annotations: dict[str, str] | None = None,
-        always: bool = False,
-    ) -> Report:
-        ref = events.ObjectRef("Pod", pod.namespace, pod.name, pod.uid)
-        return Report(ref, event_type, reason, message, condition, annotations or {}, always)
-
-
 def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Relevance(Protocol):
+    """Says whether a report still describes the object (a pod bound meanwhile is not told
+    it is unschedulable), and whether binding is busy (informational Events wait then)."""
+
+    def is_current(self, report: Report) -> bool: ...
+
+    def binding_busy(self) -> bool: ...
 
 
 class Reporter:
@@ -73,23 +53,24 @@ class Reporter:
         component: str,
         metrics: Metrics,
         *,
-        is_current: Callable[[Report], bool],
+        relevance: Relevance,
         clock: Callable[[], float],
-        busy: Callable[[], bool] = lambda: False,
         normal_events_per_second: float = 100.0,
         workers: int = 4,
     ) -> None:
         self._api = api
         self._component = component
         self._metrics = metrics
-        self._is_current = is_current
+        self._relevance = relevance
         self._clock = clock
         self._pending: OrderedDict[tuple[str, str], Report] = OrderedDict()
         #: uid -> reason -> (message, when written): what each object was last told.
         self._last: dict[str, dict[str, tuple[str, float]]] = {}
         self._wakeup = asyncio.Event()
-        self._workers = workers
-        self._tasks: list[asyncio.Task[None]] = []
+        #: Set while nothing is pending or being written.
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.workers = workers
         self._closing = False
         self._writing: set[str] = set()
         # At full speed the API server accepts about 2,000 writes/s in all, and a Scheduled Event
@@ -97,7 +78,6 @@ class Reporter:
         # dropped (and counted), as kube-scheduler's event broadcaster drops them when it falls
         # behind. Warnings are never dropped: they are coalesced per pod instead.
         self._normal_rate = normal_events_per_second
-        self._busy = busy
         self._tokens = NORMAL_EVENTS_BURST if normal_events_per_second > 0 else 0.0
         self._tokens_at = clock()
 
@@ -129,10 +109,14 @@ class Reporter:
             last is not None
             and last[0] == report.message
             and self._clock() - last[1] < REPEAT_AFTER
+            and report.obj.uid not in self._writing
         ):
+            # The object says this already: whatever was queued since is older news.
+            self._pending.pop(key, None)
             return
         self._pending[key] = report
         self._pending.move_to_end(key)
+        self._idle.clear()
         self._wakeup.set()
 
     def forget(self, uid: str) -> None:
@@ -146,26 +130,26 @@ class Reporter:
 
     # -- workers -----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        for index in range(self._workers):
-            self._tasks.append(asyncio.create_task(self._work(), name=f"reporter-{index}"))
-
     def _next(self) -> Report | None:
         """The oldest pending report for an object no other worker is writing to: two writes to
         one pod must not race, or an older explanation could land after a newer one. While
         binds are in flight, informational Events wait: they would take the API server's
         capacity from binding (measured: 100 Scheduled Events/s cost 10-15% of throughput)."""
-        defer = self._busy()
+        defer = self._relevance.binding_busy()
         for key, report in self._pending.items():
             if key[0] in self._writing or (defer and _informational(report)):
                 continue
             return self._pending.pop(key)
         return None
 
-    async def _work(self) -> None:
+    async def work(self) -> None:
+        """One writer; the daemon runs ``workers`` of them as guarded tasks. Returns once
+        ``close`` was called and nothing is left to write."""
         while True:
             report = self._next()
             if report is None:
+                if not self._pending and not self._writing:
+                    self._idle.set()
                 if self._closing and not self._pending:
                     return
                 self._wakeup.clear()
@@ -176,7 +160,7 @@ class Reporter:
                 else:
                     await self._wakeup.wait()
                 continue
-            if not report.always and not self._is_current(report):
+            if not report.always and not self._relevance.is_current(report):
                 continue
             uid = report.obj.uid
             self._writing.add(uid)
@@ -212,18 +196,19 @@ class Reporter:
                     attempts=3,
                 )
                 self._metrics.api_writes.labels("condition", "ok").inc()
-            await with_retries(
-                lambda: events.create_event(
-                    self._api,
-                    obj,
-                    type_=report.event_type,
-                    reason=report.reason,
-                    message=report.message,
-                    component=self._component,
-                ),
-                attempts=3,
-            )
-            self._metrics.api_writes.labels("event", "ok").inc()
+            if report.event:
+                await with_retries(
+                    lambda: events.create_event(
+                        self._api,
+                        obj,
+                        type_=report.event_type,
+                        reason=report.reason,
+                        message=report.message,
+                        component=self._component,
+                    ),
+                    attempts=3,
+                )
+                self._metrics.api_writes.labels("event", "ok").inc()
             self._last.setdefault(obj.uid, {})[report.reason] = (report.message, self._clock())
         except ApiError as error:
             if error.not_found:
@@ -240,15 +225,11 @@ class Reporter:
             )
 
     async def close(self, timeout: float) -> None:
-        """Writes what is pending (for up to ``timeout`` seconds), then stops the workers."""
+        """Lets the workers write what is pending, for up to ``timeout`` seconds."""
         self._closing = True
         self._wakeup.set()
-        if self._tasks:
-            _, still = await asyncio.wait(self._tasks, timeout=timeout)
-            for task in still:
-                task.cancel()
-            await asyncio.gather(*still, return_exceptions=True)
-        self._tasks.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), timeout=timeout)
 
 
 def _informational(report: Report) -> bool:

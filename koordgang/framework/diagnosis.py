@@ -1,26 +1,33 @@
-"""Why a pod fits nowhere, in kube-scheduler's words."""
+"""Why a pod fits nowhere: per node, the verdict that rejected it; in sum, kube-scheduler's
+words."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+from koordgang.framework.status import Code, Status
 
 
 @dataclass(slots=True)
 class Diagnosis:
-    """Counts, for each reason, the nodes that rejected the pod for it."""
-
     total_nodes: int = 0
+    #: For each reason, the number of nodes that gave it.
     reasons: Counter[str] = field(default_factory=Counter)
+    #: node -> how it rejected the pod: UNSCHEDULABLE where removing pods could make room,
+    #: UNSCHEDULABLE_AND_UNRESOLVABLE where nothing but a change of the node or the pod would.
+    node_codes: dict[str, Code] = field(default_factory=dict)
     #: Set when a check that concerns the pod itself (not a node) failed.
     pod_reason: str = ""
 
-    def add(self, reasons: tuple[str, ...], nodes: int = 1) -> None:
-        for reason in reasons:
-            self.reasons[reason] += nodes
+    def reject(self, node: str, status: Status) -> None:
+        self.reasons.update(status.reasons)
+        self.node_codes[node] = status.code
 
-    def merge(self, other: Counter[str]) -> None:
-        self.reasons.update(other)
+    def reject_all(self, rejected: Mapping[str, Status]) -> None:
+        for node, status in rejected.items():
+            self.reject(node, status)
 
     def message(self) -> str:
         """``0/20 nodes are available: 12 Insufficient cpu, 8 node(s) had untolerated taint ...``"""
@@ -29,6 +36,10 @@ class Diagnosis:
         head = f"0/{self.total_nodes} nodes are available"
         if not self.reasons:
             return f"{head}." if self.total_nodes else "no nodes available to schedule pods."
-        # Sorted as strings, as kube-scheduler does, so messages read the same as its own.
-        parts = sorted(f"{count} {reason}" for reason, count in self.reasons.items())
-        return f"{head}: " + ", ".join(parts) + "."
+        return f"{head}: {counted(self.reasons.items())}."
+
+
+def counted(reasons: Iterable[tuple[str, int]]) -> str:
+    """``3 Insufficient cpu, 2 node(s) were unschedulable``: sorted as strings, as kube-scheduler
+    sorts them, so that messages read the same as its own."""
+    return ", ".join(sorted(f"{count} {reason}" for reason, count in reasons))

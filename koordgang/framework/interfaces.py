@@ -2,24 +2,60 @@
 
 Every method is synchronous: a scheduling cycle runs without awaiting, which is what makes it
 atomic with respect to informer events on a single event loop.
+
+Two families:
+- per pod, as kube-scheduler has them: PreEnqueue, QueueSort, PreFilter, Filter, PreScore,
+  Score. They decide where one pod may go and which node is best for it.
+- per group (a gang group, or a plain pod as a group of one): Grouping (which pods are decided
+  together), GroupPreFilter, GroupPlacement, PostFilter, Reserve, Permit. They decide about
+  the group as a whole; see ``framework/cycle.py`` for the order in which they run.
 """
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.group import GroupPlan, Placer, SchedulingGroup
+from koordgang.framework.report import StatusUpdate
+from koordgang.framework.results import PermitResult, PostFilterResult, UnreserveReason
 from koordgang.framework.status import Status
 from koordgang.model.pod import PodInfo
 from koordgang.state.node_state import NodeState
-from koordgang.state.snapshot import Snapshot
+from koordgang.state.snapshot import Placement, Snapshot
 
 SortKey = tuple[Any, ...]
+MAX_NODE_SCORE = 100
+
+
+class Scope(enum.IntEnum):
+    """What a filter's verdict or a score depends on; it decides how often it is computed."""
+
+    #: The pod and the node's spec (labels, taints, readiness): computed once per pod shape and
+    #: set of nodes, and shared by every pod of that shape.
+    STATIC = 0
+    #: Also what runs on the node (its usage, its ports): computed again when the node changes.
+    NODE = 1
+    #: Also what runs on other nodes (a topology domain): computed for every node, every time.
+    #: A pod for which such a plugin is active is placed by a pass over all nodes.
+    CLUSTER = 2
 
 
 @runtime_checkable
 class Plugin(Protocol):
     name: str
+
+
+# -- per pod -----------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """May the pod enter the scheduling queue at all? A pod refused here waits outside the
+        queue (scheduling gates, a timed-out gang) until an update of it, or ``activate``."""
 
 
 @runtime_checkable
@@ -31,14 +67,13 @@ class QueueSortPlugin(Plugin, Protocol):
 @runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
-        """Checks that need no node; may compute values for Filter and Score."""
+        """Checks that need no node; may compute values for Filter and Score. SKIP says the
+        plugin has nothing to check for this pod: its Filter is not run."""
 
 
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
-    #: True when the verdict depends only on the pod's shape and the node's spec (labels,
-    #: taints, readiness), not on what runs there: such verdicts are cached per pod shape.
-    static: bool
+    scope: Scope
 
     def filter(
         self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot
@@ -47,11 +82,118 @@ class FilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
+        """SKIP says the plugin would score every node alike for this pod: it is not run.
+        Runs before filtering, for every pod: a cheap look, not the scoring itself."""
+
+
+@runtime_checkable
 class ScorePlugin(Plugin, Protocol):
     weight: int
+    scope: Scope
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> int:
-        """0 (worst) to 100 (best) for placing ``pod`` on a feasible ``node``."""
+        """A raw score for placing ``pod`` on a feasible ``node`` (higher is better)."""
 
 
-MAX_NODE_SCORE = 100
+@runtime_checkable
+class NormalizeScorePlugin(ScorePlugin, Protocol):
+    def normalize(self, state: CycleState, pod: PodInfo, scores: dict[str, int]) -> None:
+        """Maps raw scores (by node name) to 0..100 in place, looking at all of them: over the
+        statically feasible nodes for STATIC plugins, over the feasible nodes otherwise."""
+
+
+@runtime_checkable
+class ClusterScorePlugin(Plugin, Protocol):
+    weight: int
+
+    def score_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeState], snapshot: Snapshot
+    ) -> dict[str, int]:
+        """0..100 for each of the feasible ``nodes`` (normalized over them): for scores that
+        depend on what runs on other nodes (pod affinity, spreading)."""
+
+
+# -- per group ---------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class GroupingPlugin(Plugin, Protocol):
+    def group_members(self, pod: PodInfo) -> Sequence[PodInfo] | None:
+        """The other pending pods to decide together with ``pod``; None: it goes alone."""
+
+    def build_group(self, pod: PodInfo, pending: Sequence[PodInfo]) -> SchedulingGroup:
+        """The group of this cycle, from ``pod`` and the pending pods taken out of the queue."""
+
+
+@runtime_checkable
+class GroupPreFilterPlugin(Plugin, Protocol):
+    def pre_filter_group(
+        self, state: CycleState, group: SchedulingGroup, snapshot: Snapshot
+    ) -> Status:
+        """May the group be attempted now? A rejection stops the cycle before any filtering."""
+
+
+@runtime_checkable
+class GroupPlacementPlugin(Plugin, Protocol):
+    def place_group(
+        self, state: CycleState, group: SchedulingGroup, snapshot: Snapshot, placer: Placer
+    ) -> GroupPlan | None:
+        """Places the group's pending members on ``snapshot`` (a fork of the cycle's snapshot,
+        free to change); None leaves the group to the next plugin, and in the end to the
+        framework's member-by-member placement."""
+
+
+@runtime_checkable
+class ReclaimPlugin(Plugin, Protocol):
+    def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
+        """Resources that removing lower-priority pods could free for ``group`` (preemption
+        says this, so that a group is not refused up front for room it could make)."""
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
+    ) -> PostFilterResult:
+        """The group did not fit whole: what now? Plugins run in order until one succeeds
+        (preemption nominates nodes); others may give up what was placed (a Strict gang)."""
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(
+        self, state: CycleState, group: SchedulingGroup, placements: Sequence[Placement]
+    ) -> Status:
+        """The placements are about to be held for the group; a failure undoes them all."""
+
+    def unreserve(
+        self, group_key: str, placements: Sequence[Placement], reason: UnreserveReason
+    ) -> None:
+        """Held placements were given up (rejected, timed out, bind failed); idempotent."""
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    def permit(
+        self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, now: float
+    ) -> PermitResult:
+        """Bind now, hold and wait (with a deadline), or give up the placements."""
+
+
+@runtime_checkable
+class StatusSourcePlugin(Plugin, Protocol):
+    def status_updates(self) -> list[StatusUpdate]:
+        """Statuses of custom resources that may have changed since last asked (PodGroups);
+        the engine writes those that differ from what it wrote before."""
+
+
+@runtime_checkable
+class EventHandlerPlugin(Plugin, Protocol):
+    def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
+        """A pod of ours changed (``pod``) or went away (``pod`` None)."""
+
+    def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
+        """A custom resource event (``PodGroup``...); True if pods parked as unschedulable
+        might fit now."""

@@ -1,18 +1,27 @@
-"""The best node for a pod shape, kept in a heap instead of recomputed for every pod.
+"""The best node for a pod, kept in heaps instead of recomputed for every pod.
 
 Scoring every feasible node for every pod costs O(nodes) per pod; kube-scheduler samples a share
-of the nodes to bound that. Here each pod shape keeps a max-heap of (score, node). A pod only
-changes the score of the node it lands on, so after a placement one entry is recomputed, and
-finding the best node costs O(log nodes). Exactness rests on two facts:
+of the nodes to bound that. Here the pods that share a *key* (their shape, and the plugins that
+are active for them) share a max-heap of (score, node), and finding the best node costs
+O(log nodes). The answer is exact: the node returned has the highest score among the feasible
+nodes of the view asked about (ties broken at random), because
 
-- every heap entry carries the node's *stamp* (its usage generation, plus pods tentatively placed
-  on it in the current snapshot); an entry whose stamp is stale is re-scored before it is trusted;
-- between rebuilds usage only grows, except where the cache's freed-log says otherwise, and
-  those nodes are re-scored when the index is next used. Nodes whose spec changed force a
-  rebuild (new node generation).
+- every entry carries the *version* of the node it was scored at (``NodeState.version``, or the
+  node's version inside a snapshot); versions are never reused, so an entry is current exactly
+  when its version equals the node's version in the view;
+- whenever a node changes, up or down, a current entry is pushed for it (or none, if it no
+  longer fits) before the heap is read: the cache's change log tells a shared heap which nodes
+  changed, a snapshot's log tells its private heaps;
+- outdated entries are dropped when they reach the top.
 
-This holds because filters that depend on usage and all score plugins look at one node only
-(the pod and that node's state), which is true of every plugin in this profile.
+This holds for filters and scores that look at one node only (scopes STATIC and NODE); pods for
+which a CLUSTER plugin is active are placed by a pass over all nodes instead.
+
+Heaps live at two levels. *Shared* heaps follow the cache and serve every snapshot that has not
+changed anything yet (the plain path: one pod per cycle). A snapshot with changes, or a search
+limited to a set of nodes (a topology domain), gets *private* heaps, kept in the snapshot's
+``index_data`` and dropped with it: a copy of the shared heap (or of its parent's heap, for a
+fork) brought up to date with the nodes the snapshot changed.
 """
 
 from __future__ import annotations
@@ -22,128 +31,189 @@ import random
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 
-from koordgang.framework.cycle_state import CycleState
-from koordgang.framework.interfaces import FilterPlugin, ScorePlugin
-from koordgang.model.pod import PodInfo
 from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Snapshot
 
-#: (-score, random tie-breaker, node name, generation, overlay count)
-_Entry = tuple[int, float, str, int, int]
-_MAX_SHAPES = 256
+#: (-score, random tie-breaker, node name, version of the node the score was made at)
+_Entry = tuple[int, float, str, int]
+#: Scores ``node`` for the pods of one key in ``view``; None when the pod does not fit there.
+Evaluate = Callable[[NodeState, Snapshot], int | None]
+
+_MAX_SHARED = 256
 
 
-class _ShapeHeap:
-    __slots__ = ("feasible", "freed_position", "generation", "heap")
+class _Heap:
+    __slots__ = ("entries", "generation", "members", "position")
 
-    def __init__(self, generation: int, freed_position: int, feasible: frozenset[str]) -> None:
+    def __init__(self, members: frozenset[str], generation: int, position: int) -> None:
+        #: Nodes this heap answers for (the statically feasible ones, within its scope).
+        self.members = members
+        #: The cache's node set it was built for; another one means: build again.
         self.generation = generation
-        self.freed_position = freed_position
-        self.feasible = feasible
-        self.heap: list[_Entry] = []
+        #: How far into its change log (the cache's, or its snapshot's) it has caught up.
+        self.position = position
+        self.entries: list[_Entry] = []
+
+    def copy(self, position: int) -> _Heap:
+        other = _Heap(self.members, self.generation, position)
+        other.entries = list(self.entries)
+        return other
 
 
 class NodeIndex:
-    def __init__(
-        self,
-        dynamic_filters: Sequence[FilterPlugin],
-        scores: Sequence[ScorePlugin],
-        rng: random.Random,
-    ) -> None:
+    def __init__(self, rng: random.Random) -> None:
         self._rng = rng
-        self._filters = tuple(dynamic_filters)
-        self._scores = tuple(scores)
-        self._heaps: OrderedDict[Hashable, _ShapeHeap] = OrderedDict()
+        self._shared: OrderedDict[Hashable, _Heap] = OrderedDict()
 
     def best(
         self,
-        state: CycleState,
-        pod: PodInfo,
+        key: Hashable,
         snapshot: Snapshot,
-        static_feasible: Callable[[], list[NodeState]],
+        candidates: Sequence[NodeState],
+        evaluate: Evaluate,
+        within: frozenset[str] | None = None,
     ) -> NodeState | None:
-        """The highest-scoring node that fits ``pod`` (ties: by name), or None if none fits."""
-        cache = snapshot.cache
-        shape = pod.shape
-        index = self._heaps.get(shape)
-        if index is not None and len(index.heap) > 4 * len(index.feasible) + 64:
-            # Re-pushed freed nodes leave stale duplicates behind: start afresh.
-            index = None
-        if index is None or index.generation != cache.node_generation:
-            index = self._build(state, pod, snapshot, static_feasible())
+        """The best node of ``snapshot`` among ``candidates`` (the statically feasible nodes;
+        a given key must always come with the same ones for a given node set) and, if given,
+        ``within``; None when none fits."""
+        snapshot.check()
+        if within is not None:
+            heap = self._scoped(key, snapshot, candidates, evaluate, within)
+        elif not snapshot.touched():
+            heap = self._shared_heap(key, snapshot, candidates, evaluate)
         else:
-            self._heaps.move_to_end(shape)
-            freed = cache.freed_since(index.freed_position)
-            if freed is None:
-                index = self._build(state, pod, snapshot, static_feasible())
-            else:
-                index.freed_position = cache.freed_position
-                for name in set(freed):
-                    node = cache.node(name)
-                    if node is not None and name in index.feasible:
-                        self._push(index, state, pod, node, snapshot)
-        heap = index.heap
-        while heap:
-            _, _, name, generation, overlay = heap[0]
-            node = cache.node(name)
-            if node is None or node.info is None:
-                heapq.heappop(heap)
-                continue
-            if generation == node.generation and overlay == snapshot.overlay_count(name):
-                return node
-            heapq.heappop(heap)
-            self._push(index, state, pod, node, snapshot)
+            heap = self._private(key, snapshot, candidates, evaluate)
+        entries = heap.entries
+        while entries:
+            _, _, name, version = entries[0]
+            if version == snapshot.version(name):
+                node = snapshot.node(name)
+                if node is not None:
+                    return node
+            heapq.heappop(entries)
         return None
 
-    def _build(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeState]
-    ) -> _ShapeHeap:
-        cache = snapshot.cache
-        index = _ShapeHeap(
-            cache.node_generation, cache.freed_position, frozenset(n.name for n in nodes)
-        )
-        entries: list[_Entry] = []
+    def clear(self) -> None:
+        self._shared.clear()
+
+    # -- building and keeping up ---------------------------------------------------------------
+
+    def _entry(self, node: NodeState, view: Snapshot, evaluate: Evaluate) -> _Entry | None:
+        score = evaluate(node, view)
+        if score is None:
+            return None
+        # Equal scores are ordered by a number drawn when the entry is made: ties are broken
+        # at random, as kube-scheduler breaks them.
+        return (-score, self._rng.random(), node.name, view.version(node.name))
+
+    def _fill(
+        self, heap: _Heap, nodes: Sequence[NodeState], view: Snapshot, evaluate: Evaluate
+    ) -> None:
+        entries = heap.entries
         for node in nodes:
-            entry = self._entry(state, pod, node, snapshot)
+            entry = self._entry(node, view, evaluate)
             if entry is not None:
                 entries.append(entry)
         heapq.heapify(entries)
-        index.heap = entries
-        self._heaps[pod.shape] = index
-        if len(self._heaps) > _MAX_SHAPES:
-            self._heaps.popitem(last=False)
-        return index
 
-    def _push(
-        self,
-        index: _ShapeHeap,
-        state: CycleState,
-        pod: PodInfo,
-        node: NodeState,
-        snapshot: Snapshot,
+    def _refresh(
+        self, heap: _Heap, names: Sequence[str], view: Snapshot, evaluate: Evaluate
     ) -> None:
-        entry = self._entry(state, pod, node, snapshot)
-        if entry is not None:
-            heapq.heappush(index.heap, entry)
+        """Pushes a current entry for each of ``names`` that the heap answers for."""
+        members = heap.members
+        for name in dict.fromkeys(names):
+            if name not in members:
+                continue
+            node = view.node(name)
+            if node is None:
+                continue
+            entry = self._entry(node, view, evaluate)
+            if entry is not None:
+                heapq.heappush(heap.entries, entry)
 
-    def _entry(
-        self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot
-    ) -> _Entry | None:
-        for check in self._filters:
-            if not check.filter(state, pod, node, snapshot).is_success:
-                return None
-        total = 0
-        for scorer in self._scores:
-            total += scorer.weight * scorer.score(state, pod, node, snapshot)
-        # Equal scores are ordered by a number drawn when the entry is made: ties are broken
-        # at random, as kube-scheduler breaks them.
-        return (
-            -total,
-            self._rng.random(),
-            node.name,
-            node.generation,
-            snapshot.overlay_count(node.name),
-        )
+    def _shared_heap(
+        self,
+        key: Hashable,
+        snapshot: Snapshot,
+        candidates: Sequence[NodeState],
+        evaluate: Evaluate,
+    ) -> _Heap:
+        """The heap of ``key`` over the cache, up to date with the cache. ``snapshot`` must have
+        changed nothing: it stands for the cache here."""
+        cache = snapshot.cache
+        heap = self._shared.get(key)
+        changes = None
+        if heap is not None and heap.generation == cache.node_generation:
+            changes = cache.changes_since(heap.position)
+            if len(heap.entries) > 4 * len(heap.members) + 64:
+                changes = None  # crowded with outdated entries: start afresh
+        if heap is None or changes is None:
+            heap = _Heap(
+                frozenset(n.name for n in candidates), cache.node_generation, cache.change_position
+            )
+            self._fill(heap, candidates, snapshot, evaluate)
+            self._shared[key] = heap
+            if len(self._shared) > _MAX_SHARED:
+                self._shared.popitem(last=False)
+        else:
+            self._shared.move_to_end(key)
+            if changes:
+                self._refresh(heap, changes, snapshot, evaluate)
+                heap.position = cache.change_position
+        return heap
 
-    def clear(self) -> None:
-        self._heaps.clear()
+    def _private(
+        self,
+        key: Hashable,
+        snapshot: Snapshot,
+        candidates: Sequence[NodeState],
+        evaluate: Evaluate,
+    ) -> _Heap:
+        """The heap of ``key`` over ``snapshot``, kept in the snapshot and up to date with it."""
+        slot = ("heap", key)
+        heap: _Heap | None = snapshot.index_data.get(slot)
+        if heap is None:
+            parent = snapshot.parent
+            if parent is not None and parent.touched():
+                # A fork starts from its parent's view: copy the parent's heap (brought up to
+                # date first) and replay what the fork changed since.
+                base = self._private(key, parent, candidates, evaluate)
+                heap = base.copy(0)
+            else:
+                base_view = parent if parent is not None else Snapshot(snapshot.cache)
+                shared = self._shared_heap(key, base_view, candidates, evaluate)
+                heap = shared.copy(snapshot.log_position)
+                self._refresh(heap, list(snapshot.touched()), snapshot, evaluate)
+            snapshot.index_data[slot] = heap
+        changes = snapshot.log_since(heap.position)
+        if changes:
+            self._refresh(heap, changes, snapshot, evaluate)
+            heap.position = snapshot.log_position
+        return heap
+
+    def _scoped(
+        self,
+        key: Hashable,
+        snapshot: Snapshot,
+        candidates: Sequence[NodeState],
+        evaluate: Evaluate,
+        within: frozenset[str],
+    ) -> _Heap:
+        """The heap of ``key`` over the nodes in ``within``, private to ``snapshot``."""
+        slot = ("scoped", key, within)
+        heap: _Heap | None = snapshot.index_data.get(slot)
+        if heap is None:
+            nodes = [n for n in candidates if n.name in within]
+            heap = _Heap(
+                frozenset(n.name for n in nodes),
+                snapshot.cache.node_generation,
+                snapshot.log_position,
+            )
+            self._fill(heap, nodes, snapshot, evaluate)
+            snapshot.index_data[slot] = heap
+            return heap
+        changes = snapshot.log_since(heap.position)
+        if changes:
+            self._refresh(heap, changes, snapshot, evaluate)
+            heap.position = snapshot.log_position
+        return heap

@@ -1,25 +1,32 @@
-"""Runs the plugins of one profile for one pod: prefilter, filter, score, select.
+"""Runs the plugins of one profile for one pod: PreFilter, Filter, PreScore, Score, select.
 
-Static filter verdicts (labels, taints, readiness) are cached per pod shape and node generation,
-so that a thousand identical pods pay for them once. The best node comes from a heap per pod
-shape (``node_index``); only when no node fits are all nodes filtered, to say why.
+Filters and scores are run according to their scope (see ``Scope``):
+- STATIC verdicts and scores (labels, taints, readiness, preferences) are computed once per pod
+  shape and node set, and shared by every pod of that shape;
+- NODE filters and scores feed the heaps of ``NodeIndex``, so a pod costs O(log nodes);
+- when a CLUSTER plugin is active for a pod (it has pod affinity or spreading constraints, or
+  another pod's anti-affinity concerns it), every feasible node is filtered and scored.
+Only when no node fits are all nodes filtered, to say why, node by node.
 """
 
 from __future__ import annotations
 
 import random
-from collections import Counter, OrderedDict
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
 
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.diagnosis import Diagnosis
+from koordgang.framework.group import PodResult
 from koordgang.framework.interfaces import (
+    ClusterScorePlugin,
     FilterPlugin,
+    NormalizeScorePlugin,
     PreFilterPlugin,
-    QueueSortPlugin,
+    PreScorePlugin,
+    Scope,
     ScorePlugin,
-    SortKey,
 )
 from koordgang.framework.node_index import NodeIndex
 from koordgang.framework.status import SUCCESS, Code, Status
@@ -28,119 +35,280 @@ from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Snapshot
 
 _STATIC_CACHE_SIZE = 512
+_NONE: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
-class _StaticVerdict:
+class StaticVerdict:
+    """What the pod's spec and the nodes' specs decide, shared by every pod of one shape."""
+
     generation: int
     feasible: list[NodeState]
-    rejected: Counter[str]
+    #: node -> the status that rejected it.
+    rejected: dict[str, Status]
+    #: node -> the weighted sum of the STATIC scores (normalized over ``feasible``).
+    scores: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
-class ScheduleResult:
-    node: NodeState | None
-    status: Status
-    diagnosis: Diagnosis
-    #: Nodes whose usage was examined to explain a failure (for profiling).
-    evaluated: int = 0
+@dataclass(slots=True, eq=False)
+class _Active:
+    """The plugins that take part for one pod (PreFilter and PreScore may leave some out).
+    One instance per combination, so that it can key the index by identity."""
+
+    node_filters: tuple[FilterPlugin, ...]
+    cluster_filters: tuple[FilterPlugin, ...]
+    node_scores: tuple[ScorePlugin, ...]
+    cluster_scores: tuple[ClusterScorePlugin, ...]
+
+    @property
+    def cluster(self) -> bool:
+        return bool(self.cluster_filters or self.cluster_scores)
 
 
-class Framework:
+class PodRunner:
+    """The per-pod extension points, and the ``Placer`` that group placements build on."""
+
     def __init__(
         self,
-        queue_sort: QueueSortPlugin,
+        *,
         pre_filters: Sequence[PreFilterPlugin] = (),
         filters: Sequence[FilterPlugin] = (),
+        pre_scores: Sequence[PreScorePlugin] = (),
         scores: Sequence[ScorePlugin] = (),
-        *,
+        cluster_scores: Sequence[ClusterScorePlugin] = (),
         rng: random.Random | None = None,
     ) -> None:
-        self.queue_sort = queue_sort
         self.pre_filters = tuple(pre_filters)
-        self.static_filters = tuple(f for f in filters if f.static)
-        self.dynamic_filters = tuple(f for f in filters if not f.static)
-        self.scores = tuple(scores)
+        self.static_filters = tuple(f for f in filters if f.scope is Scope.STATIC)
+        self.node_filters = tuple(f for f in filters if f.scope is Scope.NODE)
+        self.cluster_filters = tuple(f for f in filters if f.scope is Scope.CLUSTER)
+        self.static_scores = tuple(s for s in scores if s.scope is Scope.STATIC)
+        static_names = {s.name for s in self.static_scores}
+        # PreScore of STATIC plugins runs once per shape (with the static verdict); the others
+        # for every pod.
+        self.static_pre_scores = tuple(p for p in pre_scores if p.name in static_names)
+        self.pre_scores = tuple(p for p in pre_scores if p.name not in static_names)
+        self.node_scores = tuple(s for s in scores if s.scope is not Scope.STATIC)
+        self.cluster_scores = tuple(cluster_scores)
         self._rng = rng or random.Random()
-        self._static_cache: OrderedDict[Hashable, _StaticVerdict] = OrderedDict()
-        self.index = NodeIndex(self.dynamic_filters, self.scores, self._rng)
+        self._static_cache: OrderedDict[Hashable, StaticVerdict] = OrderedDict()
+        self._actives: dict[tuple[frozenset[str], frozenset[str]], _Active] = {}
+        self.index = NodeIndex(self._rng)
 
-    def sort_key(self, pod: PodInfo) -> SortKey:
-        return self.queue_sort.sort_key(pod)
+    # -- phases --------------------------------------------------------------------------------
 
-    # -- phases ------------------------------------------------------------------------------
-
-    def run_pre_filters(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
+    def run_pre_filters(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[Status, frozenset[str]]:
+        """The first rejection, or SUCCESS and the names of the plugins that said SKIP."""
+        skipped: list[str] = []
         for plugin in self.pre_filters:
             status = plugin.pre_filter(state, pod, snapshot)
-            if not status.is_success and status.code is not Code.SKIP:
-                return status
-        return SUCCESS
+            if status.code is Code.SKIP:
+                skipped.append(plugin.name)
+            elif not status.is_success:
+                return status, frozenset(skipped)
+        return SUCCESS, _NONE if not skipped else frozenset(skipped)
 
-    def static_feasible(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
-    ) -> _StaticVerdict:
+    def _pre_scores(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        plugins: Sequence[PreScorePlugin],
+    ) -> frozenset[str]:
+        skipped = [
+            plugin.name
+            for plugin in plugins
+            if plugin.pre_score(state, pod, snapshot).code is Code.SKIP
+        ]
+        return _NONE if not skipped else frozenset(skipped)
+
+    def _active(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, skipped: frozenset[str]
+    ) -> _Active:
+        no_score = self._pre_scores(state, pod, snapshot, self.pre_scores)
+        active = self._actives.get((skipped, no_score))
+        if active is None:
+            active = self._actives[(skipped, no_score)] = _Active(
+                tuple(f for f in self.node_filters if f.name not in skipped),
+                tuple(f for f in self.cluster_filters if f.name not in skipped),
+                tuple(s for s in self.node_scores if s.name not in no_score),
+                tuple(s for s in self.cluster_scores if s.name not in no_score),
+            )
+        return active
+
+    def static_verdict(self, pod: PodInfo, snapshot: Snapshot) -> StaticVerdict:
         generation = snapshot.cache.node_generation
         cached = self._static_cache.get(pod.shape)
         if cached is not None and cached.generation == generation:
             self._static_cache.move_to_end(pod.shape)
             return cached
+        # Static plugins read only the pod's shape and the node's spec: a fresh state, shared
+        # by every pod of the shape.
+        state = CycleState()
         feasible: list[NodeState] = []
-        rejected: Counter[str] = Counter()
+        rejected: dict[str, Status] = {}
         for node in snapshot.nodes:
             for plugin in self.static_filters:
                 status = plugin.filter(state, pod, node, snapshot)
                 if not status.is_success:
-                    rejected.update(status.reasons)
+                    rejected[node.name] = status
                     break
             else:
                 feasible.append(node)
-        verdict = _StaticVerdict(generation, feasible, rejected)
+        verdict = StaticVerdict(generation, feasible, rejected)
+        self._static_scores(state, pod, snapshot, verdict)
         self._static_cache[pod.shape] = verdict
         if len(self._static_cache) > _STATIC_CACHE_SIZE:
             self._static_cache.popitem(last=False)
         return verdict
 
-    def explain(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis
-    ) -> list[NodeState]:
-        """Runs the usage filters on every statically feasible node, counting why each one
-        rejects the pod; returns the nodes that accept it (normally none: this runs when the
-        index found no node)."""
-        verdict = self.static_feasible(state, pod, snapshot)
-        diagnosis.total_nodes = len(snapshot.nodes)
+    def _static_scores(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, verdict: StaticVerdict
+    ) -> None:
+        no_score = self._pre_scores(state, pod, snapshot, self.static_pre_scores)
+        totals: dict[str, int] = {}
+        for plugin in self.static_scores:
+            if plugin.name in no_score:
+                continue
+            raw = {n.name: plugin.score(state, pod, n, snapshot) for n in verdict.feasible}
+            if isinstance(plugin, NormalizeScorePlugin):
+                plugin.normalize(state, pod, raw)
+            for name, value in raw.items():
+                totals[name] = totals.get(name, 0) + plugin.weight * value
+        verdict.scores = totals
+
+    # -- one pod -------------------------------------------------------------------------------
+
+    def place(
+        self, pod: PodInfo, snapshot: Snapshot, *, within: frozenset[str] | None = None
+    ) -> PodResult:
+        """Finds the best node for ``pod`` in ``snapshot`` (among ``within``, if given) and adds
+        the pod there; says why not otherwise."""
+        result = self.find(pod, snapshot, within=within)
+        if result.node is not None:
+            node = snapshot.node(result.node)
+            assert node is not None
+            snapshot.add(pod, node)
+        return result
+
+    def find(
+        self, pod: PodInfo, snapshot: Snapshot, *, within: frozenset[str] | None = None
+    ) -> PodResult:
+        """Like ``place``, without adding the pod."""
+        snapshot.check()  # before anything is cached against the cache's current node set
+        state = CycleState()
+        status, skipped = self.run_pre_filters(state, pod, snapshot)
+        if not status.is_success:
+            # Not monotone: a PreFilter may look at what the shape leaves out (claims, say),
+            # so another pod of the shape is asked again.
+            diagnosis = Diagnosis(total_nodes=len(snapshot.nodes), pod_reason=status.message())
+            return PodResult(pod, None, status, diagnosis, monotone=False)
+        active = self._active(state, pod, snapshot, skipped)
+        verdict = self.static_verdict(pod, snapshot)
+        if active.cluster:
+            return self._scan(state, pod, snapshot, verdict, active, within)
+        key = (pod.shape, active)
+        best = self.index.best(
+            key, snapshot, verdict.feasible, self._evaluator(state, pod, verdict, active), within
+        )
+        if best is not None:
+            return PodResult(pod, best.name)
+        diagnosis = self.explain(state, pod, snapshot, verdict, active, within)
+        return PodResult(pod, None, Status(Code.UNSCHEDULABLE, (diagnosis.message(),)), diagnosis)
+
+    def _evaluator(
+        self, state: CycleState, pod: PodInfo, verdict: StaticVerdict, active: _Active
+    ) -> Callable[[NodeState, Snapshot], int | None]:
+        filters = active.node_filters
+        scores = active.node_scores
+        static_scores = verdict.scores
+
+        def evaluate(node: NodeState, view: Snapshot) -> int | None:
+            for check in filters:
+                if not check.filter(state, pod, node, view).is_success:
+                    return None
+            total = static_scores.get(node.name, 0)
+            for scorer in scores:
+                total += scorer.weight * scorer.score(state, pod, node, view)
+            return total
+
+        return evaluate
+
+    def _scan(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        verdict: StaticVerdict,
+        active: _Active,
+        within: frozenset[str] | None,
+    ) -> PodResult:
+        """Filters and scores every statically feasible node (a CLUSTER plugin is active)."""
+        diagnosis = Diagnosis(total_nodes=len(snapshot.nodes))
+        filters = active.node_filters + active.cluster_filters
         feasible: list[NodeState] = []
         for node in verdict.feasible:
-            for plugin in self.dynamic_filters:
-                status = plugin.filter(state, pod, node, snapshot)
+            if within is not None and node.name not in within:
+                continue
+            for check in filters:
+                status = check.filter(state, pod, node, snapshot)
                 if not status.is_success:
-                    diagnosis.add(status.reasons)
+                    diagnosis.reject(node.name, status)
                     break
             else:
                 feasible.append(node)
-        diagnosis.merge(verdict.rejected)
-        return feasible
+        if not feasible:
+            self._reject_outside(diagnosis, verdict, snapshot, within)
+            status = Status(Code.UNSCHEDULABLE, (diagnosis.message(),))
+            return PodResult(pod, None, status, diagnosis, monotone=False)
+        totals = {n.name: verdict.scores.get(n.name, 0) for n in feasible}
+        for scorer in active.node_scores:
+            weight = scorer.weight
+            for node in feasible:
+                totals[node.name] += weight * scorer.score(state, pod, node, snapshot)
+        for plugin in active.cluster_scores:
+            weight = plugin.weight
+            for name, value in plugin.score_nodes(state, pod, feasible, snapshot).items():
+                totals[name] += weight * value
+        top = max(totals.values())
+        best = [name for name, value in totals.items() if value == top]
+        return PodResult(pod, self._rng.choice(best), monotone=False)
 
-    # -- one pod -----------------------------------------------------------------------------
-
-    def schedule_pod(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> ScheduleResult:
-        """Finds the best node for ``pod`` in ``snapshot``; does not place it."""
+    def explain(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        verdict: StaticVerdict,
+        active: _Active,
+        within: frozenset[str] | None = None,
+    ) -> Diagnosis:
+        """Why no node fits, node by node (runs when the index found none)."""
         diagnosis = Diagnosis(total_nodes=len(snapshot.nodes))
-        status = self.run_pre_filters(state, pod, snapshot)
-        if not status.is_success:
-            diagnosis.pod_reason = status.message()
-            return ScheduleResult(None, status, diagnosis)
-        best = self.index.best(
-            state, pod, snapshot, lambda: self.static_feasible(state, pod, snapshot).feasible
-        )
-        if best is not None:
-            return ScheduleResult(best, SUCCESS, diagnosis)
-        # Nothing fits: a pass over all nodes says why, node by node.
-        feasible = self.explain(state, pod, snapshot, diagnosis)
-        evaluated = len(self.static_feasible(state, pod, snapshot).feasible)
-        if feasible:
-            # Cannot happen while the index is exact; if it ever is not, the pod still goes
-            # to a node that fits rather than waiting.
-            return ScheduleResult(self._rng.choice(feasible), SUCCESS, diagnosis, evaluated)
-        status = Status(Code.UNSCHEDULABLE, (diagnosis.message(),))
-        return ScheduleResult(None, status, diagnosis, evaluated)
+        for node in verdict.feasible:
+            if within is not None and node.name not in within:
+                continue
+            for check in active.node_filters:
+                status = check.filter(state, pod, node, snapshot)
+                if not status.is_success:
+                    diagnosis.reject(node.name, status)
+                    break
+        self._reject_outside(diagnosis, verdict, snapshot, within)
+        return diagnosis
+
+    @staticmethod
+    def _reject_outside(
+        diagnosis: Diagnosis,
+        verdict: StaticVerdict,
+        snapshot: Snapshot,
+        within: frozenset[str] | None,
+    ) -> None:
+        diagnosis.reject_all(verdict.rejected)
+        if within is None:
+            return
+        outside = Status.unresolvable("", "node(s) were outside the chosen domain")
+        for node in verdict.feasible:
+            if node.name not in within:
+                diagnosis.reject(node.name, outside)

@@ -36,10 +36,6 @@ class Status:
     def is_success(self) -> bool:
         return self.code is Code.SUCCESS
 
-    @property
-    def is_rejection(self) -> bool:
-        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-
     def message(self) -> str:
         return ", ".join(self.reasons)
 
@@ -57,3 +53,5 @@ class Status:
 
 
 SUCCESS = Status()
+#: "Nothing to say about this pod": the plugin is left out for it.
+SKIP = Status(Code.SKIP)

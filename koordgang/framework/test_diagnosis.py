@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from koordgang.framework.cycle_state import CycleState
-from koordgang.framework.diagnosis import Diagnosis
+from koordgang.framework.diagnosis import Diagnosis, counted
 from koordgang.framework.status import SUCCESS, Code, Status
 
 TAINT = "node(s) had untolerated taint {dedicated: gpu}"
@@ -59,21 +59,90 @@ def test_the_message_counts_nodes_per_reason_like_kube_scheduler(
     assert diagnosis.message() == message
 
 
-def test_add_counts_each_reason_of_a_rejection() -> None:
+def test_reject_counts_each_reason_and_records_how_each_node_rejected() -> None:
     diagnosis = Diagnosis(total_nodes=3)
-    diagnosis.add(("Insufficient cpu", "Insufficient memory"))
-    diagnosis.add(("Insufficient cpu",))
-    diagnosis.add((TAINT,), nodes=1)
+    diagnosis.reject("n1", Status.unschedulable("Fit", "Insufficient cpu", "Insufficient memory"))
+    diagnosis.reject("n2", Status.unschedulable("Fit", "Insufficient cpu"))
+    diagnosis.reject("n3", Status.unresolvable("TaintToleration", TAINT))
+
     assert diagnosis.reasons == Counter({"Insufficient cpu": 2, "Insufficient memory": 1, TAINT: 1})
+    assert diagnosis.node_codes == {
+        "n1": Code.UNSCHEDULABLE,
+        "n2": Code.UNSCHEDULABLE,
+        "n3": Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    }
+    assert diagnosis.message() == (
+        "0/3 nodes are available: 1 Insufficient memory, "
+        "1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu."
+    )
 
 
-def test_merge_adds_counts_from_a_cached_verdict() -> None:
-    diagnosis = Diagnosis(total_nodes=5, reasons=Counter({"Insufficient cpu": 2}))
-    diagnosis.merge(Counter({TAINT: 3, "Insufficient cpu": 0}))
+def test_reject_all_adds_a_cached_verdict_to_what_was_found_so_far() -> None:
+    diagnosis = Diagnosis(total_nodes=5)
+    diagnosis.reject("n1", Status.unschedulable("Fit", "Insufficient cpu"))
+    diagnosis.reject("n2", Status.unschedulable("Fit", "Insufficient cpu"))
+
+    diagnosis.reject_all(
+        {name: Status.unresolvable("TaintToleration", TAINT) for name in ("n3", "n4", "n5")}
+    )
+
     assert diagnosis.message() == (
         "0/5 nodes are available: 2 Insufficient cpu, "
         "3 node(s) had untolerated taint {dedicated: gpu}."
     )
+    assert len(diagnosis.node_codes) == 5
+
+
+@pytest.mark.parametrize(
+    ("rejections", "candidates"),
+    [
+        ({}, []),
+        ({"n1": Status.unschedulable("Fit", "Insufficient cpu")}, ["n1"]),
+        ({"n1": Status.unresolvable("NodeAffinity", AFFINITY)}, []),
+        (
+            {
+                "n1": Status.unschedulable("Fit", "Insufficient cpu"),
+                "n2": Status.unresolvable("TaintToleration", TAINT),
+                "n3": Status.unschedulable("NodePorts", "node(s) didn't have free ports"),
+            },
+            ["n1", "n3"],
+        ),
+    ],
+    ids=["none", "room", "labels", "mixed"],
+)
+def test_node_codes_tell_nodes_where_removing_pods_could_make_room(
+    rejections: dict[str, Status], candidates: list[str]
+) -> None:
+    diagnosis = Diagnosis(total_nodes=3)
+    diagnosis.reject_all(rejections)
+    codes = diagnosis.node_codes
+    assert [n for n, code in codes.items() if code is Code.UNSCHEDULABLE] == candidates
+
+
+def test_a_later_rejection_of_a_node_replaces_its_code() -> None:
+    diagnosis = Diagnosis(total_nodes=1)
+    diagnosis.reject("n1", Status.unschedulable("Fit", "Insufficient cpu"))
+    diagnosis.reject("n1", Status.unresolvable("", "node(s) were outside the chosen domain"))
+    assert diagnosis.node_codes == {"n1": Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
+
+
+@pytest.mark.parametrize(
+    ("reasons", "text"),
+    [
+        ([], ""),
+        ([("Insufficient cpu", 3)], "3 Insufficient cpu"),
+        (
+            [("node(s) were unschedulable", 2), ("Insufficient cpu", 3)],
+            "2 node(s) were unschedulable, 3 Insufficient cpu",
+        ),
+        # As strings: "10 ..." sorts before "9 ...", as in kube-scheduler's messages.
+        ([("b", 9), ("a", 10)], "10 a, 9 b"),
+    ],
+)
+def test_counted_joins_counts_and_reasons_sorted_as_strings(
+    reasons: list[tuple[str, int]], text: str
+) -> None:
+    assert counted(reasons) == text
 
 
 def test_a_pod_level_reason_replaces_the_node_counts() -> None:
@@ -83,27 +152,23 @@ def test_a_pod_level_reason_replaces_the_node_counts() -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "success", "rejection", "message"),
+    ("status", "success", "message"),
     [
-        (SUCCESS, True, False, ""),
-        (Status.unschedulable("Fit", "Insufficient cpu"), False, True, "Insufficient cpu"),
+        (SUCCESS, True, ""),
+        (Status.unschedulable("Fit", "Insufficient cpu"), False, "Insufficient cpu"),
         (
             Status.unschedulable("Fit", "Insufficient cpu", "Too many pods"),
             False,
-            True,
             "Insufficient cpu, Too many pods",
         ),
-        (Status.unresolvable("NodeAffinity", AFFINITY), False, True, AFFINITY),
-        (Status.error("Gang", "boom"), False, False, "boom"),
-        (Status(Code.WAIT, ("waiting",)), False, False, "waiting"),
-        (Status(Code.SKIP), False, False, ""),
+        (Status.unresolvable("NodeAffinity", AFFINITY), False, AFFINITY),
+        (Status.error("Gang", "boom"), False, "boom"),
+        (Status(Code.WAIT, ("waiting",)), False, "waiting"),
+        (Status(Code.SKIP), False, ""),
     ],
 )
-def test_status_codes_classify_outcomes(
-    status: Status, success: bool, rejection: bool, message: str
-) -> None:
+def test_status_codes_classify_outcomes(status: Status, success: bool, message: str) -> None:
     assert status.is_success is success
-    assert status.is_rejection is rejection
     assert status.message() == message
 
 

@@ -1,4 +1,4 @@
-"""Required node affinity and ``nodeSelector``: which nodes a pod may run on, by label.
+"""Node affinity and ``nodeSelector``: which nodes a pod may run on (or prefers), by label.
 
 Requirements are validated when built (as the API server would validate them), so that
 matching in the scheduler's loops never has to deal with a malformed one.
@@ -19,8 +19,10 @@ __all__ = [
     "NodeSelector",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
+    "PreferredSchedulingTerm",
     "node_matches",
     "parse_node_selector",
+    "parse_preferred_terms",
 ]
 
 IN = "In"
@@ -40,6 +42,7 @@ _IN, _NOT_IN, _EXISTS, _DOES_NOT_EXIST, _GT, _LT = range(6)
 # Go's strconv.ParseInt(s, 10, 64): optional sign, ASCII digits only (no spaces, no "_").
 _INT64_RE = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_MIN_WEIGHT, _MAX_WEIGHT = 1, 100
 
 
 class AffinityError(ModelError):
@@ -188,6 +191,23 @@ class NodeSelector:
         return False
 
 
+@dataclass(frozen=True, slots=True)
+class PreferredSchedulingTerm:
+    """A preferred node affinity term: ``weight`` (1 to 100) is added to the score of every
+    node ``term`` matches (an empty term matches none)."""
+
+    weight: int
+    term: NodeSelectorTerm
+
+    def __post_init__(self) -> None:
+        weight: object = self.weight
+        if type(weight) is not int or not _MIN_WEIGHT <= weight <= _MAX_WEIGHT:
+            raise AffinityError(
+                f"must be an integer from {_MIN_WEIGHT} to {_MAX_WEIGHT}, got {show(weight)}",
+                "weight",
+            )
+
+
 def node_matches(
     node_name: str,
     node_labels: Mapping[str, str],
@@ -239,27 +259,54 @@ def _parse_requirement(raw: Any, path: str) -> NodeSelectorRequirement:
         raise err.at(path) from None
 
 
+def _parse_term(raw: Any, path: str) -> NodeSelectorTerm:
+    term = _mapping(raw, path)
+    expressions = tuple(
+        _parse_requirement(item, f"{path}.matchExpressions[{i}]")
+        for i, item in enumerate(_list(term.get("matchExpressions"), f"{path}.matchExpressions"))
+    )
+    fields = tuple(
+        _parse_requirement(item, f"{path}.matchFields[{i}]")
+        for i, item in enumerate(_list(term.get("matchFields"), f"{path}.matchFields"))
+    )
+    try:
+        return NodeSelectorTerm(expressions, fields)
+    except AffinityError as err:
+        raise err.at(path) from None
+
+
 def parse_node_selector(raw: Mapping[str, Any]) -> NodeSelector:
     """A ``NodeSelector`` object (``{"nodeSelectorTerms": [...]}``), as found under
     ``requiredDuringSchedulingIgnoredDuringExecution``; raises :class:`AffinityError` with
     the path of the offending field."""
     selector = _mapping(raw, "")
-    terms = []
-    for index, raw_term in enumerate(_list(selector.get("nodeSelectorTerms"), "nodeSelectorTerms")):
-        path = f"nodeSelectorTerms[{index}]"
-        term = _mapping(raw_term, path)
-        expressions = tuple(
-            _parse_requirement(item, f"{path}.matchExpressions[{i}]")
-            for i, item in enumerate(
-                _list(term.get("matchExpressions"), f"{path}.matchExpressions")
+    return NodeSelector(
+        tuple(
+            _parse_term(item, f"nodeSelectorTerms[{index}]")
+            for index, item in enumerate(
+                _list(selector.get("nodeSelectorTerms"), "nodeSelectorTerms")
             )
         )
-        fields = tuple(
-            _parse_requirement(item, f"{path}.matchFields[{i}]")
-            for i, item in enumerate(_list(term.get("matchFields"), f"{path}.matchFields"))
+    )
+
+
+def parse_preferred_terms(raw: Any) -> tuple[PreferredSchedulingTerm, ...]:
+    """The list under ``nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution`` (or
+    None); raises :class:`AffinityError` with the path of the offending field."""
+    terms = []
+    for index, raw_item in enumerate(_list(raw, "")):
+        path = f"[{index}]"
+        item = _mapping(raw_item, path)
+        preference = item.get("preference")
+        weight: Any = item.get("weight")  # checked by PreferredSchedulingTerm
+        # A missing preference is an empty term, which matches no node.
+        term = (
+            NodeSelectorTerm()
+            if preference is None
+            else _parse_term(preference, f"{path}.preference")
         )
         try:
-            terms.append(NodeSelectorTerm(expressions, fields))
+            terms.append(PreferredSchedulingTerm(weight, term))
         except AffinityError as err:
             raise err.at(path) from None
-    return NodeSelector(tuple(terms))
+    return tuple(terms)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koordgang.model.errors import ModelError
+from koordgang.model.resources import Resources, parse_resource_list
 from koordgang.model.time import parse_go_duration, parse_rfc3339
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "MAX_WAITING_TIME",
     "MIN_AVAILABLE_KEY",
     "MIN_MEMBER_FIELD",
+    "MIN_RESOURCES_FIELD",
     "MODE_KEY",
     "NAME_KEY",
     "NETWORK_TOPOLOGY_INDEX_KEY",
@@ -78,6 +80,7 @@ TIMEOUT_KEY = PREFIX + "timeout"
 #: The PodGroup fields, named as issues name them.
 MIN_MEMBER_FIELD = "spec.minMember"
 SCHEDULE_TIMEOUT_FIELD = "spec.scheduleTimeoutSeconds"
+MIN_RESOURCES_FIELD = "spec.minResources"
 
 #: A larger minimum is refused as "too large"; so is a larger total number.
 MAX_MIN_AVAILABLE = 100_000
@@ -193,6 +196,8 @@ class PodGroupInfo:
     creation_timestamp: float
     min_member: int | None
     schedule_timeout: float | None
+    #: ``spec.minResources``: what the gang needs in all before it is worth attempting.
+    min_resources: Resources | None = None
     annotations: Mapping[str, str] = field(default_factory=dict, hash=False)
     issues: tuple[ConfigIssue, ...] = ()
 
@@ -235,6 +240,24 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroupInfo:
                 ConfigIssue(SCHEDULE_TIMEOUT_FIELD, _shown(raw_timeout), problem, "ignoring it")
             )
 
+    min_resources: Resources | None = None
+    raw_resources = spec.get("minResources")
+    if raw_resources is not None:
+        try:
+            min_resources = parse_resource_list(raw_resources)
+        except ModelError as error:
+            # The error names one entry (``[cpu]``): show that entry's value, not the map.
+            entry = error.path[1:-1] if error.path.startswith("[") else ""
+            shown = raw_resources.get(entry) if isinstance(raw_resources, Mapping) else None
+            issues.append(
+                ConfigIssue(
+                    MIN_RESOURCES_FIELD + error.path,
+                    _shown(shown if shown is not None else raw_resources),
+                    error.detail,
+                    "ignoring it",
+                )
+            )
+
     creation = 0.0
     raw_created = metadata.get("creationTimestamp")
     if isinstance(raw_created, str):
@@ -251,6 +274,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroupInfo:
         creation_timestamp=creation,
         min_member=min_member,
         schedule_timeout=schedule_timeout,
+        min_resources=min_resources or None,
         annotations={
             key: value
             for key, value in _mapping(metadata.get("annotations")).items()
@@ -339,14 +363,6 @@ class GangSpec:
     @property
     def startable(self) -> bool:
         return self.min_available is not None
-
-    @property
-    def awaiting_podgroup(self) -> bool:
-        """Whether it cannot start only because its PodGroup does not exist (yet): a passing
-        state rather than a configuration mistake."""
-        return self.source is GangSource.POD_GROUP and any(
-            issue.key == POD_GROUP_LABEL for issue in self.issues
-        )
 
 
 def resolve_gang_spec(
@@ -586,10 +602,6 @@ class GatherRule:
 
     layer: str
     strategy: str  # "PreferGather" or "MustGather"
-
-    @property
-    def must(self) -> bool:
-        return self.strategy == "MustGather"
 
 
 def _parse_topology_spec(text: str) -> tuple[tuple[GatherRule, ...] | None, str | None]:

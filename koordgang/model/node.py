@@ -8,7 +8,7 @@ from typing import Any
 
 from koordgang.model import _fields
 from koordgang.model.errors import ModelError, show
-from koordgang.model.resources import PODS, Resources, parse_resource_list
+from koordgang.model.resources import Resources, parse_resource_list
 from koordgang.model.taints import SCHEDULING_EFFECTS, Taint, parse_taints
 
 __all__ = ["NodeInfo", "NodeParseError", "parse_node"]
@@ -43,10 +43,6 @@ class NodeInfo:
             "scheduling_taints",
             tuple(t for t in self.taints if t.effect in SCHEDULING_EFFECTS),
         )
-
-    @property
-    def max_pods(self) -> int:
-        return self.allocatable.get(PODS)
 
 
 def _ready(status: Mapping[str, Any]) -> bool:

@@ -6,22 +6,33 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from koordgang.model import _fields
-from koordgang.model.affinity import NodeSelector, parse_node_selector
+from koordgang.model.affinity import (
+    NodeSelector,
+    PreferredSchedulingTerm,
+    parse_node_selector,
+    parse_preferred_terms,
+)
 from koordgang.model.errors import ModelError, show
+from koordgang.model.pod_affinity import PodAffinity, parse_pod_affinity
+from koordgang.model.ports import HostPort, host_ports, ports_conflict
 from koordgang.model.resources import CPU, MEMORY, Resources, parse_amounts
+from koordgang.model.spread import TopologySpreadConstraint, parse_spread_constraints
 from koordgang.model.taints import Toleration, parse_tolerations
 
 __all__ = [
     "DEFAULT_PREEMPTION_POLICY",
     "DEFAULT_SCHEDULER_NAME",
+    "HostPort",
     "PodInfo",
     "PodParseError",
     "PodShape",
+    "host_ports",
     "parse_pod",
     "pod_requests",
+    "ports_conflict",
 ]
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -32,7 +43,11 @@ PHASE_FAILED = "Failed"
 _TERMINAL_PHASES = frozenset((PHASE_SUCCEEDED, PHASE_FAILED))
 
 _HUGEPAGES_PREFIX = "hugepages-"
-_AFFINITY_PATH = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+_NODE_AFFINITY_PATH = "spec.affinity.nodeAffinity"
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+_T = TypeVar("_T")
 
 
 class PodParseError(ModelError):
@@ -43,19 +58,35 @@ class PodParseError(ModelError):
 @dataclass(frozen=True, slots=True)
 class PodShape:
     """Everything a pod's static filter verdicts depend on, hashable with a cached hash, so
-    pods of one shape (the replicas of a job) can share per-node results."""
+    pods of one shape (the replicas of a job) can share per-node results.
+
+    Host ports and preferred node affinity are in it because they too decide a node's verdict
+    or score on their own; labels, pod affinity and spread constraints are not, since what
+    they decide depends on the other pods.
+    """
 
     requests: Resources
     node_selector: tuple[tuple[str, str], ...]
     required_affinity: NodeSelector | None
     tolerations: tuple[Toleration, ...]
+    host_ports: tuple[HostPort, ...] = ()
+    preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(
             self,
             "_hash",
-            hash((self.requests, self.node_selector, self.required_affinity, self.tolerations)),
+            hash(
+                (
+                    self.requests,
+                    self.node_selector,
+                    self.required_affinity,
+                    self.tolerations,
+                    self.host_ports,
+                    self.preferred_affinity,
+                )
+            ),
         )
 
     def __hash__(self) -> int:
@@ -69,7 +100,8 @@ class PodInfo:
     ``requests`` is what the pod occupies on a node (containers, init containers, sidecars,
     pod-level resources and overhead combined as Kubernetes does), without the pod itself
     counting against the node's ``pods`` allocatable. ``key`` and ``shape`` are derived from
-    the other fields, so ``dataclasses.replace`` keeps them right.
+    the other fields, so ``dataclasses.replace`` keeps them right. The constraints most pods
+    lack default to shared empty values, so a plain pod costs nothing for them.
     """
 
     name: str
@@ -90,6 +122,15 @@ class PodInfo:
     node_selector: Mapping[str, str] = field(default_factory=dict, hash=False)
     required_affinity: NodeSelector | None = None
     tolerations: tuple[Toleration, ...] = ()
+    preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
+    #: Inter-pod (anti-)affinity, with matchLabelKeys already resolved; None when it has none.
+    pod_affinity: PodAffinity | None = None
+    spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    #: Names of ``spec.schedulingGates``: the pod is not to be scheduled while any remain.
+    scheduling_gates: tuple[str, ...] = ()
+    #: The PersistentVolumeClaims the pod mounts, generic ephemeral volumes' ones included.
+    pvc_names: tuple[str, ...] = ()
     #: (status, reason, message) of the PodScheduled condition, None when there is none.
     conditions_pod_scheduled: tuple[str, str, str] | None = None
     #: ``namespace/name`` of the controller that owns the pod (its job), "" if none.
@@ -107,16 +148,14 @@ class PodInfo:
                 tuple(sorted(self.node_selector.items())),
                 self.required_affinity,
                 self.tolerations,
+                self.host_ports,
+                self.preferred_affinity,
             ),
         )
 
     @property
     def is_terminal(self) -> bool:
         return self.phase in _TERMINAL_PHASES
-
-    @property
-    def is_bound(self) -> bool:
-        return bool(self.node_name)
 
     @property
     def is_terminating(self) -> bool:
@@ -220,16 +259,73 @@ def _pod_scheduled_condition(status: Mapping[str, Any]) -> tuple[str, str, str] 
     return None
 
 
-def _required_affinity(spec: Mapping[str, Any]) -> NodeSelector | None:
+def _node_affinity(spec: Mapping[str, Any]) -> Mapping[str, Any]:
     affinity = _fields.mapping(spec, "affinity", "spec.affinity")
-    node_affinity = _fields.mapping(affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
-    raw = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    return _fields.mapping(affinity, "nodeAffinity", _NODE_AFFINITY_PATH)
+
+
+def _required_affinity(node_affinity: Mapping[str, Any]) -> NodeSelector | None:
+    raw = node_affinity.get(_REQUIRED)
     if raw is None:
         return None
     try:
         return parse_node_selector(raw)
     except ModelError as err:
-        raise err.at(_AFFINITY_PATH) from None
+        raise err.at(f"{_NODE_AFFINITY_PATH}.{_REQUIRED}") from None
+
+
+def _preferred_affinity(node_affinity: Mapping[str, Any]) -> tuple[PreferredSchedulingTerm, ...]:
+    raw = node_affinity.get(_PREFERRED)
+    if raw is None:
+        return ()
+    try:
+        return parse_preferred_terms(raw)
+    except ModelError as err:
+        raise err.at(f"{_NODE_AFFINITY_PATH}.{_PREFERRED}") from None
+
+
+def _scheduling_gates(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    gates = _fields.items(spec, "schedulingGates", "spec.schedulingGates")
+    if not gates:
+        return ()
+    names = []
+    for index, gate in enumerate(gates):
+        path = f"spec.schedulingGates[{index}]"
+        if type(gate) is not dict and not isinstance(gate, Mapping):
+            raise ModelError(f"expected an object, got {show(gate)}", path)
+        name = _fields.string(gate, "name", f"{path}.name")
+        if not name:
+            raise ModelError("missing", f"{path}.name")
+        names.append(name)
+    return tuple(names)
+
+
+def _pvc_names(spec: Mapping[str, Any], pod_name: str) -> tuple[str, ...]:
+    """Claims of ``persistentVolumeClaim`` volumes, and of ``ephemeral`` ones, whose claim the
+    ephemeral volume controller names ``<pod name>-<volume name>``."""
+    names: list[str] = []
+    for index, volume in enumerate(_fields.items(spec, "volumes", "spec.volumes")):
+        path = f"spec.volumes[{index}]"
+        if type(volume) is not dict and not isinstance(volume, Mapping):
+            raise ModelError(f"expected an object, got {show(volume)}", path)
+        if volume.get("persistentVolumeClaim") is not None:
+            claim_path = f"{path}.persistentVolumeClaim"
+            claim = _fields.mapping(volume, "persistentVolumeClaim", claim_path)
+            name = _fields.string(claim, "claimName", f"{claim_path}.claimName")
+            if not name:
+                raise ModelError("missing", f"{claim_path}.claimName")
+        elif volume.get("ephemeral") is not None:
+            _fields.mapping(volume, "ephemeral", f"{path}.ephemeral")
+            volume_name = _fields.string(volume, "name", f"{path}.name")
+            if not volume_name:
+                raise ModelError("missing", f"{path}.name")
+            name = f"{pod_name}-{volume_name}"
+        else:
+            continue
+        # Two volumes may mount one claim; it is still one claim to bind.
+        if name not in names:
+            names.append(name)
+    return tuple(names)
 
 
 def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
@@ -250,7 +346,8 @@ def parse_pod(
     shared, for the same reason.
 
     Raises :class:`PodParseError` naming the field and its value when something the scheduler
-    relies on is malformed (a quantity, a node affinity, a toleration, a timestamp).
+    relies on is malformed (a quantity, an affinity term, a spread constraint, a host port, a
+    toleration, a timestamp).
     """
     try:
         if type(obj) is not dict and not isinstance(obj, Mapping):
@@ -261,6 +358,8 @@ def parse_pod(
         name = _fields.string(metadata, "name", "metadata.name")
         if not name:
             raise ModelError("missing", "metadata.name")
+        labels = _fields.string_map(metadata, "labels", "metadata.labels") or _EMPTY
+        node_affinity = _node_affinity(spec)
         return PodInfo(
             name=name,
             namespace=sys.intern(
@@ -289,12 +388,18 @@ def parse_pod(
             resource_version=_fields.string(
                 metadata, "resourceVersion", "metadata.resourceVersion"
             ),
-            labels=_fields.string_map(metadata, "labels", "metadata.labels") or _EMPTY,
+            labels=labels,
             annotations=_annotations(metadata, annotation_prefixes),
             requests=_shared(pod_requests(spec)),
             node_selector=_fields.string_map(spec, "nodeSelector", "spec.nodeSelector"),
-            required_affinity=_required_affinity(spec),
+            required_affinity=_required_affinity(node_affinity),
             tolerations=_tolerations(spec),
+            preferred_affinity=_share(_SHARED_PREFERENCES, _preferred_affinity(node_affinity)),
+            pod_affinity=_share(_SHARED_POD_AFFINITIES, parse_pod_affinity(spec, labels)),
+            spread_constraints=_share(_SHARED_SPREADS, parse_spread_constraints(spec, labels)),
+            host_ports=_share(_SHARED_HOST_PORTS, host_ports(spec)),
+            scheduling_gates=_scheduling_gates(spec),
+            pvc_names=_pvc_names(spec, name),
             conditions_pod_scheduled=_pod_scheduled_condition(status),
             owner=_owner(metadata),
         )
@@ -319,7 +424,12 @@ def _owner(metadata: Mapping[str, Any]) -> str:
 
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
+_SHARED_LIMIT = 10_000
 _SHARED_REQUESTS: dict[Resources, Resources] = {}
+_SHARED_PREFERENCES: dict[Any, Any] = {}
+_SHARED_POD_AFFINITIES: dict[Any, Any] = {}
+_SHARED_SPREADS: dict[Any, Any] = {}
+_SHARED_HOST_PORTS: dict[Any, Any] = {}
 
 
 def _annotations(
@@ -336,7 +446,21 @@ def _shared(requests: Resources) -> Resources:
     shared = _SHARED_REQUESTS.get(requests)
     if shared is not None:
         return shared
-    if len(_SHARED_REQUESTS) > 10_000:
+    if len(_SHARED_REQUESTS) > _SHARED_LIMIT:
         _SHARED_REQUESTS.clear()
     _SHARED_REQUESTS[requests] = requests
     return requests
+
+
+def _share(cache: dict[Any, Any], value: _T) -> _T:
+    """One object per distinct constraint across pods (the replicas of a job carry the same
+    affinity, spread and ports); None and empty tuples are shared already."""
+    if not value:
+        return value
+    shared: _T | None = cache.get(value)
+    if shared is not None:
+        return shared
+    if len(cache) > _SHARED_LIMIT:
+        cache.clear()
+    cache[value] = value
+    return value

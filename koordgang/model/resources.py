@@ -19,6 +19,7 @@ __all__ = [
     "MEMORY",
     "PODS",
     "Resources",
+    "format_amount",
     "parse_amounts",
     "parse_resource_list",
 ]
@@ -115,9 +116,6 @@ class Resources:
     def as_dict(self) -> dict[str, int]:
         return dict(self._amounts)
 
-    def is_zero(self) -> bool:
-        return not self._items
-
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
@@ -197,14 +195,6 @@ class Resources:
                 over += (name,)
         return over
 
-    def fits_in(self, capacity: Resources) -> bool:
-        """True when :meth:`exceeds` would be empty (without building the tuple)."""
-        available = capacity._amounts
-        for name, amount in self._items:  # noqa: SIM110 - a loop beats all() on a hot path
-            if amount > available.get(name, 0):
-                return False
-        return True
-
 
 Resources.EMPTY = Resources()
 
@@ -249,3 +239,25 @@ def parse_resource_list(raw: Mapping[str, Any] | None) -> Resources:
     if not raw:
         return Resources.EMPTY
     return Resources._wrap({n: a for n, a in parse_amounts(raw).items() if a})
+
+
+_BINARY_SUFFIXES = (
+    ("Ei", 2**60),
+    ("Pi", 2**50),
+    ("Ti", 2**40),
+    ("Gi", 2**30),
+    ("Mi", 2**20),
+    ("Ki", 2**10),
+)
+_BYTE_RESOURCES = (MEMORY, EPHEMERAL_STORAGE)
+
+
+def format_amount(name: str, amount: int) -> str:
+    """An amount as a person writes it: ``1500m`` or ``4`` CPUs, ``12Gi`` of memory, ``8`` GPUs."""
+    if name == CPU:
+        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
+    if name in _BYTE_RESOURCES or name.startswith("hugepages-"):
+        for suffix, size in _BINARY_SUFFIXES:
+            if amount and amount % size == 0:
+                return f"{amount // size}{suffix}"
+    return str(amount)

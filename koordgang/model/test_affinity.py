@@ -7,8 +7,10 @@ from koordgang.model.affinity import (
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    PreferredSchedulingTerm,
     node_matches,
     parse_node_selector,
+    parse_preferred_terms,
 )
 
 LABELS = {
@@ -352,3 +354,113 @@ def test_equal_selectors_hash_equal_so_they_can_key_a_cache() -> None:
     }
     assert hash(parse_node_selector(raw)) == hash(parse_node_selector(raw))
     assert parse_node_selector(raw) == ZONE_A
+
+
+def test_preferred_terms_parse_with_their_weights() -> None:
+    raw = [
+        {
+            "weight": 80,
+            "preference": {
+                "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]
+            },
+        },
+        {
+            "weight": 1,
+            "preference": {
+                "matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]
+            },
+        },
+    ]
+    assert parse_preferred_terms(raw) == (
+        PreferredSchedulingTerm(80, ZONE_A.terms[0]),
+        PreferredSchedulingTerm(
+            1,
+            NodeSelectorTerm(
+                match_fields=(NodeSelectorRequirement("metadata.name", "NotIn", ("n1",)),)
+            ),
+        ),
+    )
+
+
+@pytest.mark.parametrize("raw", [None, []])
+def test_no_preferred_terms_parse_to_an_empty_tuple(raw: Any) -> None:
+    assert parse_preferred_terms(raw) == ()
+
+
+@pytest.mark.parametrize(
+    "item",
+    [{"weight": 10, "preference": {}}, {"weight": 10, "preference": None}, {"weight": 10}],
+    ids=["empty preference", "null preference", "no preference"],
+)
+def test_a_preferred_term_without_requirements_matches_no_node(item: dict[str, Any]) -> None:
+    (preferred,) = parse_preferred_terms([item])
+    assert preferred.term == NodeSelectorTerm()
+    assert preferred.term.matches("node-1", LABELS) is False
+
+
+@pytest.mark.parametrize(
+    ("weight", "message"),
+    [
+        (0, "weight: must be an integer from 1 to 100, got 0"),
+        (101, "weight: must be an integer from 1 to 100, got 101"),
+        (False, "weight: must be an integer from 1 to 100, got false"),
+    ],
+)
+def test_a_preferred_weight_outside_one_to_a_hundred_is_rejected(weight: int, message: str) -> None:
+    with pytest.raises(AffinityError) as caught:
+        PreferredSchedulingTerm(weight, NodeSelectorTerm())
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("weight", [1, 100])
+def test_preferred_weights_at_the_bounds_are_accepted(weight: int) -> None:
+    assert PreferredSchedulingTerm(weight, NodeSelectorTerm()).weight == weight
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"weight": 1}, 'expected a list, got {"weight": 1}'),
+        (["x"], '[0]: expected an object, got "x"'),
+        ([{"preference": {}}], "[0].weight: must be an integer from 1 to 100, got null"),
+        (
+            [{"weight": 5, "preference": {}}, {"weight": "5", "preference": {}}],
+            '[1].weight: must be an integer from 1 to 100, got "5"',
+        ),
+        ([{"weight": 0, "preference": {}}], "[0].weight: must be an integer from 1 to 100, got 0"),
+        (
+            [{"weight": 5, "preference": "zone=a"}],
+            '[0].preference: expected an object, got "zone=a"',
+        ),
+        (
+            [
+                {
+                    "weight": 5,
+                    "preference": {
+                        "matchExpressions": [{"key": "zone", "operator": "Equals", "values": ["a"]}]
+                    },
+                }
+            ],
+            '[0].preference.matchExpressions[0].operator: unknown operator "Equals" '
+            "(expected one of In, NotIn, Exists, DoesNotExist, Gt, Lt)",
+        ),
+        (
+            [
+                {
+                    "weight": 5,
+                    "preference": {
+                        "matchFields": [{"key": "metadata.uid", "operator": "In", "values": ["u"]}]
+                    },
+                }
+            ],
+            "[0].preference.matchFields[0].key: "
+            'unsupported field "metadata.uid" (only metadata.name is)',
+        ),
+    ],
+)
+def test_malformed_preferred_terms_raise_affinity_error_with_the_field_path(
+    raw: Any, message: str
+) -> None:
+    with pytest.raises(AffinityError) as caught:
+        parse_preferred_terms(raw)
+    assert str(caught.value) == message

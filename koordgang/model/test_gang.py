@@ -33,6 +33,7 @@ from koordgang.model.gang import (
     resolve_gang_spec,
     topology_index,
 )
+from koordgang.model.resources import Resources
 
 DEFAULT_WAIT = 600.0
 SEED_GROUPS = '["namespaceA/gang-a", "namespaceB/gang-b"]'
@@ -251,9 +252,13 @@ def test_the_seed_podgroup_gives_min_member_and_schedule_timeout() -> None:
         creation_timestamp=1657563993.0,
         min_member=5,
         schedule_timeout=600.0,
+        min_resources=Resources({"cpu": 5000, "memory": 2048 * 2**20}),
         annotations={},
         issues=(),
     )
+    assert podgroup.min_resources is not None
+    assert podgroup.min_resources.get("cpu") == 5000
+    assert podgroup.min_resources.get("memory") == 2 * 2**30
     assert podgroup.key == "default/gang-a"
     spec = resolve("default", {POD_GROUP_LABEL: "gang-a"}, {}, podgroup, default_waiting_time=30)
     assert (spec.source, spec.min_available, spec.total_number, spec.waiting_time) == (
@@ -316,13 +321,7 @@ def test_a_podgroup_gang_whose_podgroup_does_not_exist_yet_cannot_start() -> Non
         "namespace default; the gang cannot start until it is created"
     ]
     assert spec.issues[0].fatal
-    assert spec.awaiting_podgroup
-
-
-def test_a_gang_with_its_podgroup_or_with_bad_config_is_not_awaiting_a_podgroup() -> None:
-    podgroup = parse_podgroup(podgroup_json())
-    assert not resolve("default", {POD_GROUP_LABEL: "gang-a"}, {}, podgroup).awaiting_podgroup
-    assert not annotation_gang(min_available="x").awaiting_podgroup
+    assert spec.issues[0].key == POD_GROUP_LABEL
 
 
 # --- override order ---------------------------------------------------------------------------
@@ -540,6 +539,62 @@ def test_a_bad_schedule_timeout_is_ignored_in_favour_of_the_default(
     assert spec.waiting_time == 90.0
     assert spec.min_available == 2
     assert spec.issues == (expected,)
+
+
+BAD_QUANTITY = (
+    'invalid quantity "lots": expected a number with an optional suffix, e.g. 100m, 1.5, 2Gi, '
+    "500M or 129e6"
+)
+
+
+@pytest.mark.parametrize(
+    ("resources", "key", "problem"),
+    [
+        ({"cpu": "lots", "memory": "1Gi"}, "spec.minResources[cpu]", BAD_QUANTITY),
+        (
+            {"nvidia.com/gpu": "-1"},
+            "spec.minResources[nvidia.com/gpu]",
+            'invalid quantity "-1": must not be negative',
+        ),
+        (
+            "8 GPUs",
+            "spec.minResources",
+            'expected a map of resource name to quantity, got "8 GPUs"',
+        ),
+    ],
+)
+def test_bad_min_resources_are_ignored_with_an_issue_that_names_the_entry(
+    resources: Any, key: str, problem: str
+) -> None:
+    podgroup = parse_podgroup(podgroup_json({"minMember": 2, "minResources": resources}))
+
+    [issue] = podgroup.issues
+    assert (issue.key, issue.problem, issue.action, issue.fatal) == (
+        key,
+        problem,
+        "ignoring it",
+        False,
+    )
+    assert podgroup.min_resources is None
+    assert podgroup.min_member == 2
+    spec = resolve("default", {POD_GROUP_LABEL: "gang-a"}, {}, podgroup)
+    assert spec.startable
+    assert spec.issues == (issue,)
+
+
+def test_the_issue_for_a_bad_min_resources_entry_shows_the_value_of_that_entry() -> None:
+    spec = {"minMember": 2, "minResources": {"cpu": "lots", "memory": "1Gi"}}
+    [issue] = parse_podgroup(podgroup_json(spec)).issues
+
+    assert issue.message() == f'spec.minResources[cpu]="lots" {BAD_QUANTITY}; ignoring it'
+
+
+@pytest.mark.parametrize("resources", [{}, {"cpu": "0"}, None])
+def test_empty_or_zero_min_resources_mean_no_minimum(resources: Any) -> None:
+    podgroup = parse_podgroup(podgroup_json({"minMember": 2, "minResources": resources}))
+
+    assert podgroup.min_resources is None
+    assert podgroup.issues == ()
 
 
 def test_parse_podgroup_never_raises_on_malformed_metadata() -> None:
@@ -806,15 +861,15 @@ def test_a_well_formed_topology_spec_is_kept_verbatim(value: str, rules: int) ->
     assert spec.issues == ()
 
 
-def test_gather_rules_say_which_layers_must_gather() -> None:
+def test_gather_rules_keep_each_layer_and_its_strategy_in_order() -> None:
     text = (
         '{"gatherStrategy": [{"layer": "spineLayer", "strategy": "MustGather"},'
         ' {"layer": "BlockLayer", "strategy": "PreferGather"}]}'
     )
-    assert [(rule.layer, rule.must) for rule in gather_rules(text)] == [
-        ("spineLayer", True),
-        ("BlockLayer", False),
-    ]
+    assert gather_rules(text) == (
+        GatherRule("spineLayer", "MustGather"),
+        GatherRule("BlockLayer", "PreferGather"),
+    )
     assert gather_rules(None) == ()
     assert gather_rules("not json") == ()
 

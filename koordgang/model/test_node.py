@@ -54,7 +54,6 @@ def test_a_full_node_parses_every_field_the_scheduler_uses() -> None:
     assert info.allocatable == Resources(
         {"cpu": 63500, "memory": 500 * 1073741824, "pods": 110, GPU: 8}
     )
-    assert info.max_pods == 110
     assert info.taints == (
         Taint(GPU, "present", "NoSchedule"),
         Taint("maintenance", "", "PreferNoSchedule"),
@@ -88,7 +87,6 @@ def test_a_node_without_status_is_not_ready_and_has_nothing_allocatable() -> Non
     info = parse_node({"metadata": {"name": "bare"}})
     assert info.ready is False
     assert info.allocatable == Resources.EMPTY
-    assert info.max_pods == 0
 
 
 def test_capacity_stands_in_for_missing_allocatable() -> None:

@@ -4,9 +4,26 @@ from typing import Any
 
 import pytest
 
-from koordgang.model.affinity import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
-from koordgang.model.pod import PodInfo, PodParseError, parse_pod, pod_requests
+from koordgang.model.affinity import (
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+)
+from koordgang.model.labels import LabelSelector, LabelSelectorRequirement
+from koordgang.model.pod import (
+    HostPort,
+    PodInfo,
+    PodParseError,
+    PodShape,
+    host_ports,
+    parse_pod,
+    pod_requests,
+    ports_conflict,
+)
+from koordgang.model.pod_affinity import PodAffinity, PodAffinityTerm
 from koordgang.model.resources import Resources
+from koordgang.model.spread import TopologySpreadConstraint
 from koordgang.model.taints import Toleration
 
 GPU = "nvidia.com/gpu"
@@ -119,7 +136,7 @@ def test_a_full_pod_parses_every_field_the_scheduler_uses() -> None:
         "Unschedulable",
         "0/8 nodes are available: 8 Insufficient nvidia.com/gpu.",
     )
-    assert (info.is_bound, info.is_terminal, info.is_terminating) == (False, False, False)
+    assert (bool(info.node_name), info.is_terminal, info.is_terminating) == (False, False, False)
 
 
 def test_a_minimal_pod_gets_kubernetes_defaults() -> None:
@@ -137,6 +154,12 @@ def test_a_minimal_pod_gets_kubernetes_defaults() -> None:
     assert info.tolerations == ()
     assert info.conditions_pod_scheduled is None
     assert info.labels == {} and info.annotations == {} and info.node_selector == {}
+    assert info.preferred_affinity == ()
+    assert info.pod_affinity is None
+    assert info.spread_constraints == ()
+    assert info.host_ports == ()
+    assert info.scheduling_gates == ()
+    assert info.pvc_names == ()
 
 
 def test_the_pod_count_is_not_part_of_the_requests() -> None:
@@ -362,6 +385,110 @@ def test_a_pod_level_limit_stands_in_for_a_request_only_where_no_container_asks(
             'spec.priority: expected an integer, got "high"',
         ),
         (pod(labels={"tier": 1}), "metadata.labels[tier]: expected a string, got 1"),
+        (
+            pod({"containers": [{"name": "c", "ports": [{"hostPort": "80"}]}]}),
+            'spec.containers[0].ports[0].hostPort: expected an integer, got "80"',
+        ),
+        (
+            pod({"containers": [{"name": "c", "ports": [{"hostPort": 70000}]}]}),
+            "spec.containers[0].ports[0].hostPort: must be from 1 to 65535, got 70000",
+        ),
+        (
+            pod({"containers": [{"name": "c", "ports": [{"containerPort": 1}, {"hostPort": -1}]}]}),
+            "spec.containers[0].ports[1].hostPort: must be from 1 to 65535, got -1",
+        ),
+        (
+            pod({"containers": [{"name": "c", "ports": [{"hostPort": 80, "protocol": "HTTP"}]}]}),
+            'spec.containers[0].ports[0].protocol: must be one of TCP, UDP, SCTP, got "HTTP"',
+        ),
+        (
+            pod({"containers": [{"name": "c", "ports": {"hostPort": 80}}]}),
+            'spec.containers[0].ports: expected a list, got {"hostPort": 80}',
+        ),
+        (
+            pod(
+                {
+                    "containers": [],
+                    "initContainers": [
+                        {"name": "s", "restartPolicy": "Always", "ports": [{"hostPort": 1.5}]}
+                    ],
+                }
+            ),
+            "spec.initContainers[0].ports[0].hostPort: expected an integer, got 1.5",
+        ),
+        (
+            pod({"containers": [], "schedulingGates": [{"name": "a"}, {}]}),
+            "spec.schedulingGates[1].name: missing",
+        ),
+        (
+            pod({"containers": [], "schedulingGates": ["a"]}),
+            'spec.schedulingGates[0]: expected an object, got "a"',
+        ),
+        (
+            pod({"containers": [], "volumes": [{"name": "d", "persistentVolumeClaim": {}}]}),
+            "spec.volumes[0].persistentVolumeClaim.claimName: missing",
+        ),
+        (
+            pod({"containers": [], "volumes": [{"name": "d", "persistentVolumeClaim": "data"}]}),
+            'spec.volumes[0].persistentVolumeClaim: expected an object, got "data"',
+        ),
+        (
+            pod({"containers": [], "volumes": [{"ephemeral": {"volumeClaimTemplate": {}}}]}),
+            "spec.volumes[0].name: missing",
+        ),
+        (
+            pod(
+                {
+                    "containers": [],
+                    "topologySpreadConstraints": [
+                        {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+                    ],
+                }
+            ),
+            "spec.topologySpreadConstraints[0].maxSkew: must be an integer of at least 1, got 0",
+        ),
+        (
+            pod(
+                {
+                    "containers": [],
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": ""}]
+                        }
+                    },
+                }
+            ),
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
+            '.topologyKey: must be a non-empty string, got ""',
+        ),
+        (
+            pod(
+                {
+                    "containers": [],
+                    "affinity": {
+                        "nodeAffinity": {
+                            "preferredDuringSchedulingIgnoredDuringExecution": [
+                                {"weight": 200, "preference": {}}
+                            ]
+                        }
+                    },
+                }
+            ),
+            "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+            ".weight: must be an integer from 1 to 100, got 200",
+        ),
+        (
+            pod(
+                {
+                    "containers": [],
+                    "affinity": {
+                        "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": {}}
+                    },
+                }
+            ),
+            "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution: "
+            "expected a list, got {}",
+        ),
         ({"metadata": {"namespace": "x"}, "spec": {}}, "metadata.name: missing"),
         ({"metadata": "p"}, 'metadata: expected an object, got "p"'),
     ],
@@ -386,7 +513,6 @@ def test_a_bound_pod_reports_its_node() -> None:
     obj["status"]["phase"] = "Running"
     info = parse_pod(obj)
     assert info.node_name == "node-3"
-    assert info.is_bound is True
     assert info.is_terminal is False
 
 
@@ -438,8 +564,21 @@ def test_pods_of_one_job_share_a_shape() -> None:
         lambda spec: spec["affinity"]["nodeAffinity"][
             "requiredDuringSchedulingIgnoredDuringExecution"
         ]["nodeSelectorTerms"][0]["matchExpressions"][0].update(values=["P100"]),
+        lambda spec: spec["containers"][0].update(ports=[{"containerPort": 80, "hostPort": 80}]),
+        lambda spec: spec["affinity"]["nodeAffinity"].update(
+            preferredDuringSchedulingIgnoredDuringExecution=[
+                {"weight": 10, "preference": {"matchExpressions": [ZONE_A]}}
+            ]
+        ),
     ],
-    ids=["requests", "node selector", "tolerations", "required affinity"],
+    ids=[
+        "requests",
+        "node selector",
+        "tolerations",
+        "required affinity",
+        "host ports",
+        "preferred affinity",
+    ],
 )
 def test_a_different_scheduling_constraint_gives_a_different_shape(change: Any) -> None:
     other = copy.deepcopy(FULL_POD)
@@ -467,3 +606,256 @@ def test_pod_info_is_frozen_and_hashable() -> None:
         info.node_name = "node-1"  # type: ignore[misc]
     assert hash(info) == hash(parse_pod(FULL_POD))
     assert info == parse_pod(FULL_POD)
+
+
+ZONE_A = {"key": "zone", "operator": "In", "values": ["a"]}
+
+
+def test_pods_of_one_job_with_the_same_ports_and_preferences_share_a_shape() -> None:
+    first = copy.deepcopy(FULL_POD)
+    first["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
+    first["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [
+        {"weight": 10, "preference": {"matchExpressions": [ZONE_A]}}
+    ]
+    second = copy.deepcopy(first)
+    second["metadata"]["name"] = "train-worker-4"
+    a, b = parse_pod(first), parse_pod(second)
+    assert a.shape.host_ports == (HostPort("TCP", "0.0.0.0", 80),)
+    assert len(a.shape.preferred_affinity) == 1
+    assert a.shape == b.shape
+    assert hash(a.shape) == hash(b.shape)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda obj: obj["metadata"]["labels"].update(app="other"),
+        lambda obj: obj["spec"]["affinity"].update(
+            podAntiAffinity={
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        ),
+        lambda obj: obj["spec"].update(
+            topologySpreadConstraints=[
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+            ]
+        ),
+        lambda obj: obj["spec"].update(schedulingGates=[{"name": "wait"}]),
+        lambda obj: obj["spec"].update(
+            volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]
+        ),
+    ],
+    ids=["labels", "pod affinity", "spread constraints", "scheduling gates", "volumes"],
+)
+def test_constraints_that_depend_on_other_pods_or_objects_leave_the_shape_alone(
+    change: Any,
+) -> None:
+    other = copy.deepcopy(FULL_POD)
+    change(other)
+    assert parse_pod(other) != parse_pod(FULL_POD)
+    assert parse_pod(other).shape == parse_pod(FULL_POD).shape
+
+
+def test_shapes_differing_only_in_host_ports_or_preferences_differ() -> None:
+    base = PodShape(Resources.EMPTY, (), None, ())
+    preferred = (
+        PreferredSchedulingTerm(1, NodeSelectorTerm((NodeSelectorRequirement("z", "Exists"),))),
+    )
+    assert base == PodShape(Resources.EMPTY, (), None, (), (), ())
+    assert base != PodShape(Resources.EMPTY, (), None, (), (HostPort("TCP", "0.0.0.0", 80),))
+    assert base != PodShape(Resources.EMPTY, (), None, (), (), preferred)
+    assert hash(PodShape(Resources.EMPTY, (), None, (), (), preferred)) == hash(
+        PodShape(Resources.EMPTY, (), None, (), (), preferred)
+    )
+
+
+def containers_with_ports(*ports: dict[str, Any]) -> dict[str, Any]:
+    return {"containers": [{"name": "c", "ports": list(ports)}]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"containers": [{"name": "c"}]}, ()),
+        (containers_with_ports({"containerPort": 8080}), ()),
+        # Zero means no host port.
+        (containers_with_ports({"containerPort": 8080, "hostPort": 0}), ()),
+        # Protocol defaults to TCP and the host IP to every address.
+        (
+            containers_with_ports({"containerPort": 80, "hostPort": 8080}),
+            (("TCP", "0.0.0.0", 8080),),
+        ),
+        (
+            containers_with_ports({"hostPort": 8080, "protocol": "", "hostIP": ""}),
+            (("TCP", "0.0.0.0", 8080),),
+        ),
+        (
+            containers_with_ports(
+                {"containerPort": 53, "hostPort": 53, "protocol": "UDP", "hostIP": "10.0.0.1"}
+            ),
+            (("UDP", "10.0.0.1", 53),),
+        ),
+        # Duplicates collapse and the result is sorted by protocol, host IP and port.
+        (
+            {
+                "containers": [
+                    {
+                        "name": "a",
+                        "ports": [{"hostPort": 9000}, {"hostPort": 80, "protocol": "UDP"}],
+                    },
+                    {"name": "b", "ports": [{"hostPort": 443}, {"hostPort": 9000}]},
+                ]
+            },
+            (("TCP", "0.0.0.0", 443), ("TCP", "0.0.0.0", 9000), ("UDP", "0.0.0.0", 80)),
+        ),
+        # Sidecars keep running, so their host ports count; other init containers' do not.
+        (
+            {
+                "containers": [{"name": "c", "ports": [{"hostPort": 80}]}],
+                "initContainers": [
+                    {"name": "setup", "ports": [{"hostPort": 81}]},
+                    {"name": "once", "restartPolicy": "Never", "ports": [{"hostPort": 82}]},
+                    {"name": "proxy", "restartPolicy": "Always", "ports": [{"hostPort": 15001}]},
+                ],
+            },
+            (("TCP", "0.0.0.0", 80), ("TCP", "0.0.0.0", 15001)),
+        ),
+    ],
+)
+def test_host_ports_collect_what_the_pod_binds_on_its_node(
+    spec: dict[str, Any], expected: tuple[tuple[str, str, int], ...]
+) -> None:
+    assert host_ports(spec) == tuple(HostPort(*port) for port in expected)
+
+
+def test_a_parsed_pod_carries_its_host_ports() -> None:
+    info = parse_pod(pod(containers_with_ports({"containerPort": 80, "hostPort": 80})))
+    assert info.host_ports == (HostPort("TCP", "0.0.0.0", 80),)
+    assert info.shape.host_ports == info.host_ports
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "conflict"),
+    [
+        (HostPort("TCP", "0.0.0.0", 80), HostPort("TCP", "0.0.0.0", 80), True),
+        (HostPort("TCP", "10.0.0.1", 80), HostPort("TCP", "10.0.0.1", 80), True),
+        # Every address includes any one address, either way round.
+        (HostPort("TCP", "0.0.0.0", 80), HostPort("TCP", "10.0.0.1", 80), True),
+        (HostPort("TCP", "10.0.0.1", 80), HostPort("TCP", "0.0.0.0", 80), True),
+        (HostPort("TCP", "10.0.0.1", 80), HostPort("TCP", "10.0.0.2", 80), False),
+        (HostPort("TCP", "0.0.0.0", 80), HostPort("UDP", "0.0.0.0", 80), False),
+        (HostPort("TCP", "0.0.0.0", 80), HostPort("TCP", "0.0.0.0", 81), False),
+        (HostPort("SCTP", "10.0.0.1", 80), HostPort("SCTP", "0.0.0.0", 80), True),
+        # Only 0.0.0.0 means every address, as in kube-scheduler.
+        (HostPort("TCP", "::", 80), HostPort("TCP", "10.0.0.1", 80), False),
+    ],
+)
+def test_ports_conflict_on_same_protocol_and_port_with_overlapping_addresses(
+    a: HostPort, b: HostPort, conflict: bool
+) -> None:
+    assert ports_conflict(a, b) is conflict
+
+
+def test_scheduling_gates_parse_to_their_names_in_order() -> None:
+    info = parse_pod(
+        pod({"containers": [], "schedulingGates": [{"name": "b.io/quota"}, {"name": "a.io/x"}]})
+    )
+    assert info.scheduling_gates == ("b.io/quota", "a.io/x")
+
+
+@pytest.mark.parametrize(
+    ("volumes", "expected"),
+    [
+        ([], ()),
+        ([{"name": "tmp", "emptyDir": {}}, {"name": "cfg", "configMap": {"name": "c"}}], ()),
+        ([{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}], ("data",)),
+        # A generic ephemeral volume's claim is named after the pod and the volume.
+        ([{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}], ("worker-0-scratch",)),
+        (
+            [
+                {"name": "d", "persistentVolumeClaim": {"claimName": "data", "readOnly": True}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}},
+                {"name": "d2", "persistentVolumeClaim": {"claimName": "data"}},
+                {"name": "logs", "persistentVolumeClaim": {"claimName": "logs"}},
+            ],
+            ("data", "worker-0-scratch", "logs"),
+        ),
+    ],
+)
+def test_pvc_names_list_each_claim_the_pod_mounts_once(
+    volumes: list[dict[str, Any]], expected: tuple[str, ...]
+) -> None:
+    assert parse_pod(pod({"containers": [], "volumes": volumes})).pvc_names == expected
+
+
+def test_a_parsed_pod_carries_affinity_spread_and_preferences() -> None:
+    obj = pod(
+        {
+            "containers": [],
+            "affinity": {
+                "nodeAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 30, "preference": {"matchExpressions": [ZONE_A]}}
+                    ]
+                },
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"app": "train"}},
+                            "matchLabelKeys": ["job"],
+                            "topologyKey": "kubernetes.io/hostname",
+                        }
+                    ]
+                },
+            },
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 2,
+                    "topologyKey": "zone",
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": {"app": "train"}},
+                    "matchLabelKeys": ["job"],
+                }
+            ],
+        },
+        labels={"app": "train", "job": "j1"},
+    )
+    info = parse_pod(obj)
+    train_j1 = LabelSelector((("app", "train"),), (LabelSelectorRequirement("job", "In", ("j1",)),))
+    assert info.preferred_affinity == (
+        PreferredSchedulingTerm(
+            30, NodeSelectorTerm((NodeSelectorRequirement("zone", "In", ("a",)),))
+        ),
+    )
+    assert info.pod_affinity == PodAffinity(
+        required_anti_affinity=(
+            PodAffinityTerm(train_j1, frozenset(), None, "kubernetes.io/hostname"),
+        )
+    )
+    assert info.spread_constraints == (
+        TopologySpreadConstraint(2, "zone", "ScheduleAnyway", train_j1),
+    )
+
+
+def test_replicas_of_a_job_share_one_copy_of_their_constraints() -> None:
+    spec = {
+        "containers": [{"name": "c", "ports": [{"hostPort": 80}]}],
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        },
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+        ],
+    }
+    a = parse_pod(pod(copy.deepcopy(spec), name="worker-0"))
+    b = parse_pod(pod(copy.deepcopy(spec), name="worker-1"))
+    assert a.pod_affinity is not None
+    assert a.pod_affinity is b.pod_affinity
+    assert a.spread_constraints is b.spread_constraints
+    assert a.host_ports is b.host_ports

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import random
 
-from koordgang.framework.runner import Framework
-from koordgang.plugins.coscheduling import GangSort
+from koordgang.framework.framework import Framework
+from koordgang.plugins.coscheduling import Coscheduling
+from koordgang.plugins.interpodaffinity import InterPodAffinity
 from koordgang.plugins.nodeaffinity import NodeAffinity
+from koordgang.plugins.nodeports import NodePorts
 from koordgang.plugins.noderesources import Fit, ResourceScore
 from koordgang.plugins.nodeunschedulable import NodeUnschedulable
+from koordgang.plugins.podtopologyspread import PodTopologySpread
+from koordgang.plugins.schedulinggates import SchedulingGates
 from koordgang.plugins.tainttoleration import TaintToleration
+from koordgang.plugins.volumebinding import VolumeBinding
 from koordgang.settings import Settings
 from koordgang.state.gangs import GangRegistry
 
@@ -17,13 +22,24 @@ from koordgang.state.gangs import GangRegistry
 def default_framework(
     settings: Settings, gangs: GangRegistry, rng: random.Random | None = None
 ) -> Framework:
-    """Gang-aware queue order (pods outside gangs keep PrioritySort's order), the node filters,
-    and resource scoring."""
+    """Gang scheduling, kube-scheduler's filters and scores (with its default weights), in the
+    order they run: each plugin takes part at every extension point it implements; cheap
+    static checks first, filters that look at other pods last."""
     return Framework(
-        GangSort(gangs),
-        pre_filters=(),
-        # Cheap, static checks first; the resource fit last (it is the only one per pod).
-        filters=(NodeUnschedulable(), NodeAffinity(), TaintToleration(), Fit()),
-        scores=(ResourceScore(settings.score_strategy),),
+        (
+            # Gates first: a gated pod hears about its gates, not about its gang.
+            SchedulingGates(),
+            Coscheduling(gangs),
+            VolumeBinding(),
+            NodeUnschedulable(),
+            NodeAffinity(),
+            TaintToleration(),
+            NodePorts(),
+            Fit(),
+            PodTopologySpread(),
+            InterPodAffinity(),
+            ResourceScore(settings.score_strategy),
+        ),
+        waiting=gangs.waiting,
         rng=rng,
     )

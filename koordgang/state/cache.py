@@ -10,19 +10,21 @@ twice or forgets it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from koordgang.model.node import NodeInfo
-from koordgang.model.pod import PodInfo
+from koordgang.model.pod import HostPort, PodInfo
 from koordgang.model.resources import Resources
+from koordgang.model.volumes import ClaimInfo
 from koordgang.state.node_state import NodeState
 
-_Account = tuple[str, Resources]
+#: Where a pod counts and with what: (node, requests, host ports).
+_Account = tuple[str, Resources, tuple[HostPort, ...]]
 
 #: One counter for all caches, so that a generation number identifies one cache's node set even
-#: when several caches exist (a copy for a dry run, say).
+#: when several caches exist.
 _generations = itertools.count(1)
-_FREED_LOG_MAX = 20_000
+_CHANGE_LOG_MAX = 20_000
 
 
 class SchedulerCache:
@@ -36,9 +38,19 @@ class SchedulerCache:
         #: Bumped when a node appears, goes or changes spec; keys caches of static filters.
         self.node_generation = next(_generations)
         self._node_list: list[NodeState] | None = None
-        #: Names of nodes whose usage went down, in order (see ``freed_since``).
-        self._freed: list[str] = []
-        self._freed_base = 0
+        #: Names of nodes whose usage or spec changed, in order (see ``changes_since``).
+        self._changes: list[str] = []
+        self._changes_base = 0
+        #: namespace -> uids of the pods in it (selectors of pod affinity and spreading look
+        #: at one namespace at a time).
+        self._by_namespace: dict[str, set[str]] = {}
+        #: uids of pods with pod affinity or anti-affinity terms: what an incoming pod must
+        #: respect besides its own terms.
+        self._with_pod_affinity: set[str] = set()
+        #: Labels of each namespace (pod affinity terms may select namespaces by label).
+        self._namespaces: dict[str, Mapping[str, str]] = {}
+        #: PersistentVolumeClaims by ``namespace/name``.
+        self._claims: dict[str, ClaimInfo] = {}
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -47,13 +59,15 @@ class SchedulerCache:
         state = self._nodes.get(info.name)
         if state is None:
             state = self._nodes[info.name] = NodeState(info.name, info)
+            self._note_change(info.name)
             self._nodes_changed()
             return True
         old = state.info
         state.info = info
         changed = old is None or _spec_changed(old, info)
         if changed:
-            state.generation += 1
+            state.touch()
+            self._note_change(info.name)
             self._nodes_changed()
         return changed
 
@@ -65,8 +79,10 @@ class SchedulerCache:
             # Pods still point at it: keep their usage, so that a node that comes back (or a
             # watch that was only late) does not look emptier than it is.
             state.info = None
+            state.touch()
         else:
             del self._nodes[name]
+        self._note_change(name)
         self._nodes_changed()
 
     def replace_nodes(self, infos: Iterable[NodeInfo]) -> None:
@@ -89,31 +105,26 @@ class SchedulerCache:
             )
         return self._node_list
 
-    def all_node_states(self) -> Iterator[NodeState]:
-        return iter(self._nodes.values())
+    # -- what changed ------------------------------------------------------------------------
 
-    # -- room freed ---------------------------------------------------------------------------
-
-    def note_freed(self, name: str) -> None:
-        """Records that ``name`` has more room than before (a pod left, a plan was dropped).
-
-        Indexes of best nodes only ever see usage grow between rebuilds; this log tells them
-        which nodes to look at again."""
-        self._freed.append(name)
-        if len(self._freed) > _FREED_LOG_MAX:
-            drop = len(self._freed) - _FREED_LOG_MAX // 2
-            del self._freed[:drop]
-            self._freed_base += drop
+    def _note_change(self, name: str) -> None:
+        """Records that ``name``'s usage or spec changed. Indexes of best nodes keep a position
+        in this log and look again at the nodes named since, up or down."""
+        self._changes.append(name)
+        if len(self._changes) > _CHANGE_LOG_MAX:
+            drop = len(self._changes) - _CHANGE_LOG_MAX // 2
+            del self._changes[:drop]
+            self._changes_base += drop
 
     @property
-    def freed_position(self) -> int:
-        return self._freed_base + len(self._freed)
+    def change_position(self) -> int:
+        return self._changes_base + len(self._changes)
 
-    def freed_since(self, position: int) -> list[str] | None:
-        """Nodes freed since ``position``; None if the log no longer reaches back that far."""
-        if position < self._freed_base:
+    def changes_since(self, position: int) -> list[str] | None:
+        """Nodes changed since ``position``; None if the log no longer reaches back that far."""
+        if position < self._changes_base:
             return None
-        return self._freed[position - self._freed_base :]
+        return self._changes[position - self._changes_base :]
 
     def _nodes_changed(self) -> None:
         self.node_generation = next(_generations)
@@ -125,6 +136,14 @@ class SchedulerCache:
         """Adds or updates a pod; returns the previous version."""
         old = self._pods.get(pod.uid)
         self._pods[pod.uid] = pod
+        if old is None or old.namespace != pod.namespace:
+            if old is not None:
+                self._unindex(old)
+            self._by_namespace.setdefault(pod.namespace, set()).add(pod.uid)
+        if pod.pod_affinity is not None:
+            self._with_pod_affinity.add(pod.uid)
+        else:
+            self._with_pod_affinity.discard(pod.uid)
         if pod.node_name and self._assumed.get(pod.uid) is not None:
             # The binding is now visible (here or, if someone else bound it, elsewhere).
             del self._assumed[pod.uid]
@@ -133,9 +152,19 @@ class SchedulerCache:
 
     def remove_pod(self, uid: str) -> PodInfo | None:
         old = self._pods.pop(uid, None)
+        if old is not None:
+            self._unindex(old)
         self._assumed.pop(uid, None)
         self._reaccount(uid)
         return old
+
+    def _unindex(self, pod: PodInfo) -> None:
+        members = self._by_namespace.get(pod.namespace)
+        if members is not None:
+            members.discard(pod.uid)
+            if not members:
+                del self._by_namespace[pod.namespace]
+        self._with_pod_affinity.discard(pod.uid)
 
     def replace_pods(self, pods: Iterable[PodInfo]) -> list[PodInfo]:
         """Makes the pod set equal to a fresh LIST; returns the pods that disappeared."""
@@ -157,12 +186,23 @@ class SchedulerCache:
     def pod_count(self) -> int:
         return len(self._pods)
 
+    def pods_in_namespace(self, namespace: str) -> Iterator[PodInfo]:
+        pods = self._pods
+        return (pods[uid] for uid in self._by_namespace.get(namespace, ()))
+
+    def namespaces(self) -> Iterable[str]:
+        return self._by_namespace.keys()
+
+    def pods_with_pod_affinity(self) -> Iterator[PodInfo]:
+        pods = self._pods
+        return (pods[uid] for uid in self._with_pod_affinity)
+
     # -- assumptions -------------------------------------------------------------------------
 
     def assume(self, pod: PodInfo, node_name: str) -> None:
         """Counts ``pod`` on ``node_name`` before the API server has seen the binding."""
         if pod.uid not in self._pods:
-            self._pods[pod.uid] = pod
+            self.upsert_pod(pod)
         self._assumed[pod.uid] = node_name
         self._reaccount(pod.uid)
 
@@ -173,9 +213,6 @@ class SchedulerCache:
 
     def is_assumed(self, uid: str) -> bool:
         return uid in self._assumed
-
-    def assumed_node(self, uid: str) -> str | None:
-        return self._assumed.get(uid)
 
     def node_of(self, uid: str) -> str | None:
         """The node a pod counts on (bound or assumed), if any."""
@@ -189,10 +226,10 @@ class SchedulerCache:
         if pod is None or pod.is_terminal:
             return None
         if pod.node_name:
-            return (pod.node_name, pod.requests)
+            return (pod.node_name, pod.requests, pod.host_ports)
         assumed = self._assumed.get(uid)
         if assumed is not None:
-            return (assumed, pod.requests)
+            return (assumed, pod.requests, pod.host_ports)
         return None
 
     def _reaccount(self, uid: str) -> None:
@@ -203,8 +240,8 @@ class SchedulerCache:
         if current is not None:
             state = self._nodes.get(current[0])
             if state is not None:
-                state.remove(uid, current[1])
-                self.note_freed(current[0])
+                state.remove(uid, current[1], current[2])
+                self._note_change(current[0])
                 if state.info is None and not state.pods:
                     del self._nodes[current[0]]
             del self._accounted[uid]
@@ -212,8 +249,42 @@ class SchedulerCache:
             state = self._nodes.get(desired[0])
             if state is None:
                 state = self._nodes[desired[0]] = NodeState(desired[0])
-            state.add(uid, desired[1])
+            state.add(uid, desired[1], desired[2])
+            self._note_change(desired[0])
             self._accounted[uid] = desired
+
+    # -- namespaces and claims -----------------------------------------------------------------
+
+    def upsert_namespace(self, name: str, labels: Mapping[str, str]) -> bool:
+        """Returns True if the labels changed."""
+        changed = self._namespaces.get(name) != labels
+        self._namespaces[name] = labels
+        return changed
+
+    def remove_namespace(self, name: str) -> None:
+        self._namespaces.pop(name, None)
+
+    def replace_namespaces(self, items: Iterable[tuple[str, Mapping[str, str]]]) -> None:
+        self._namespaces = dict(items)
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        """The labels of namespace ``name``; None when it is not known (yet)."""
+        return self._namespaces.get(name)
+
+    def upsert_claim(self, claim: ClaimInfo) -> bool:
+        """Returns True if the claim is new or its phase or volume changed."""
+        changed = self._claims.get(claim.key) != claim
+        self._claims[claim.key] = claim
+        return changed
+
+    def remove_claim(self, key: str) -> None:
+        self._claims.pop(key, None)
+
+    def replace_claims(self, claims: Iterable[ClaimInfo]) -> None:
+        self._claims = {claim.key: claim for claim in claims}
+
+    def claim(self, namespace: str, name: str) -> ClaimInfo | None:
+        return self._claims.get(f"{namespace}/{name}")
 
 
 def _spec_changed(old: NodeInfo, new: NodeInfo) -> bool:

@@ -1,5 +1,8 @@
-"""Gangs as the scheduler sees them: members, PodGroup, reservations, and where each gang is in
-its lifecycle. Pure and synchronous; the engine drives it from informer events and cycles.
+"""Gangs as the scheduler sees them: members, PodGroup, and where each gang is in its lifecycle.
+Pure and synchronous; the coscheduling plugin drives it from informer events and cycles.
+
+Members held for a gang (placed, waiting for the rest) are not recorded here: the registry of
+waiting pods owns that fact, and a gang asks it (``held``).
 
 A gang's lifecycle (``GangState``) is derived from facts rather than stored, except for the two
 one-way latches ``satisfied`` and ``timed_out``, which ``TRANSITIONS`` governs:
@@ -29,6 +32,7 @@ from koordgang.model.gang import (
     resolve_gang_spec,
 )
 from koordgang.model.pod import PodInfo
+from koordgang.state.waiting import WaitingPods
 
 
 class GangState(enum.StrEnum):
@@ -63,15 +67,12 @@ class GangTransitionError(RuntimeError):
 class Gang:
     """One gang: its members (our pods that name it), its PodGroup if any, its reservations."""
 
-    def __init__(self, ref: GangRef, default_waiting_time: float) -> None:
+    def __init__(self, ref: GangRef, default_waiting_time: float, waiting: WaitingPods) -> None:
         self.ref = ref
         self.key = ref.key
         self.members: dict[str, PodInfo] = {}
         self.podgroup: PodGroupInfo | None = None
-        #: uid -> node of members placed but held back (NonStrict); assumed in the cache.
-        self.reserved: dict[str, str] = {}
-        #: Monotonic time when the first reservation was taken.
-        self.wait_started: float | None = None
+        self._waiting = waiting
         #: Wall-clock time of the first scheduling attempt (PodGroup scheduleStartTime).
         self.first_attempt: float | None = None
         self._satisfied = False
@@ -121,9 +122,13 @@ class Gang:
             return GangState.SATISFIED
         if not self.spec.startable and not self.needs_podgroup():
             return GangState.INVALID
-        if self.reserved:
+        if self.held():
             return GangState.WAITING
         return GangState.PENDING
+
+    def held(self) -> int:
+        """Members placed and held for the gang (waiting for the rest of its group)."""
+        return self._waiting.count_in_part(self.key)
 
     def created_at(self) -> float:
         if self.podgroup is not None:
@@ -141,23 +146,29 @@ class Gang:
         return (p for p in self.members.values() if p.node_name and not p.is_terminal)
 
     def pending_members(self) -> list[PodInfo]:
-        """Members that still need a node: unbound, alive, not reserved, not timed out."""
+        """Members that still need a node: unbound, alive, not held."""
+        waiting = self._waiting
         return [
             p
             for p in self.members.values()
             if not p.node_name
             and not p.is_terminal
             and not p.is_terminating
-            and p.uid not in self.reserved
+            and p.uid not in waiting
         ]
 
     def counted(self) -> int:
         """Members that count toward the minimum right now, by the gang's match policy."""
         policy = self.spec.match_policy
-        count = len(self.reserved)
+        count = self.held()
         if policy is not MatchPolicy.ONLY_WAITING:
             count += sum(1 for _ in self.bound_members())
         return count
+
+    def is_timed_out_member(self, uid: str) -> bool:
+        """Whether ``uid`` is one of the members the timeout was declared for (as opposed to a
+        replacement created since)."""
+        return uid in self._timed_out_members
 
     def exempt(self) -> bool:
         """Its pods schedule like plain pods: satisfied once, with the once-satisfied policy."""
@@ -177,7 +188,6 @@ class Gang:
         if pod.node_name and not pod.is_terminal and not self._timed_out:
             # A bound member: the gang was satisfied (by us before a restart, or just now).
             self._latch(GangState.SATISFIED)
-            self.reserved.pop(pod.uid, None)
         if is_timed_out(pod.annotations) and not self._satisfied:
             self._latch(GangState.TIMED_OUT)
             self._timed_out_members.add(pod.uid)
@@ -185,9 +195,6 @@ class Gang:
     def remove(self, uid: str) -> bool:
         if self.members.pop(uid, None) is None:
             return False
-        self.reserved.pop(uid, None)
-        if not self.reserved:
-            self.wait_started = None
         self._timed_out_members.discard(uid)
         if not self.members or (self._timed_out and not self._timed_out_members):
             # Nothing left that remembers the past (a restart would see a new gang): the next
@@ -206,33 +213,12 @@ class Gang:
 
     def mark_satisfied(self) -> None:
         self._latch(GangState.SATISFIED)
-        self.reserved.clear()
-        self.wait_started = None
 
     def mark_timed_out(self) -> None:
         self._latch(GangState.TIMED_OUT)
         self._timed_out_members.update(
             uid for uid, pod in self.members.items() if not pod.node_name and not pod.is_terminal
         )
-        self.reserved.clear()
-        self.wait_started = None
-
-    def reserve(self, uid: str, node: str, now: float) -> None:
-        self.reserved[uid] = node
-        if self.wait_started is None:
-            self.wait_started = now
-
-    def drop_reservation(self, uid: str) -> None:
-        self.reserved.pop(uid, None)
-        if not self.reserved:
-            self.wait_started = None
-
-    def release(self) -> list[str]:
-        """Drops every reservation; returns the uids (to forget in the cache)."""
-        uids = list(self.reserved)
-        self.reserved.clear()
-        self.wait_started = None
-        return uids
 
     def _latch(self, target: GangState) -> None:
         current = self.state
@@ -250,8 +236,9 @@ class Gang:
 
 
 class GangRegistry:
-    def __init__(self, default_waiting_time: float) -> None:
+    def __init__(self, default_waiting_time: float, waiting: WaitingPods | None = None) -> None:
         self._default_waiting_time = default_waiting_time
+        self.waiting = waiting if waiting is not None else WaitingPods()
         self._gangs: dict[str, Gang] = {}
         self._gang_of: dict[str, str] = {}
         self._podgroups: dict[str, PodGroupInfo] = {}
@@ -269,7 +256,7 @@ class GangRegistry:
     def _gang(self, ref: GangRef) -> Gang:
         gang = self._gangs.get(ref.key)
         if gang is None:
-            gang = self._gangs[ref.key] = Gang(ref, self._default_waiting_time)
+            gang = self._gangs[ref.key] = Gang(ref, self._default_waiting_time, self.waiting)
             gang.set_podgroup(self._podgroups.get(ref.key))
         return gang
 

@@ -114,6 +114,15 @@ class SchedulingQueue:
             self._to_active_or_backoff(entry, now)
         return entry
 
+    def activate(self, pod: PodInfo, now: float) -> QueuedPod:
+        """A pod that may be schedulable now (a plugin said so): to the active queue at once,
+        whether it was new, parked or backing off."""
+        entry = self.add(pod, now)
+        if entry.state in (QueueState.UNSCHEDULABLE, QueueState.BACKOFF):
+            entry.move(QueueState.ACTIVE)
+            self._push_active(entry)
+        return entry
+
     def readd_after_failure(self, pod: PodInfo, now: float, attempts: int) -> QueuedPod:
         """A pod that was placed but whose binding failed: back, with backoff."""
         entry = QueuedPod(pod=pod, state=QueueState.IN_FLIGHT, enqueued_at=now)
@@ -183,15 +192,6 @@ class SchedulingQueue:
             entry.move(QueueState.BACKOFF)
             entry.seq = next(self._seq)
             heapq.heappush(self._backoff, (entry.backoff_until, entry.seq, entry.pod.uid))
-
-    def requeue_now(self, entry: QueuedPod) -> None:
-        """Back to active at once (the attempt was skipped, not failed)."""
-        if self._entries.get(entry.pod.uid) is not entry:
-            if entry.state is QueueState.IN_FLIGHT:
-                entry.move(QueueState.GONE)
-            return
-        entry.move(QueueState.ACTIVE)
-        self._push_active(entry)
 
     def backoff_duration(self, attempts: int) -> float:
         exponent = max(0, attempts - 1)

@@ -9,6 +9,9 @@ import pytest
 
 from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.pod import PodInfo, parse_pod
+from koordgang.model.ports import HostPort
+from koordgang.model.volumes import ClaimInfo
+from koordgang.state import cache as cache_module
 from koordgang.state.cache import SchedulerCache
 
 GPU = "nvidia.com/gpu"
@@ -175,7 +178,7 @@ def test_a_pending_update_of_an_assumed_pod_keeps_the_assumption() -> None:
     cache.assume(PENDING, "n1")
     cache.upsert_pod(PENDING)
     assert cache.is_assumed("uid-p")
-    assert cache.assumed_node("uid-p") == "n1"
+    assert cache.node_of("uid-p") == "n1"
     assert cpu_on(cache, "n1") == 500
 
 
@@ -408,21 +411,23 @@ _BASE: dict[str, Any] = {"labels": {"zone": "a"}, "resource_version": "1"}
         "not ready",
     ],
 )
-def test_node_generation_changes_on_spec_changes_only(
+def test_node_generation_and_the_nodes_version_change_on_spec_changes_only(
     change: dict[str, Any], spec_changed: bool
 ) -> None:
     cache = SchedulerCache()
     cache.upsert_node(node("n1", **_BASE))
     before = cache.node_generation
+    position = cache.change_position
     state = cache.node("n1")
     assert state is not None
-    state_generation = state.generation
+    version = state.version
 
     updated = node("n1", **{**_BASE, **change})
     assert cache.upsert_node(updated) is spec_changed
 
     assert (cache.node_generation != before) is spec_changed
-    assert (state.generation != state_generation) is spec_changed
+    assert (state.version != version) is spec_changed
+    assert cache.changes_since(position) == (["n1"] if spec_changed else [])
     assert cache.node("n1") is state
     assert state.info == updated  # the newest version is kept either way
 
@@ -453,3 +458,264 @@ def test_pod_events_do_not_change_node_generation() -> None:
     cache.forget("uid-q")
     cache.remove_pod("uid-p")
     assert cache.node_generation == before
+
+
+def test_node_versions_are_unique_across_nodes_and_grow_with_every_change() -> None:
+    cache = two_node_cache()
+    n1, n2 = cache.node("n1"), cache.node("n2")
+    assert n1 is not None and n2 is not None
+    seen = [n1.version, n2.version]
+    cache.upsert_pod(pod("p", node_name="n1"))
+    seen.append(n1.version)
+    cache.assume(pod("q"), "n2")
+    seen.append(n2.version)
+    cache.forget("uid-q")
+    seen.append(n2.version)
+    cache.upsert_node(node("n1", cpu="8"))
+    seen.append(n1.version)
+    assert len(set(seen)) == len(seen)
+    assert seen[2:] == sorted(seen[2:])
+    assert min(seen[2:]) > max(seen[:2])
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        lambda c: c.upsert_pod(pod("p")),
+        lambda c: c.upsert_pod(pod("b", node_name="n1")),
+        lambda c: c.forget("uid-never-seen"),
+        lambda c: c.remove_pod("uid-never-seen"),
+        lambda c: c.upsert_node(node("n1", resource_version="2")),
+        lambda c: c.upsert_namespace("team-a", {"env": "prod"}),
+        lambda c: c.upsert_claim(ClaimInfo("team-a", "data", "Bound", "pv-1")),
+    ],
+    ids=[
+        "a pending pod",
+        "the same bound pod again",
+        "forget of an unknown pod",
+        "removal of an unknown pod",
+        "a resourceVersion-only node update",
+        "a namespace",
+        "a claim",
+    ],
+)
+def test_events_that_change_no_usage_or_spec_leave_versions_alone(step: Step) -> None:
+    cache = two_node_cache()
+    cache.upsert_pod(pod("b", node_name="n1"))
+    versions = {name: state.version for name in ("n1", "n2") if (state := cache.node(name))}
+    position = cache.change_position
+
+    step(cache)
+
+    assert cache.change_position == position
+    assert {n: s.version for n in ("n1", "n2") if (s := cache.node(n))} == versions
+
+
+# -- the change log --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("steps", "changed"),
+    [
+        ([lambda c: c.upsert_pod(BOUND_N1)], ["n1"]),
+        ([lambda c: c.assume(PENDING, "n2")], ["n2"]),
+        ([lambda c: c.assume(PENDING, "n2"), lambda c: c.forget("uid-p")], ["n2", "n2"]),
+        # Assumed on n2, seen bound on n1: it leaves n2, then counts on n1.
+        ([lambda c: c.assume(PENDING, "n2"), lambda c: c.upsert_pod(BOUND_N1)], ["n2", "n2", "n1"]),
+        ([lambda c: c.upsert_pod(BOUND_N1), lambda c: c.remove_pod("uid-p")], ["n1", "n1"]),
+        (
+            [
+                lambda c: c.upsert_pod(BOUND_N1),
+                lambda c: c.upsert_pod(pod("p", node_name="n1", phase="Succeeded")),
+            ],
+            ["n1", "n1"],
+        ),
+        ([lambda c: c.upsert_node(node("n2", cpu="16"))], ["n2"]),
+        ([lambda c: c.remove_node("n1")], ["n1"]),
+        # A pod bound to a node not known yet counts on a placeholder, and that is a change.
+        ([lambda c: c.upsert_pod(pod("p", node_name="late"))], ["late"]),
+    ],
+    ids=[
+        "bound",
+        "assumed",
+        "assumed then forgotten",
+        "assumed then bound elsewhere",
+        "bound then deleted",
+        "bound then terminated",
+        "node spec",
+        "node removed",
+        "placeholder",
+    ],
+)
+def test_the_change_log_names_every_node_whose_usage_or_spec_changed_in_order(
+    steps: list[Step], changed: list[str]
+) -> None:
+    cache = two_node_cache()
+    position = cache.change_position
+
+    for step in steps:
+        step(cache)
+
+    assert cache.changes_since(position) == changed
+    assert cache.change_position == position + len(changed)
+    assert cache.changes_since(cache.change_position) == []
+
+
+def test_the_change_log_forgets_its_oldest_half_when_full_but_positions_keep_counting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cache_module, "_CHANGE_LOG_MAX", 10)
+    cache = SchedulerCache()  # pods on nodes not seen yet: only the pods' changes are logged
+    start = cache.change_position
+    for index in range(6):
+        cache.upsert_pod(pod(f"p{index}", node_name="n1"))
+        cache.upsert_pod(pod(f"q{index}", node_name="n2"))
+    # The 11th change overflowed the log of 10: it kept the newest 5, then took the 12th.
+
+    assert cache.change_position == start + 12
+    assert cache.changes_since(start) is None
+    assert cache.changes_since(start + 5) is None
+    assert cache.changes_since(start + 6) == ["n1", "n2", "n1", "n2", "n1", "n2"]
+    assert cache.changes_since(start + 11) == ["n2"]
+
+
+# -- indexes -----------------------------------------------------------------------------------
+
+ANTI_AFFINITY = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {"app": "db"}},
+                "topologyKey": "kubernetes.io/hostname",
+            }
+        ]
+    }
+}
+
+
+def spread_pod(
+    name: str, namespace: str, *, node_name: str = "", affinity: dict[str, Any] | None = None
+) -> PodInfo:
+    spec: dict[str, Any] = {"containers": [{"name": "c"}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    if affinity is not None:
+        spec["affinity"] = affinity
+    return parse_pod(
+        {
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"},
+            "spec": spec,
+            "status": {"phase": "Running" if node_name else "Pending"},
+        }
+    )
+
+
+def names_in(cache: SchedulerCache, namespace: str) -> list[str]:
+    return sorted(p.name for p in cache.pods_in_namespace(namespace))
+
+
+def test_pods_are_indexed_by_namespace_whether_bound_pending_or_assumed() -> None:
+    cache = two_node_cache()
+    cache.upsert_pod(spread_pod("bound", "a", node_name="n1"))
+    cache.upsert_pod(spread_pod("pending", "a"))
+    cache.assume(spread_pod("assumed", "b"), "n2")
+
+    assert names_in(cache, "a") == ["bound", "pending"]
+    assert names_in(cache, "b") == ["assumed"]
+    assert names_in(cache, "nobody") == []
+    assert sorted(cache.namespaces()) == ["a", "b"]
+
+
+def test_a_namespace_leaves_the_index_with_its_last_pod() -> None:
+    cache = two_node_cache()
+    cache.upsert_pod(spread_pod("x", "a"))
+    cache.upsert_pod(spread_pod("y", "a", node_name="n1"))
+
+    cache.remove_pod("uid-a-x")
+    assert names_in(cache, "a") == ["y"]
+    cache.replace_pods([])
+
+    assert names_in(cache, "a") == []
+    assert list(cache.namespaces()) == []
+
+
+def test_only_pods_with_pod_affinity_terms_are_in_that_index_and_updates_move_them() -> None:
+    cache = two_node_cache()
+    cache.upsert_pod(spread_pod("plain", "a", node_name="n1"))
+    cache.upsert_pod(spread_pod("picky", "a", node_name="n1", affinity=ANTI_AFFINITY))
+    cache.upsert_pod(spread_pod("picky-too", "b", affinity=ANTI_AFFINITY))
+    assert sorted(p.name for p in cache.pods_with_pod_affinity()) == ["picky", "picky-too"]
+
+    cache.upsert_pod(spread_pod("picky", "a", node_name="n1"))  # its terms were dropped
+    cache.upsert_pod(spread_pod("plain", "a", node_name="n1", affinity=ANTI_AFFINITY))
+    cache.remove_pod("uid-b-picky-too")
+
+    assert [p.name for p in cache.pods_with_pod_affinity()] == ["plain"]
+
+
+# -- host ports ------------------------------------------------------------------------------
+
+
+def test_host_ports_of_bound_and_assumed_pods_count_on_their_node() -> None:
+    cache = two_node_cache()
+    web = parse_pod(
+        {
+            "metadata": {"name": "web", "namespace": "a", "uid": "uid-web"},
+            "spec": {
+                "nodeName": "n1",
+                "containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}]}],
+            },
+            "status": {"phase": "Running"},
+        }
+    )
+    cache.upsert_pod(web)
+    n1 = cache.node("n1")
+    assert n1 is not None
+    assert n1.ports == {HostPort("TCP", "0.0.0.0", 8080): 1}
+
+    cache.remove_pod("uid-web")
+
+    assert n1.ports == {}
+
+
+# -- namespaces and claims -------------------------------------------------------------------
+
+
+def test_namespace_labels_are_kept_and_report_whether_they_changed() -> None:
+    cache = SchedulerCache()
+    assert cache.namespace_labels("a") is None
+    assert cache.upsert_namespace("a", {"env": "prod"}) is True
+    assert cache.upsert_namespace("a", {"env": "prod"}) is False
+    assert cache.upsert_namespace("a", {"env": "dev"}) is True
+    assert cache.namespace_labels("a") == {"env": "dev"}
+
+    cache.remove_namespace("a")
+    cache.remove_namespace("never-seen")
+    assert cache.namespace_labels("a") is None
+
+    cache.upsert_namespace("old", {})
+    cache.replace_namespaces([("b", {"team": "x"}), ("c", {})])
+    assert cache.namespace_labels("old") is None
+    assert (cache.namespace_labels("b"), cache.namespace_labels("c")) == ({"team": "x"}, {})
+
+
+def test_claims_are_kept_by_namespace_and_name_and_report_whether_they_changed() -> None:
+    cache = SchedulerCache()
+    pending = ClaimInfo("a", "data", "Pending", "")
+    bound = ClaimInfo("a", "data", "Bound", "pv-1")
+    assert cache.claim("a", "data") is None
+    assert cache.upsert_claim(pending) is True
+    assert cache.upsert_claim(pending) is False
+    assert cache.upsert_claim(bound) is True
+    assert cache.claim("a", "data") == bound
+    assert cache.claim("b", "data") is None
+
+    cache.remove_claim("a/data")
+    cache.remove_claim("a/never-seen")
+    assert cache.claim("a", "data") is None
+
+    cache.upsert_claim(pending)
+    other = ClaimInfo("b", "logs", "Bound", "pv-2")
+    cache.replace_claims([other])
+    assert cache.claim("a", "data") is None
+    assert cache.claim("b", "logs") == other

@@ -105,6 +105,25 @@ class Driver:
         self.model = Model()
         self.version = 0
         self.log: list[str] = []
+        #: Per node name: (requested, counted uids) after the previous step, and where the
+        #: change log stood then.
+        self.usage = self.usage_now()
+        self.position = self.cache.change_position
+
+    def usage_now(self) -> dict[str, tuple[dict[str, int], frozenset[str]]]:
+        """What counts on each node (nothing on a node that is not there)."""
+        usage: dict[str, tuple[dict[str, int], frozenset[str]]] = {}
+        for name in NODE_NAMES:
+            state = self.cache.node(name)
+            usage[name] = (
+                ({}, frozenset())
+                if state is None
+                else (
+                    dict(state.requested),
+                    frozenset(state.pods),
+                )
+            )
+        return usage
 
     def random_pod(self, name: str | None = None, *, bound: bool | None = None) -> PodInfo:
         rng = self.rng
@@ -247,8 +266,25 @@ class Driver:
             assert cache.node_of(uid) == model.location(uid), f"{uid}\n{where}"
             assert (cache.pod(uid) is not None) is (uid in model.pods), f"{uid}\n{where}"
         assert cache.pod_count() == len(model.pods), where
-        # Nothing is counted on a node name nobody refers to.
-        assert {s.name for s in cache.all_node_states()} <= set(NODE_NAMES), where
+        # Nothing is counted on a node name nobody refers to: every counted pod is on one of
+        # NODE_NAMES, whose states hold exactly the pods the model puts there.
+        counted = sum(1 for uid in model.pods if model.location(uid) is not None)
+        assert sum(s.pod_count for n in NODE_NAMES if (s := cache.node(n))) == counted, where
+        # The namespace index holds every known pod, bound or not; the pods here have no pod
+        # affinity, so that index stays empty.
+        assert {p.uid for p in cache.pods_in_namespace("prop")} == set(model.pods), where
+        assert list(cache.namespaces()) == (["prop"] if model.pods else []), where
+        assert list(cache.pods_with_pod_affinity()) == [], where
+        # Every node whose usage changed in this step is named in the change log since the
+        # previous one (indexes of best nodes rely on it), and the log only grows.
+        usage = self.usage_now()
+        changes = cache.changes_since(self.position)
+        assert changes is not None, where
+        for name in NODE_NAMES:
+            if usage[name] != self.usage[name]:
+                assert name in changes, f"{name}\n{where}"
+        assert cache.change_position >= self.position, where
+        self.usage, self.position = usage, cache.change_position
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 17, 2024])
@@ -283,7 +319,10 @@ def test_releasing_everything_leaves_every_node_empty(seed: int) -> None:
     for uid in list(driver.model.pods):
         driver.cache.forget(uid)
         driver.cache.remove_pod(uid)
-    for state in driver.cache.all_node_states():
+    states = [s for name in NODE_NAMES if (s := driver.cache.node(name)) is not None]
+    assert [s.name for s in states] == sorted(driver.model.nodes)
+    for state in states:
         assert state.requested == {}
         assert state.pod_count == 0
+        assert state.ports == {}
         assert state.info is not None  # placeholders went with their last pod

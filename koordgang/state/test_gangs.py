@@ -1,4 +1,4 @@
-"""GangRegistry and Gang: membership, PodGroups, lifecycle latches, counting, reservations.
+"""GangRegistry and Gang: membership, PodGroups, lifecycle latches, counting, held members.
 
 The builders at the top (``member``, ``podgroup``, ``registry``) are shared with the
 coscheduling plugin's tests.
@@ -36,6 +36,7 @@ from koordgang.state.gangs import (
     GangState,
     GangTransitionError,
 )
+from koordgang.state.waiting import WaitingPods
 
 DEFAULT_WAIT = 600.0
 #: 2022-07-11T18:26:33Z; ``created`` offsets in the builders count from here.
@@ -142,8 +143,10 @@ def podgroup(
     )
 
 
-def registry(*pods: PodInfo, podgroups: tuple[PodGroupInfo, ...] = ()) -> GangRegistry:
-    gangs = GangRegistry(DEFAULT_WAIT)
+def registry(
+    *pods: PodInfo, podgroups: tuple[PodGroupInfo, ...] = (), waiting: WaitingPods | None = None
+) -> GangRegistry:
+    gangs = GangRegistry(DEFAULT_WAIT, waiting)
     for pg in podgroups:
         gangs.on_podgroup(pg)
     for pod in pods:
@@ -159,6 +162,22 @@ def gang_of(gangs: GangRegistry, key: str = "ns/a") -> Gang:
 
 def names(pods: list[PodInfo]) -> list[str]:
     return sorted(p.name for p in pods)
+
+
+def hold(
+    gangs: GangRegistry,
+    uid: str,
+    node: str = "n1",
+    *,
+    gang: str = "ns/a",
+    group: str = "ns/a",
+    since: float = 1.0,
+    deadline: float = 601.0,
+) -> None:
+    """Holds member ``uid`` of ``gang`` placed on ``node`` (a NonStrict gang's Permit waits),
+    as the engine does: in the registry's WaitingPods, with the gang as the part."""
+    member = gang_of(gangs, gang).members[uid]
+    gangs.waiting.add(member, node, group=group, part=gang, since=since, deadline=deadline)
 
 
 # -- membership --------------------------------------------------------------------------------
@@ -322,7 +341,6 @@ def test_needs_podgroup_only_for_podgroup_gangs_whose_podgroup_is_missing(
     gang = gang_of(registry(member("p", how=how, min_available=None), podgroups=podgroups))
 
     assert gang.needs_podgroup() is needs
-    assert gang.spec.awaiting_podgroup is needs
 
 
 # -- the gang's configuration -------------------------------------------------------------------
@@ -458,9 +476,10 @@ def test_satisfied_never_reverts() -> None:
     gangs = registry(member("p", node="n1"), member("q"))
     gang = gang_of(gangs)
 
+    hold(gangs, "uid-ns-q")
     gangs.on_pod_deleted("uid-ns-p")  # the bound member goes away
     gangs.on_pod(member("q", annotations={TIMEOUT_KEY: "true"}))  # a stray timeout mark
-    gang.release()
+    gangs.waiting.release_group("ns/a")
 
     assert gang.satisfied is True
     assert gang.timed_out is False
@@ -473,7 +492,7 @@ def test_timed_out_never_reverts() -> None:
 
     gangs.on_pod(member("p"))  # annotation removed by hand
     gangs.on_pod(member("q", node="n1"))  # bound by someone else
-    gang.reserve("uid-ns-p", "n2", 5.0)
+    hold(gangs, "uid-ns-p", "n2")
 
     assert gang.timed_out is True
     assert gang.satisfied is False
@@ -557,7 +576,7 @@ def test_leaving_a_latched_state_raises_gang_transition_error(
 
 
 @pytest.mark.parametrize(
-    ("annotations", "reserve", "before", "action", "after"),
+    ("annotations", "held", "before", "action", "after"),
     [
         ({}, False, GangState.PENDING, "mark_satisfied", GangState.SATISFIED),
         ({}, False, GangState.PENDING, "mark_timed_out", GangState.TIMED_OUT),
@@ -583,11 +602,12 @@ def test_leaving_a_latched_state_raises_gang_transition_error(
     ],
 )
 def test_latches_are_reachable_from_every_open_state_and_idempotent(
-    annotations: dict[str, str], reserve: bool, before: GangState, action: str, after: GangState
+    annotations: dict[str, str], held: bool, before: GangState, action: str, after: GangState
 ) -> None:
-    gang = gang_of(registry(member("p", annotations=annotations), member("q")))
-    if reserve:
-        gang.reserve("uid-ns-q", "n1", 3.0)
+    gangs = registry(member("p", annotations=annotations), member("q"))
+    gang = gang_of(gangs)
+    if held:
+        hold(gangs, "uid-ns-q")
     assert gang.state is before
 
     if action.endswith("_twice"):
@@ -596,8 +616,9 @@ def test_latches_are_reachable_from_every_open_state_and_idempotent(
     getattr(gang, action)()
 
     assert gang.state is after
-    assert gang.reserved == {}
-    assert gang.wait_started is None
+    # Latching does not touch the held pods: the engine releases or binds them.
+    assert gang.held() == int(held)
+    assert ("uid-ns-q" in gangs.waiting) is held
 
 
 def test_a_bound_member_of_an_invalid_gang_latches_it_satisfied() -> None:
@@ -619,7 +640,7 @@ def test_the_transition_table_makes_satisfied_and_timed_out_terminal() -> None:
 
 
 @pytest.mark.parametrize(
-    ("pods", "podgroups", "reserve", "state"),
+    ("pods", "podgroups", "held", "state"),
     [
         ([member("p")], (), False, GangState.PENDING),
         ([member("p"), member("q")], (), True, GangState.WAITING),
@@ -631,13 +652,13 @@ def test_the_transition_table_makes_satisfied_and_timed_out_terminal() -> None:
     ],
 )
 def test_the_unlatched_state_is_derived_from_the_facts(
-    pods: list[PodInfo], podgroups: tuple[PodGroupInfo, ...], reserve: bool, state: GangState
+    pods: list[PodInfo], podgroups: tuple[PodGroupInfo, ...], held: bool, state: GangState
 ) -> None:
-    gang = gang_of(registry(*pods, podgroups=podgroups))
-    if reserve:
-        gang.reserve("uid-ns-q", "n1", 0.0)
+    gangs = registry(*pods, podgroups=podgroups)
+    if held:
+        hold(gangs, "uid-ns-q")
 
-    assert gang.state is state
+    assert gang_of(gangs).state is state
 
 
 # -- counting ------------------------------------------------------------------------------------
@@ -656,20 +677,18 @@ def test_counted_includes_bound_members_unless_the_policy_is_only_waiting(
     policy: str | None, counted: int
 ) -> None:
     annotations = {MATCH_POLICY_KEY: policy} if policy is not None else {}
-    gang = gang_of(
-        registry(
-            member("a-0", min_available="4", annotations=annotations),
-            member("a-1", node="n1"),
-            member("a-2", node="n2", phase="Pending"),
-            member("a-3", node="n3", phase="Succeeded"),
-            member("a-4", node="n4", phase="Failed"),
-            member("a-5"),
-            member("a-6"),
-        )
+    gangs = registry(
+        member("a-0", min_available="4", annotations=annotations),
+        member("a-1", node="n1"),
+        member("a-2", node="n2", phase="Pending"),
+        member("a-3", node="n3", phase="Succeeded"),
+        member("a-4", node="n4", phase="Failed"),
+        member("a-5"),
+        member("a-6"),
     )
-    gang.reserve("uid-ns-a-5", "n5", 1.0)
+    hold(gangs, "uid-ns-a-5", "n5")
 
-    assert gang.counted() == counted
+    assert gang_of(gangs).counted() == counted
 
 
 @pytest.mark.parametrize(
@@ -693,74 +712,99 @@ def test_exempt_only_when_satisfied_with_the_once_satisfied_policy(
     assert gang.exempt() is exempt
 
 
-def test_pending_members_excludes_bound_terminal_terminating_and_reserved_pods() -> None:
-    gang = gang_of(
-        registry(
-            member("pending-1"),
-            member("pending-2", phase="Pending"),
-            member("bound", node="n1"),
-            member("bound-starting", node="n1", phase="Pending"),
-            member("succeeded", phase="Succeeded"),
-            member("failed", phase="Failed"),
-            member("terminating", deleting=True),
-            member("reserved"),
-        )
+def test_pending_members_excludes_bound_terminal_terminating_and_held_pods() -> None:
+    gangs = registry(
+        member("pending-1"),
+        member("pending-2", phase="Pending"),
+        member("bound", node="n1"),
+        member("bound-starting", node="n1", phase="Pending"),
+        member("succeeded", phase="Succeeded"),
+        member("failed", phase="Failed"),
+        member("terminating", deleting=True),
+        member("held"),
     )
-    gang.reserve("uid-ns-reserved", "n2", 1.0)
+    gang = gang_of(gangs)
+    hold(gangs, "uid-ns-held", "n2")
 
     assert names(gang.pending_members()) == ["pending-1", "pending-2"]
     assert names(list(gang.live_members())) == [
         "bound",
         "bound-starting",
+        "held",
         "pending-1",
         "pending-2",
-        "reserved",
     ]
     assert names(list(gang.bound_members())) == ["bound", "bound-starting"]
 
 
-# -- reservations ----------------------------------------------------------------------------
+# -- held members ------------------------------------------------------------------------------
 
 
-def test_reservations_start_the_wait_once_and_release_returns_every_uid() -> None:
-    gang = gang_of(registry(member("p"), member("q"), member("r")))
+def test_held_counts_the_members_the_waiting_registry_holds_for_the_gang() -> None:
+    gangs = registry(member("p"), member("q"), member("r"), member("b-0", "b"))
+    gang = gang_of(gangs)
+    assert (gang.held(), gang.state) == (0, GangState.PENDING)
 
-    gang.reserve("uid-ns-p", "n1", 10.0)
-    gang.reserve("uid-ns-q", "n2", 25.0)
+    hold(gangs, "uid-ns-p", "n1")
+    hold(gangs, "uid-ns-q", "n2")
+    # Held for the same group, but as a member of another gang: not this gang's.
+    hold(gangs, "uid-ns-b-0", "n3", gang="ns/b")
 
-    assert gang.reserved == {"uid-ns-p": "n1", "uid-ns-q": "n2"}
-    assert gang.wait_started == 10.0
+    assert gang.held() == 2
     assert gang.state is GangState.WAITING
+    assert gang_of(gangs, "ns/b").held() == 1
+    assert names(gang.pending_members()) == ["r"]
 
-    assert sorted(gang.release()) == ["uid-ns-p", "uid-ns-q"]
-    assert gang.reserved == {}
-    assert gang.wait_started is None
+
+def test_releasing_the_group_makes_the_gang_pending_again() -> None:
+    gangs = registry(member("p"), member("q"), member("b-0", "b"))
+    gang = gang_of(gangs)
+    hold(gangs, "uid-ns-p")
+    hold(gangs, "uid-ns-b-0", gang="ns/b")
+
+    released = gangs.waiting.release_group("ns/a")
+
+    assert sorted(w.pod.uid for w in released) == ["uid-ns-b-0", "uid-ns-p"]
+    assert gang.held() == 0
     assert gang.state is GangState.PENDING
-    assert gang.release() == []
+    assert names(gang.pending_members()) == ["p", "q"]
 
 
-def test_deleting_a_reserved_member_drops_its_reservation_and_the_last_one_ends_the_wait() -> None:
+def test_a_held_member_let_go_is_pending_again_and_no_longer_counted() -> None:
     gangs = registry(member("p"), member("q"), member("r"))
     gang = gang_of(gangs)
-    gang.reserve("uid-ns-p", "n1", 10.0)
-    gang.reserve("uid-ns-q", "n2", 11.0)
+    hold(gangs, "uid-ns-p")
+    hold(gangs, "uid-ns-q")
+    assert gang.counted() == 2
 
-    gangs.on_pod_deleted("uid-ns-p")
-    assert gang.reserved == {"uid-ns-q": "n2"}
-    assert gang.wait_started == 10.0
+    gangs.waiting.remove("uid-ns-p")
 
-    gangs.on_pod_deleted("uid-ns-q")
-    assert gang.reserved == {}
-    assert gang.wait_started is None
+    assert gang.held() == 1
+    assert gang.counted() == 1
+    assert names(gang.pending_members()) == ["p", "r"]
 
 
-def test_a_reserved_member_seen_bound_is_no_longer_reserved() -> None:
+def test_gangs_share_the_waiting_registry_they_were_given() -> None:
+    waiting = WaitingPods()
+    gangs = registry(member("p"), member("q"), waiting=waiting)
+    assert gangs.waiting is waiting
+
+    hold(gangs, "uid-ns-p")
+
+    assert "uid-ns-p" in waiting
+    assert gang_of(gangs).held() == 1
+    assert GangRegistry(DEFAULT_WAIT).waiting is not waiting  # each gets its own by default
+
+
+def test_a_held_member_seen_bound_latches_the_gang_satisfied() -> None:
     gangs = registry(member("p"), member("q"))
     gang = gang_of(gangs)
-    gang.reserve("uid-ns-p", "n1", 10.0)
-    gang.reserve("uid-ns-q", "n2", 10.0)
+    hold(gangs, "uid-ns-p", "n1")
+    hold(gangs, "uid-ns-q", "n2")
 
     gangs.on_pod(member("p", node="n1"))
 
-    assert gang.reserved == {"uid-ns-q": "n2"}
     assert gang.satisfied is True
+    assert gang.state is GangState.SATISFIED
+    # The registry of waiting pods is the engine's to change: the gang leaves it alone.
+    assert gang.held() == 2

@@ -406,17 +406,6 @@ def test_a_pod_deleted_while_in_flight_is_not_requeued(unschedulable: bool) -> N
     assert queue.pop(T0 + 1000) is None
 
 
-def test_a_pod_deleted_while_in_flight_is_not_put_back_by_requeue_now() -> None:
-    queue = new_queue()
-    queue.add(pod("a"), T0)
-    entry = queue.pop(T0)
-    assert entry is not None
-    queue.delete("uid-a")
-    queue.requeue_now(entry)
-    assert "uid-a" not in queue
-    assert queue.pop(T0) is None
-
-
 def test_a_pod_deleted_while_in_flight_then_placed_leaves_the_queue_quietly() -> None:
     queue = new_queue()
     queue.add(pod("a"), T0)
@@ -459,16 +448,6 @@ def test_done_removes_a_placed_pod() -> None:
 # -- requeue helpers -------------------------------------------------------------------------
 
 
-def test_requeue_now_makes_a_skipped_attempt_active_again_at_once() -> None:
-    queue = new_queue()
-    queue.add(pod("a"), T0)
-    entry = queue.pop(T0)
-    assert entry is not None
-    queue.requeue_now(entry)
-    assert entry.state is QueueState.ACTIVE
-    assert queue.pop(T0) is entry
-
-
 def test_a_pod_whose_binding_failed_comes_back_with_the_backoff_of_its_attempts() -> None:
     queue = new_queue()
     entry = queue.readd_after_failure(pod("a"), T0, attempts=3)
@@ -494,6 +473,70 @@ def test_take_pulls_a_specific_queued_pod_into_flight(where: str) -> None:
     assert queue.pop(T0 + 1000) is None
     assert queue.take("uid-a") is None
     assert queue.take("uid-unknown") is None
+
+
+# -- activate ----------------------------------------------------------------------------------
+
+
+def _backing_off(queue: SchedulingQueue, p: PodInfo) -> QueuedPod:
+    queue.add(p, T0)
+    entry = queue.pop(T0)
+    assert entry is not None
+    queue.requeue(entry, T0, unschedulable=False)  # backoff until T0 + 1
+    assert entry.state is QueueState.BACKOFF
+    return entry
+
+
+@pytest.mark.parametrize("where", ["new", "active", "backoff", "unschedulable"])
+def test_activate_makes_a_pod_active_at_once_wherever_it_waited(where: str) -> None:
+    queue = new_queue()
+    a = pod("a")
+    if where == "active":
+        queue.add(a, T0)
+    elif where == "backoff":
+        _backing_off(queue, a)
+    elif where == "unschedulable":
+        parked(queue, a)
+
+    entry = queue.activate(a, T0 + 0.1)
+
+    assert entry is queue.get("uid-a")
+    assert entry.state is QueueState.ACTIVE
+    assert queue.pop(T0 + 0.1) is entry  # before its backoff would have ended
+    assert queue.pop(T0 + 1000) is None  # and only once: older heap entries are stale
+
+
+def test_activate_takes_the_newer_version_of_the_pod() -> None:
+    queue = new_queue()
+    parked(queue, pod("a", priority=0))
+    queue.add(pod("b", priority=5), T0)
+
+    queue.activate(pod("a", priority=10), T0 + 1)
+
+    assert pop_names(queue, T0 + 1) == ["a", "b"]
+
+
+def test_activate_leaves_a_pod_in_flight_in_flight() -> None:
+    queue = new_queue()
+    queue.add(pod("a"), T0)
+    entry = queue.pop(T0)
+    assert entry is not None
+
+    assert queue.activate(pod("a", priority=3), T0 + 1) is entry
+
+    assert entry.state is QueueState.IN_FLIGHT
+    assert entry.pod.priority == 3
+    assert queue.pop(T0 + 1) is None
+
+
+def test_activate_clears_the_backoff_wakeup() -> None:
+    queue = new_queue()
+    _backing_off(queue, pod("a"))
+    assert queue.next_wakeup(T0) == 1.0
+
+    queue.activate(pod("a"), T0)
+
+    assert queue.next_wakeup(T0) is None
 
 
 # -- the transition table --------------------------------------------------------------------

@@ -49,6 +49,7 @@ class Driver:
             (
                 "add",
                 "add",
+                "activate",
                 "pop",
                 "pop",
                 "take",
@@ -63,6 +64,10 @@ class Driver:
         self.log.append(f"t={self.now:.1f} {action} {name}")
         if action == "add":
             queue.add(self.random_pod(name), self.now)
+        elif action == "activate":
+            # To the active queue at once, whatever backoff it was serving.
+            entry = queue.activate(self.random_pod(name), self.now)
+            self.not_before[id(entry)] = (entry, 0.0)
         elif action in ("pop", "take"):
             entry = queue.pop(self.now) if action == "pop" else queue.take(name)
             if entry is not None:
@@ -77,13 +82,18 @@ class Driver:
             if not self.in_flight:
                 return
             entry = self.in_flight.pop(rng.randrange(len(self.in_flight)))
-            how = rng.choice(("done", "unschedulable", "backoff", "now"))
+            how = rng.choice(("done", "unschedulable", "backoff", "bind-failed"))
             self.log[-1] += f" {entry.pod.uid} {how}"
             if how == "done":
                 queue.done(entry)
-            elif how == "now":
-                queue.requeue_now(entry)
-                self.not_before[id(entry)] = (entry, 0.0)
+            elif how == "bind-failed":
+                # Placed, then its binding failed: back with backoff if it still exists.
+                deleted = queue.get(entry.pod.uid) is not entry
+                queue.done(entry)
+                if not deleted:
+                    again = queue.readd_after_failure(entry.pod, self.now, entry.attempts)
+                    assert again.state is QueueState.BACKOFF, self.where()
+                    self.not_before[id(again)] = (again, again.backoff_until)
             else:
                 queue.requeue(entry, self.now, unschedulable=how == "unschedulable")
                 self.not_before[id(entry)] = (entry, entry.backoff_until)

@@ -1,8 +1,8 @@
-"""Gang scheduling: queue order that keeps gangs together, group readiness checks, and the
-placement of a whole GangGroup as one decision over one snapshot."""
+"""Gang scheduling: queue order that keeps gangs together, whole GangGroups per cycle, group
+readiness and minResources, all-or-nothing Permit, Strict and NonStrict, timeouts, PodGroup
+status."""
 
-from koordgang.plugins.coscheduling.planner import GangPlan, GroupPlan, plan_group
-from koordgang.plugins.coscheduling.readiness import GroupVerdict, check_group
-from koordgang.plugins.coscheduling.sort import GangSort
+from koordgang.plugins.coscheduling.plugin import Coscheduling, member_order
+from koordgang.plugins.coscheduling.view import gang_rows
 
-__all__ = ["GangPlan", "GangSort", "GroupPlan", "GroupVerdict", "check_group", "plan_group"]
+__all__ = ["Coscheduling", "gang_rows", "member_order"]

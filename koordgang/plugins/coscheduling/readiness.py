@@ -27,9 +27,16 @@ def _own_problem(gang: Gang) -> str:
         reason = fatal.message() if fatal is not None else "min-available is not usable"
         return f"cannot start: {reason}"
     minimum = spec.min_available or 0
-    created = sum(1 for _ in gang.live_members())
+    created = gated = 0
+    for pod in gang.live_members():
+        if pod.scheduling_gates:
+            gated += 1
+        else:
+            created += 1
     if created < minimum:
-        return f"{created}/{minimum} members created, min {minimum}"
+        # Scheduling-gated members (Kueue holds pods this way) do not count until ungated.
+        note = f" ({gated} more scheduling-gated)" if gated else ""
+        return f"{created}/{minimum} members created{note}, min {minimum}"
     return ""
 
 

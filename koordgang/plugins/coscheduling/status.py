@@ -25,7 +25,7 @@ def podgroup_phase(gang: Gang, scheduled: int, running: int, succeeded: int, fai
         return "Running"
     if gang.satisfied or (minimum and scheduled >= minimum):
         return "Scheduled"
-    if gang.reserved or scheduled or gang.first_attempt is not None:
+    if gang.held() or scheduled or gang.first_attempt is not None:
         return "Scheduling"
     if minimum and created >= minimum:
         return "PreScheduling"

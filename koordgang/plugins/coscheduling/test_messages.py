@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from koordgang.framework.group import GroupPart, GroupPlan, PartPlan, PodResult
+from koordgang.framework.status import Status
 from koordgang.model.gang import GROUPS_KEY, MODE_KEY, WAITING_TIME_KEY
 from koordgang.plugins.coscheduling import messages as say
-from koordgang.plugins.coscheduling.planner import GangPlan, GroupPlan
-from koordgang.plugins.coscheduling.test_planner import Attempt, cluster, gang
-from koordgang.state.gangs import GangRegistry
+from koordgang.plugins.coscheduling.test_plugin import Scheduler, cluster, gang
+from koordgang.state.cache import SchedulerCache
+from koordgang.state.gangs import Gang
+from koordgang.state.snapshot import Snapshot
 from koordgang.state.test_gangs import gang_of, member, registry
 
 NONSTRICT = {MODE_KEY: "NonStrict"}
@@ -16,17 +19,30 @@ GROUP_AB = {GROUPS_KEY: '["ns/a", "ns/b"]'}
 NO_CPU_3 = "0/3 nodes are available: 3 Insufficient cpu."
 
 
-def hold(attempt: Attempt, gangs: GangRegistry) -> None:
-    """Keeps the plan's placements as reservations, as a NonStrict attempt does."""
-    for gang_plan in attempt.plan.gangs:
-        for pod, node in gang_plan.placed:
-            gang_of(gangs, gang_plan.gang.key).reserve(pod.uid, node, 1.0)
+def attempt(scheduler: Scheduler, trigger: str = "a-0") -> GroupPlan:
+    """The placement of ``trigger``'s group in one cycle, as PostFilter and Permit see it."""
+    plan = scheduler.cycle(trigger).plan
+    assert plan is not None
+    return plan
+
+
+def unsatisfied(scheduler: Scheduler, plan: GroupPlan, index: int = 0, holding: int = 0) -> str:
+    """What the members of the ``index``-th gang of ``plan`` are told."""
+    own = plan.parts[index]
+    blamed = say.culprit(plan)
+    return say.unsatisfied(
+        plan,
+        own,
+        gang_of(scheduler.gangs, own.part.key),
+        gang_of(scheduler.gangs, blamed.part.key),
+        holding,
+    )
 
 
 def test_a_short_gang_says_how_far_it_got_and_why_the_next_member_found_no_node() -> None:
-    attempt = Attempt(registry(*gang(4, 4)), cluster(3))
+    scheduler = Scheduler(gang(4, 4), cluster(3))
 
-    assert say.unsatisfied(attempt.plan, attempt.plan.gangs[0]) == (
+    assert unsatisfied(scheduler, attempt(scheduler)) == (
         f"gang ns/a: 3/4 members placed, min 4; {NO_CPU_3}"
     )
 
@@ -37,40 +53,40 @@ def test_created_members_exclude_finished_and_terminating_ones() -> None:
         member("a-done", min_available="4", node="n9", phase="Succeeded"),
         member("a-gone", min_available="4", deleting=True),
     ]
-    attempt = Attempt(registry(*pods), cluster(3))
+    scheduler = Scheduler(pods, cluster(3))
 
-    assert say.created_count(attempt.plan.gangs[0].gang) == 4
-    assert say.unsatisfied(attempt.plan, attempt.plan.gangs[0]) == (
+    assert say.created_count(gang_of(scheduler.gangs)) == 4
+    assert unsatisfied(scheduler, attempt(scheduler)) == (
         f"gang ns/a: 3/4 members placed, min 4; {NO_CPU_3}"
     )
 
 
 def test_a_satisfied_partner_says_which_gang_it_waits_for() -> None:
-    gangs = registry(
-        *gang(2, 2, name="a", annotations=GROUP_AB), *gang(2, 2, name="b", annotations=GROUP_AB)
-    )
-    attempt = Attempt(gangs, cluster(3), ("ns/a", "ns/b"))
-    plan_a, plan_b = attempt.plan.gangs
+    pods = [
+        *gang(2, 2, name="a", annotations=GROUP_AB),
+        *gang(2, 2, name="b", annotations=GROUP_AB),
+    ]
+    scheduler = Scheduler(pods, cluster(3))
+    plan = attempt(scheduler)
 
-    assert say.unsatisfied(attempt.plan, plan_a) == (
+    assert unsatisfied(scheduler, plan, 0) == (
         f"gang ns/a waits for ns/b in its group: ns/b has 1/2 members placed, min 2; {NO_CPU_3}"
     )
-    assert say.unsatisfied(attempt.plan, plan_b) == (
-        f"gang ns/b: 1/2 members placed, min 2; {NO_CPU_3}"
-    )
+    assert unsatisfied(scheduler, plan, 1) == f"gang ns/b: 1/2 members placed, min 2; {NO_CPU_3}"
 
 
 def test_a_gang_a_strict_attempt_never_reached_says_which_gang_it_waits_for() -> None:
-    # The Strict plan stops at ns/a, so ns/b's members were never tried: telling them
+    # The Strict attempt stops at ns/a, so ns/b's members were never tried: telling them
     # "gang ns/b: 0/2 members placed, min 2" with no reason blames ns/b for nothing.
-    gangs = registry(
-        *gang(2, 2, name="a", annotations=GROUP_AB), *gang(2, 2, name="b", annotations=GROUP_AB)
-    )
-    attempt = Attempt(gangs, cluster(1), ("ns/a", "ns/b"))
-    plan_b = attempt.plan.gangs[1]
-    assert attempt.tried == ["a-0", "a-1"]
+    pods = [
+        *gang(2, 2, name="a", annotations=GROUP_AB),
+        *gang(2, 2, name="b", annotations=GROUP_AB),
+    ]
+    scheduler = Scheduler(pods, cluster(1))
+    plan = attempt(scheduler)
+    assert [p.name for p in plan.parts[1].skipped] == ["b-0", "b-1"]
 
-    assert say.unsatisfied(attempt.plan, plan_b) == (
+    assert unsatisfied(scheduler, plan, 1) == (
         "gang ns/b waits for ns/a in its group: ns/a has 1/2 members placed, min 2; "
         "0/1 nodes are available: 1 Insufficient cpu."
     )
@@ -86,54 +102,92 @@ def test_a_nonstrict_gang_says_how_many_reservations_it_holds_and_for_how_long(
     annotations = dict(NONSTRICT)
     if waiting_time is not None:
         annotations[WAITING_TIME_KEY] = waiting_time
-    gangs = registry(*gang(4, 4, annotations=annotations))
-    attempt = Attempt(gangs, cluster(3))
-    hold(attempt, gangs)
+    scheduler = Scheduler(gang(4, 4, annotations=annotations), cluster(3))
 
-    assert say.unsatisfied(attempt.plan, attempt.plan.gangs[0]) == (
+    assert unsatisfied(scheduler, attempt(scheduler), holding=3) == (
         f"gang ns/a: 3/4 members placed, min 4 (holding 3 reservation(s) for at most {shown}); "
         f"{NO_CPU_3}"
     )
 
 
+def test_a_gang_holding_while_it_waits_for_a_partner_says_so_right_after_its_name() -> None:
+    pods = [
+        *gang(2, 2, name="a", annotations={**GROUP_AB, **NONSTRICT}),
+        *gang(2, 2, name="b", annotations={**GROUP_AB, **NONSTRICT}),
+    ]
+    scheduler = Scheduler(pods, cluster(3))
+
+    assert unsatisfied(scheduler, attempt(scheduler), 0, holding=2) == (
+        "gang ns/a (holding 2 reservation(s) for at most 10m0s) waits for ns/b in its group: "
+        f"ns/b has 1/2 members placed, min 2; {NO_CPU_3}"
+    )
+
+
 @pytest.mark.parametrize(
-    ("annotations", "hold_placements"),
+    ("annotations", "holding"),
     [
-        pytest.param({WAITING_TIME_KEY: "10s"}, True, id="Strict never mentions holding"),
-        pytest.param({**NONSTRICT, WAITING_TIME_KEY: "10s"}, False, id="NonStrict holding none"),
+        pytest.param({WAITING_TIME_KEY: "10s"}, 3, id="Strict never mentions holding"),
+        pytest.param({**NONSTRICT, WAITING_TIME_KEY: "10s"}, 0, id="NonStrict holding none"),
     ],
 )
 def test_no_holding_suffix_without_nonstrict_reservations(
-    annotations: dict[str, str], hold_placements: bool
+    annotations: dict[str, str], holding: int
 ) -> None:
-    gangs = registry(*gang(4, 4, annotations=annotations))
-    attempt = Attempt(gangs, cluster(3))
-    if hold_placements:
-        hold(attempt, gangs)
+    scheduler = Scheduler(gang(4, 4, annotations=annotations), cluster(3))
 
-    assert say.unsatisfied(attempt.plan, attempt.plan.gangs[0]) == (
+    assert unsatisfied(scheduler, attempt(scheduler), holding=holding) == (
         f"gang ns/a: 3/4 members placed, min 4; {NO_CPU_3}"
     )
 
 
+def plan_of(*parts: PartPlan) -> GroupPlan:
+    return GroupPlan(Snapshot(SchedulerCache()), list(parts))
+
+
+def part(key: str, minimum: int, counted: int, *, failed: bool = False) -> PartPlan:
+    plan = PartPlan(GroupPart(key, [], minimum=minimum, counted=counted))
+    if failed:
+        pod = member(f"{key[-1]}-0", key[-1], min_available=str(minimum))
+        plan.failed.append(PodResult(pod, None, Status.unschedulable("X", "no room")))
+    return plan
+
+
 def test_a_short_gang_without_a_failure_gives_only_its_progress() -> None:
     gangs = registry(*gang(4, 4))
-    gang_plan = GangPlan(gang_of(gangs), 4, 1)
+    own = part("ns/a", 4, 1)
 
-    assert say.unsatisfied(GroupPlan([gang_plan], True), gang_plan) == (
+    assert say.unsatisfied(plan_of(own), own, gang_of(gangs), gang_of(gangs), 0) == (
         "gang ns/a: 1/4 members placed, min 4"
     )
 
 
 def test_the_culprit_is_the_first_short_gang_that_failed_to_place_a_member() -> None:
-    gangs = registry(*gang(1, 1, name="a"), *gang(1, 1, name="b"), *gang(1, 1, name="c"))
-    a = GangPlan(gang_of(gangs, "ns/a"), 1, 1)
-    b = GangPlan(gang_of(gangs, "ns/b"), 1, 0)
-    c = GangPlan(gang_of(gangs, "ns/c"), 1, 0, failed=[member("c-0", "c", min_available="1")])
+    a = part("ns/a", 1, 1)
+    b = part("ns/b", 1, 0)
+    c = part("ns/c", 1, 0, failed=True)
 
-    assert say.culprit(GroupPlan([a, b, c], False)).gang.key == "ns/c"
-    assert say.culprit(GroupPlan([a, b], False)).gang.key == "ns/b"
-    assert say.culprit(GroupPlan([a], False)).gang.key == "ns/a"
+    assert say.culprit(plan_of(a, b, c)) is c
+    assert say.culprit(plan_of(a, b)) is b
+    assert say.culprit(plan_of(a)) is a
+
+
+def test_progress_counts_what_counted_before_and_what_was_placed() -> None:
+    assert say.progress(part("ns/a", 4, 3), 5) == "3/5 members placed, min 4"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (0, "0s"),
+        (59.9, "59s"),
+        (60, "1m0s"),
+        (3599, "59m59s"),
+        (3600, "1h0m0s"),
+        (90061, "25h1m1s"),
+    ],
+)
+def test_durations_read_like_go(seconds: float, shown: str) -> None:
+    assert say.duration(seconds) == shown
 
 
 @pytest.mark.parametrize(
@@ -147,3 +201,23 @@ def test_timed_out_says_after_how_long_and_what_to_do(waiting_time: str | None, 
         f"gang ns/a timed out after {shown} without reaching min 4: its reservations were "
         "released and its pods will not be scheduled again (delete and recreate them to retry)"
     )
+
+
+def test_a_replacement_of_a_timed_out_gang_is_told_to_wait_for_the_old_members_to_go() -> None:
+    assert say.timed_out_replacement(gang_of(registry(*gang(2, 4)))) == (
+        "gang ns/a timed out; this pod will be scheduled once the gang's timed-out members "
+        "are deleted"
+    )
+
+
+def test_settings_that_fell_back_to_a_default_are_named_but_fatal_ones_are_not() -> None:
+    fine: Gang = gang_of(registry(*gang(2, 2)))
+    typo = gang_of(registry(*gang(2, 2, annotations={MODE_KEY: "Sometimes"})))
+    broken = gang_of(registry(member("a-0", min_available="x")))
+
+    assert say.with_notes(fine, "waiting") == "waiting"
+    assert say.with_notes(typo, "waiting") == (
+        'waiting (ignored settings: gang.scheduling.koordinator.sh/mode="Sometimes" is not '
+        "Strict or NonStrict; using Strict)"
+    )
+    assert say.with_notes(broken, "waiting") == "waiting"

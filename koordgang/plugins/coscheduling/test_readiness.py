@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from koordgang.model.gang import GROUPS_KEY, MATCH_POLICY_KEY, TIMEOUT_KEY, PodGroupInfo
-from koordgang.model.pod import PodInfo
-from koordgang.plugins.coscheduling import GroupVerdict, check_group
-from koordgang.state.test_gangs import gang_of, member, podgroup, registry
+from koordgang.model.pod import PodInfo, parse_pod
+from koordgang.plugins.coscheduling.readiness import READY, GroupVerdict, check_group
+from koordgang.state.test_gangs import gang_of, member, podgroup, registry, stamp
 
 GROUP_AB = {GROUPS_KEY: '["ns/a", "ns/b"]'}
 
@@ -18,6 +18,29 @@ def verdict(*pods: PodInfo, podgroups: tuple[PodGroupInfo, ...] = ()) -> GroupVe
     gangs = registry(*pods, podgroups=podgroups)
     gang = gang_of(gangs, "ns/a")
     return check_group(gang, gangs.group(gang))
+
+
+def gated(name: str, gang: str = "a", *, min_available: str = "4") -> PodInfo:
+    """A member whose ``spec.schedulingGates`` still hold it back (as Kueue does)."""
+    return parse_pod(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "ns",
+                "uid": f"uid-ns-{name}",
+                "creationTimestamp": stamp(0),
+                "annotations": {
+                    "gang.scheduling.koordinator.sh/name": gang,
+                    "gang.scheduling.koordinator.sh/min-available": min_available,
+                },
+            },
+            "spec": {
+                "schedulerName": "koord-scheduler",
+                "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+                "containers": [{"name": "c"}],
+            },
+        }
+    )
 
 
 def pods_of(
@@ -67,6 +90,18 @@ def gang_b(count: int, **kwargs: Any) -> list[PodInfo]:
             (podgroup("a", 4),),
             "gang ns/a: 2/4 members created, min 4",
             id="too few members for the PodGroup's minMember",
+        ),
+        pytest.param(
+            [*gang_a(2, min_available="4"), gated("a-8"), gated("a-9")],
+            (),
+            "gang ns/a: 2/4 members created (2 more scheduling-gated), min 4",
+            id="scheduling-gated members do not count as created",
+        ),
+        pytest.param(
+            [*gang_a(3, min_available="4"), gated("a-9"), member("a-done", phase="Failed")],
+            (),
+            "gang ns/a: 3/4 members created (1 more scheduling-gated), min 4",
+            id="gated members are counted apart, finished ones not at all",
         ),
         pytest.param(
             gang_a(3, min_available="eight"),
@@ -145,6 +180,13 @@ def test_a_gang_that_cannot_start_says_why(
             id="partner timed out",
         ),
         pytest.param(
+            [*gang_b(1), gated("b-1", "b", min_available="2")],
+            (),
+            "gang ns/a waits for ns/b in its group: ns/b 1/2 members created "
+            "(1 more scheduling-gated), min 2",
+            id="partner held back by scheduling gates",
+        ),
+        pytest.param(
             [
                 *gang_b(1, min_available="3", annotations={MATCH_POLICY_KEY: "only-waiting"}),
                 member("b-9", "b", node="n1"),
@@ -166,7 +208,7 @@ def test_a_gang_waits_for_the_partners_of_its_group(
 def test_a_satisfied_once_satisfied_partner_is_ignored_even_when_short() -> None:
     pods = [*gang_a(2, annotations=GROUP_AB), member("b-0", "b", min_available="4", node="n1")]
 
-    assert verdict(*pods) == GroupVerdict(True, "")
+    assert verdict(*pods) == READY
 
 
 @pytest.mark.parametrize(
@@ -210,3 +252,7 @@ def test_partners_are_checked_in_group_order() -> None:
     assert verdict(*pods) == GroupVerdict(
         False, "gang ns/a waits for ns/b in its group: ns/b 1/2 members created, min 2"
     )
+
+
+def test_a_gang_whose_gated_members_are_not_needed_for_its_minimum_is_ready() -> None:
+    assert verdict(*gang_a(2, min_available="2"), gated("a-9", min_available="2")) == READY

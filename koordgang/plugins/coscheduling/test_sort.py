@@ -1,4 +1,5 @@
-"""GangSort: priority, then gang age, then namespace and gang name; members stay together."""
+"""Gang queue order: priority, then gang age, then namespace and gang name; members stay
+together, and pods outside any gang are ordered as PrioritySort orders them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import pytest
 
 from koordgang.model.gang import PodGroupInfo
 from koordgang.model.pod import PodInfo
-from koordgang.plugins.coscheduling import GangSort
+from koordgang.plugins.coscheduling import Coscheduling
+from koordgang.plugins.coscheduling.sort import gang_sort_key
+from koordgang.plugins.prioritysort import PrioritySort, priority_sort_key
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.test_gangs import member, podgroup, registry
@@ -14,8 +17,7 @@ from koordgang.state.test_gangs import member, podgroup, registry
 
 def queue_order(pods: list[PodInfo], *podgroups: PodGroupInfo) -> list[str]:
     gangs = registry(*pods, podgroups=podgroups)
-    sort = GangSort(gangs)
-    return [p.name for p in sorted(pods, key=sort.sort_key)]
+    return [p.name for p in sorted(pods, key=lambda pod: gang_sort_key(gangs, pod))]
 
 
 @pytest.mark.parametrize(
@@ -87,7 +89,7 @@ def queue_order(pods: list[PodInfo], *podgroups: PodGroupInfo) -> list[str]:
         ),
     ],
 )
-def test_gang_sort_orders_the_queue(
+def test_gang_sort_key_orders_the_queue(
     pods: list[PodInfo], podgroups: tuple[PodGroupInfo, ...], expected: list[str]
 ) -> None:
     assert queue_order(pods, *podgroups) == expected
@@ -103,11 +105,26 @@ def test_a_gang_of_one_pod_sorts_like_an_ordinary_pod_of_that_age() -> None:
     assert queue_order(pods) == ["plain-early", "solo", "plain-late"]
 
 
-def test_the_default_framework_sorts_with_gang_sort() -> None:
+def test_a_pod_outside_any_gang_has_exactly_the_priority_sort_key() -> None:
+    plain = member("plain", None, created=7, priority=3)
+    gangs = registry(plain, member("a-0"))
+
+    assert gang_sort_key(gangs, plain) == priority_sort_key(plain)
+    assert PrioritySort().sort_key(plain) == priority_sort_key(plain)
+
+
+def test_a_member_is_keyed_by_its_priority_and_its_gang_not_its_own_age() -> None:
+    pods = [member("a-1", created=30, priority=5), member("a-0", created=1)]
+    gangs = registry(*pods)
+
+    assert gang_sort_key(gangs, pods[0]) == (-5, pods[1].creation_timestamp, "ns", "a", "a-1")
+
+
+def test_the_default_framework_sorts_with_the_coscheduling_plugin() -> None:
     pods = [member("plain", None, created=5), member("a-1", created=30), member("a-0", created=1)]
     gangs = registry(*pods)
     framework = default_framework(Settings(), gangs)
 
-    assert isinstance(framework.queue_sort, GangSort)
+    assert isinstance(framework.queue_sort, Coscheduling)
     assert [p.name for p in sorted(pods, key=framework.sort_key)] == ["a-0", "a-1", "plain"]
     assert framework.sort_key(pods[1]) == (0, pods[2].creation_timestamp, "ns", "a", "a-1")

@@ -9,12 +9,20 @@ import pytest
 from koordgang.model.gang import TIMEOUT_KEY
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.coscheduling.status import podgroup_phase, podgroup_status
-from koordgang.state.gangs import Gang
+from koordgang.state.gangs import Gang, GangRegistry
 from koordgang.state.test_gangs import T0, gang_of, member, podgroup, registry
 
 
 def worker(name: str, **kwargs: Any) -> PodInfo:
     return member(name, how="podgroup", min_available=None, owner="train", **kwargs)
+
+
+def hold(gangs: GangRegistry, name: str, node: str = "n1") -> None:
+    """Holds member ``name`` of gang ns/a on ``node``, as a NonStrict gang short of its minimum
+    does (in the registry of waiting pods, which the gang asks)."""
+    gang = gang_of(gangs)
+    [pod] = [p for p in gang.members.values() if p.name == name]
+    gangs.waiting.add(pod, node, group="ns/a", part="ns/a", since=1.0, deadline=601.0)
 
 
 def counts(phase: str, scheduled: int, running: int, succeeded: int, failed: int) -> dict[str, Any]:
@@ -79,9 +87,20 @@ def test_a_podgroup_without_members_is_pending_with_zero_counts() -> None:
 def test_reservations_alone_make_it_scheduling() -> None:
     gangs = registry(worker("w-0"), worker("w-1"), worker("w-2"), podgroups=(podgroup("a", 3),))
     gang = gang_of(gangs)
-    gang.reserve("uid-ns-w-0", "n1", 1.0)
+    hold(gangs, "w-0")
 
+    assert gang.held() == 1
     assert podgroup_status(gang) == counts("Scheduling", 0, 0, 0, 0)
+
+
+def test_a_gang_whose_held_placements_were_released_is_pre_scheduling_again() -> None:
+    gangs = registry(worker("w-0"), worker("w-1"), worker("w-2"), podgroups=(podgroup("a", 3),))
+    gang = gang_of(gangs)
+    hold(gangs, "w-0")
+
+    gangs.waiting.release_group("ns/a")
+
+    assert podgroup_status(gang) == counts("PreScheduling", 0, 0, 0, 0)
 
 
 @pytest.mark.parametrize("how", ["marked by the scheduler", "seen on a member"])
@@ -89,7 +108,7 @@ def test_a_timed_out_gang_is_failed(how: str) -> None:
     gangs = registry(worker("w-0"), worker("w-1"), podgroups=(podgroup("a", 2),))
     gang = gang_of(gangs)
     gang.first_attempt = T0
-    gang.reserve("uid-ns-w-0", "n1", 1.0)
+    hold(gangs, "w-0")
     if how == "marked by the scheduler":
         gang.mark_timed_out()
     else:

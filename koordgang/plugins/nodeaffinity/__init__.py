@@ -1,4 +1,4 @@
-"""nodeSelector and required node affinity."""
+"""nodeSelector and required node affinity (a filter); preferred node affinity (a score)."""
 
 from koordgang.plugins.nodeaffinity.plugin import NodeAffinity
 

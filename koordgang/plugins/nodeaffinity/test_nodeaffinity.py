@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.interfaces import Scope
 from koordgang.framework.status import Code
 from koordgang.model.node import parse_node
 from koordgang.model.pod import PodInfo, parse_pod
@@ -176,5 +177,5 @@ def test_a_node_that_is_gone_matches_nothing() -> None:
 
 def test_node_affinity_is_a_static_filter() -> None:
     plugin = NodeAffinity()
-    assert plugin.static is True
+    assert plugin.scope is Scope.STATIC
     assert plugin.name == "NodeAffinity"

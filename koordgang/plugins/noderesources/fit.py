@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.interfaces import Scope
 from koordgang.framework.status import SUCCESS, Status
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import PODS
@@ -16,7 +17,7 @@ class Fit:
     """The node must have room for the pod's requests, counting bound and assumed pods."""
 
     name = "NodeResourcesFit"
-    static = False
+    scope = Scope.NODE
 
     def filter(
         self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from koordgang.framework.cycle_state import CycleState
-from koordgang.framework.interfaces import MAX_NODE_SCORE
+from koordgang.framework.interfaces import MAX_NODE_SCORE, Scope
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from koordgang.settings import ScoreStrategy
@@ -20,6 +20,7 @@ class ResourceScore:
     resource the pod asks for, equally weighted, after placing the pod."""
 
     name = "NodeResourcesScore"
+    scope = Scope.NODE
 
     def __init__(self, strategy: ScoreStrategy, weight: int = 1) -> None:
         self.strategy = strategy

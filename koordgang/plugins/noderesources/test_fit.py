@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.interfaces import Scope
 from koordgang.framework.status import Code
 from koordgang.model.node import parse_node
 from koordgang.model.pod import PodInfo, parse_pod
@@ -65,7 +66,7 @@ def reasons(
     snapshot = Snapshot(cache)
     [state] = snapshot.nodes
     for p in placed:
-        snapshot.place(p, state)
+        snapshot.add(p, state)
     status = Fit().filter(CycleState(), candidate, state, snapshot)
     if status.is_success:
         return ()
@@ -110,9 +111,10 @@ OTHER = pod({"cpu": "3"}, name="other")
 def test_fit_counts_bound_assumed_and_tentatively_placed_pods(
     bound: tuple[PodInfo, ...], assumed: tuple[PodInfo, ...], placed: tuple[PodInfo, ...]
 ) -> None:
-    context = {"bound": bound, "assumed": assumed, "placed": placed}
-    assert reasons(pod({"cpu": "1"}), **context) == ()
-    assert reasons(pod({"cpu": "1001m"}), **context) == ("Insufficient cpu",)
+    fits = reasons(pod({"cpu": "1"}), bound=bound, assumed=assumed, placed=placed)
+    too_big = reasons(pod({"cpu": "1001m"}), bound=bound, assumed=assumed, placed=placed)
+    assert fits == ()
+    assert too_big == ("Insufficient cpu",)
 
 
 def test_fit_counts_pod_slots_of_every_kind() -> None:
@@ -128,6 +130,6 @@ def test_terminal_pods_leave_their_room_to_others(phase: str) -> None:
     assert reasons(pod({"cpu": "4"}), bound=(finished,)) == ()
 
 
-def test_fit_is_a_dynamic_filter() -> None:
-    assert Fit.static is False
+def test_fit_depends_on_what_runs_on_the_node() -> None:
+    assert Fit.scope is Scope.NODE
     assert Fit.name == "NodeResourcesFit"

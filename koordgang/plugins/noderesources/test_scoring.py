@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.interfaces import Scope
 from koordgang.model.node import parse_node
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.plugins.noderesources import Fit, ResourceScore
@@ -124,11 +125,31 @@ def test_a_node_without_cpu_or_memory_scores_zero() -> None:
 
 def test_tentative_placements_count_as_used() -> None:
     state, snapshot = one_node()
-    snapshot.place(pod({"cpu": "2", "memory": "4Gi"}), state)
+    what_if = snapshot.fork()
+    placed = pod({"cpu": "2", "memory": "4Gi"})
+    what_if.add(placed, state)
+    scorer = ResourceScore(LEAST)
+    assert scorer.score(CycleState(), pod(CPU1_MEM2), state, what_if) == 25
+    # The snapshot under the what-if is untouched; taking the pod away again frees its room.
+    assert scorer.score(CycleState(), pod(CPU1_MEM2), state, snapshot) == 75
+    what_if.remove(placed)
+    assert scorer.score(CycleState(), pod(CPU1_MEM2), state, what_if) == 75
+
+
+def test_a_pod_removed_from_a_node_in_the_snapshot_frees_its_room_for_scoring() -> None:
+    state, snapshot = one_node(used={"cpu": "2", "memory": "4Gi"})
+    [running] = [p for p in snapshot.pods_on(state)]
     scorer = ResourceScore(LEAST)
     assert scorer.score(CycleState(), pod(CPU1_MEM2), state, snapshot) == 25
-    snapshot.unplace_all()
+
+    snapshot.remove(running)
+
     assert scorer.score(CycleState(), pod(CPU1_MEM2), state, snapshot) == 75
+
+
+def test_resource_scoring_depends_on_what_runs_on_the_node() -> None:
+    assert ResourceScore.scope is Scope.NODE
+    assert ResourceScore(LEAST).name == "NodeResourcesScore"
 
 
 def test_a_node_that_is_gone_scores_zero() -> None:
@@ -162,18 +183,16 @@ def test_least_allocated_prefers_the_emptier_node_and_most_allocated_the_fuller(
     fw = default_framework(
         Settings(score_strategy=strategy), GangRegistry(600.0), rng=random.Random(3)
     )
-    result = fw.schedule_pod(CycleState(), pod(CPU1_MEM2), Snapshot(cache))
-    assert result.node is not None
-    assert result.node.name == chosen
+    result = fw.pods.find(pod(CPU1_MEM2), Snapshot(cache))
+    assert result.node == chosen
 
 
 def test_most_allocated_skips_the_fullest_node_when_the_pod_does_not_fit_there() -> None:
     cache = busy_and_idle_cluster()
     fw = default_framework(Settings(score_strategy=MOST), GangRegistry(600.0), rng=random.Random(3))
-    result = fw.schedule_pod(CycleState(), pod({"cpu": "2"}), Snapshot(cache))
-    assert result.node is not None
-    assert result.node.name == "half"
-    assert any(isinstance(f, Fit) for f in fw.dynamic_filters)
+    result = fw.pods.find(pod({"cpu": "2"}), Snapshot(cache))
+    assert result.node == "half"
+    assert any(isinstance(f, Fit) for f in fw.pods.node_filters)
 
 
 def test_most_allocated_packs_a_gang_onto_one_node_before_the_next() -> None:
@@ -185,10 +204,10 @@ def test_most_allocated_packs_a_gang_onto_one_node_before_the_next() -> None:
     chosen = []
     for _ in range(6):
         p = pod({"cpu": "1", "memory": "1Gi"})
-        result = fw.schedule_pod(CycleState(), p, snapshot)
+        result = fw.placer.place(p, snapshot)
         assert result.node is not None
-        snapshot.place(p, result.node)
-        chosen.append(result.node.name)
+        assert snapshot.node_of(p.uid) == result.node
+        chosen.append(result.node)
     first = chosen[0]
     assert chosen[:4] == [first] * 4
     assert set(chosen[4:]) == {"b" if first == "a" else "a"}
@@ -205,8 +224,8 @@ def test_least_allocated_spreads_a_gang_across_nodes() -> None:
     chosen = []
     for _ in range(6):
         p = pod({"cpu": "1", "memory": "1Gi"})
-        result = fw.schedule_pod(CycleState(), p, snapshot)
+        result = fw.placer.place(p, snapshot)
         assert result.node is not None
-        snapshot.place(p, result.node)
-        chosen.append(result.node.name)
+        assert snapshot.node_of(p.uid) == result.node
+        chosen.append(result.node)
     assert sorted(chosen) == ["a", "a", "b", "b", "c", "c"]

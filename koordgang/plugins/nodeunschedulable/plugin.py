@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.interfaces import Scope
 from koordgang.framework.status import SUCCESS, Status
 from koordgang.model.pod import PodInfo
 from koordgang.model.taints import Taint
@@ -18,7 +19,7 @@ NOT_READY_TAINT = Taint("node.kubernetes.io/not-ready", "", "NoSchedule")
 
 class NodeUnschedulable:
     name = "NodeUnschedulable"
-    static = True
+    scope = Scope.STATIC
 
     def filter(
         self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.interfaces import Scope
 from koordgang.framework.status import Code
 from koordgang.model.node import parse_node
 from koordgang.model.pod import PodInfo, parse_pod
@@ -127,6 +128,6 @@ def test_a_node_that_is_gone_is_not_ready() -> None:
     assert status.reasons == (NOT_READY,)
 
 
-def test_node_unschedulable_is_a_static_filter() -> None:
-    assert NodeUnschedulable.static is True
+def test_node_unschedulable_depends_only_on_the_pod_and_the_node_spec() -> None:
+    assert NodeUnschedulable.scope is Scope.STATIC
     assert NodeUnschedulable.name == "NodeUnschedulable"

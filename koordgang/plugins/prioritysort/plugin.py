@@ -4,13 +4,15 @@ from koordgang.framework.interfaces import SortKey
 from koordgang.model.pod import PodInfo
 
 
-class PrioritySort:
-    """Orders pods by priority (high first), creation time (old first), namespace, name.
+def priority_sort_key(pod: PodInfo) -> SortKey:
+    """Priority (high first), creation time (old first), namespace, name: a total, stable order."""
+    return (-pod.priority, pod.creation_timestamp, pod.namespace, pod.name)
 
-    The tail of the key is the pod's own name so that the order is total and stable.
-    """
+
+class PrioritySort:
+    """Orders pods by priority, then age (see ``priority_sort_key``)."""
 
     name = "PrioritySort"
 
     def sort_key(self, pod: PodInfo) -> SortKey:
-        return (-pod.priority, pod.creation_timestamp, pod.namespace, pod.name)
+        return priority_sort_key(pod)

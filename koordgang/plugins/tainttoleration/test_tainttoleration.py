@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.interfaces import Scope
 from koordgang.framework.status import Code
 from koordgang.model.node import parse_node
 from koordgang.model.pod import PodInfo, parse_pod
@@ -108,7 +109,7 @@ def test_taint_toleration_rejects_nodes_with_an_untolerated_taint(
 
 
 def test_taint_toleration_is_a_static_filter() -> None:
-    assert TaintToleration.static is True
+    assert TaintToleration.scope is Scope.STATIC
     assert TaintToleration.name == "TaintToleration"
 
 
@@ -119,9 +120,10 @@ def test_the_default_profile_explains_a_taint_and_a_shortage_like_kube_scheduler
     cache.upsert_node(parse_node(node_obj("n3", [], cpu="1")))
     fw = default_framework(Settings(), GangRegistry(600.0), rng=random.Random(1))
 
-    result = fw.schedule_pod(CycleState(), pod(cpu="2"), Snapshot(cache))
+    result = fw.pods.find(pod(cpu="2"), Snapshot(cache))
 
     assert result.node is None
+    assert result.diagnosis is not None
     assert result.diagnosis.message() == (
         "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, "
         "2 Insufficient cpu."

@@ -1,0 +1,95 @@
+"""The engine's side of the framework's ``Handle``: what plugins may ask of it, and nothing more."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from koordgang.engine.intake import Intake
+from koordgang.engine.pending import PendingRule
+from koordgang.engine.reporter import Reporter
+from koordgang.engine.signals import Signals
+from koordgang.framework.framework import Framework
+from koordgang.framework.group import SchedulingGroup
+from koordgang.framework.report import Report
+from koordgang.model.pod import PodInfo
+from koordgang.state.cache import SchedulerCache
+from koordgang.state.snapshot import Snapshot
+from koordgang.state.waiting import WaitingPods
+
+
+class EngineHandle:
+    def __init__(
+        self,
+        *,
+        cache: SchedulerCache,
+        framework: Framework,
+        intake: Intake,
+        reporter: Reporter,
+        pending: PendingRule,
+        signals: Signals,
+        clock: Callable[[], float],
+        wall: Callable[[], float],
+    ) -> None:
+        self._cache = cache
+        self._framework = framework
+        self._intake = intake
+        self._reporter = reporter
+        self._pending = pending
+        self._signals = signals
+        self._clock = clock
+        self._wall = wall
+
+    @property
+    def cache(self) -> SchedulerCache:
+        return self._cache
+
+    @property
+    def waiting(self) -> WaitingPods:
+        return self._framework.waiting
+
+    def now(self) -> float:
+        return self._clock()
+
+    def wall(self) -> float:
+        return self._wall()
+
+    def report(self, report: Report) -> None:
+        self._reporter.report(report)
+
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        self._intake.activate(pods)
+
+    def request_move(self) -> None:
+        self._signals.request_move()
+
+    def is_pending(self, pod: PodInfo) -> bool:
+        return self._pending.is_pending(pod)
+
+    def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
+        return self._framework.reclaimable(group, snapshot)
+
+
+class ReportRelevance:
+    """Explanations for a pod that got bound or deleted meanwhile are not written; neither are
+    informational Events while binds are in flight (see ``Reporter``)."""
+
+    def __init__(
+        self, cache: SchedulerCache, waiting: WaitingPods, in_flight: Callable[[], int]
+    ) -> None:
+        self._cache = cache
+        self._waiting = waiting
+        self._in_flight = in_flight
+
+    def is_current(self, report: Report) -> bool:
+        if report.obj.kind != "Pod":
+            return True
+        uid = report.obj.uid
+        pod = self._cache.pod(uid)
+        if pod is None or pod.node_name or pod.is_terminal:
+            return False
+        # Assumed: either held for its group (still waiting: explain) or binding (about to be
+        # bound: a "not scheduled" condition now would contradict the binding).
+        return not self._cache.is_assumed(uid) or uid in self._waiting
+
+    def binding_busy(self) -> bool:
+        return self._in_flight() > 0

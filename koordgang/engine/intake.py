@@ -1,0 +1,232 @@
+"""Informer and custom-resource events into the cache, the queue and the plugins.
+
+Every method is synchronous and runs on the event loop that runs the scheduling cycle, so a
+cycle never sees the cache change under it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import structlog
+
+from koordgang.engine.pending import PendingRule
+from koordgang.engine.reporter import Reporter
+from koordgang.engine.signals import Signals
+from koordgang.framework.framework import Framework
+from koordgang.framework.report import Report
+from koordgang.framework.results import UnreserveReason
+from koordgang.model.node import NodeInfo
+from koordgang.model.objects import ObjectRef
+from koordgang.model.pod import PodInfo, PodParseError
+from koordgang.model.volumes import ClaimInfo
+from koordgang.state.cache import SchedulerCache
+from koordgang.state.queue import SchedulingQueue
+from koordgang.state.snapshot import Placement
+
+log = structlog.get_logger("koordgang.intake")
+
+#: What the informers list before the first cycle may run.
+LISTED_KINDS = frozenset({"pods", "nodes", "namespaces", "claims"})
+
+
+class Intake:
+    def __init__(
+        self,
+        *,
+        cache: SchedulerCache,
+        queue: SchedulingQueue,
+        framework: Framework,
+        reporter: Reporter,
+        pending: PendingRule,
+        signals: Signals,
+        clock: Callable[[], float],
+    ) -> None:
+        self._cache = cache
+        self._queue = queue
+        self._framework = framework
+        self._waiting = framework.waiting
+        self._reporter = reporter
+        self._pending = pending
+        self._signals = signals
+        self._clock = clock
+        #: Kinds listed at least once; the first cycle waits for all of ``LISTED_KINDS``
+        #: (before that, nodes look emptier than they are, claims look missing).
+        self.listed: set[str] = set()
+        self.ready = asyncio.Event()
+
+    # -- pods ----------------------------------------------------------------------------------
+
+    def enqueue(self, pod: PodInfo) -> None:
+        """Queues ``pod`` if it needs a node and PreEnqueue lets it in; else takes it out."""
+        if not self._pending.is_pending(pod):
+            self._queue.delete(pod.uid)
+            if pod.node_name:
+                self._reporter.forget(pod.uid)
+            return
+        if self._framework.run_pre_enqueue(pod).is_success:
+            self._queue.add(pod, self._clock())
+            self._signals.wake()
+        else:
+            # It waits outside the queue (gated) until it changes, or a plugin activates it.
+            self._queue.delete(pod.uid)
+
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        now = self._clock()
+        for pod in pods:
+            current = self._cache.pod(pod.uid)
+            if current is None or not self._pending.is_pending(current):
+                continue
+            if self._framework.run_pre_enqueue(current).is_success:
+                self._queue.activate(current, now)
+        self._signals.wake()
+
+    def on_pod_upsert(self, pod: PodInfo) -> None:
+        old = self._cache.upsert_pod(pod)
+        if self._pending.is_ours(pod):
+            self._framework.on_pod(old, pod)
+            self._waiting.update(pod)
+            self.enqueue(pod)
+        if old is not None and old.node_name and not old.is_terminal and pod.is_terminal:
+            self._signals.request_move()
+
+    def on_pod_delete(self, uid: str) -> None:
+        old = self._cache.pod(uid)
+        if old is not None and self._pending.is_ours(old):
+            self._framework.on_pod(old, None)
+        self._waiting.remove(uid)
+        self._cache.remove_pod(uid)
+        self._queue.delete(uid)
+        self._reporter.forget(uid)
+        if old is not None and old.node_name:
+            self._signals.request_move()
+
+    def on_pods_listed(self, pods: Iterable[PodInfo]) -> None:
+        """A fresh LIST (at start or after a relist): brings cache, plugins and queue in line."""
+        listed = list(pods)
+        for gone in self._cache.replace_pods(listed):
+            if self._pending.is_ours(gone):
+                self._framework.on_pod(gone, None)
+            self._waiting.remove(gone.uid)
+            self._queue.delete(gone.uid)
+            self._reporter.forget(gone.uid)
+        ours = [pod for pod in listed if self._pending.is_ours(pod)]
+        for pod in ours:
+            self._framework.on_pod(None, pod)
+            self._waiting.update(pod)
+        for pod in ours:
+            self.enqueue(pod)
+        self._signals.request_move()
+        self._listed_now("pods")
+
+    def on_pod_invalid(self, obj: Mapping[str, Any], error: PodParseError) -> None:
+        """A pod we cannot read: if it is ours and unbound, it is told why on the pod itself;
+        the daemon goes on."""
+        meta = obj.get("metadata")
+        spec = obj.get("spec")
+        meta = meta if isinstance(meta, Mapping) else {}
+        spec = spec if isinstance(spec, Mapping) else {}
+        name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "default")
+        log.warning(
+            "pod cannot be scheduled: invalid spec", pod=f"{namespace}/{name}", error=str(error)
+        )
+        ours = spec.get("schedulerName") == self._pending.scheduler_name
+        if not ours or spec.get("nodeName") or not name:
+            return
+        ref = ObjectRef("Pod", namespace, name, str(meta.get("uid") or ""))
+        message = f"the pod cannot be scheduled: {error}"
+        # Written whatever the cache says: the cache never holds a pod it cannot read.
+        self._reporter.report(
+            Report(
+                ref,
+                "Warning",
+                "FailedScheduling",
+                message,
+                condition=("False", "Unschedulable"),
+                always=True,
+            )
+        )
+
+    # -- nodes ---------------------------------------------------------------------------------
+
+    def on_node_upsert(self, node: NodeInfo) -> None:
+        if self._cache.upsert_node(node):
+            self._signals.request_move()
+
+    def on_node_delete(self, name: str) -> None:
+        self._cache.remove_node(name)
+        self._release_held_on({name})
+        self._signals.request_move()
+
+    def on_nodes_listed(self, nodes: Iterable[NodeInfo]) -> None:
+        listed = list(nodes)
+        self._cache.replace_nodes(listed)
+        names = {node.name for node in listed}
+        self._release_held_on({w.node for w in self._waiting if w.node not in names})
+        self._signals.request_move()
+        self._listed_now("nodes")
+
+    def _release_held_on(self, nodes: set[str]) -> None:
+        """Held pods on a node that is gone are worth nothing (the API server would accept a
+        binding to it all the same): they are given up and planned again."""
+        if not nodes:
+            return
+        for waiting in self._waiting:
+            if waiting.node not in nodes:
+                continue
+            self._waiting.remove(waiting.pod.uid)
+            self._cache.forget(waiting.pod.uid)
+            self._framework.run_unreserve(
+                waiting.group, [Placement(waiting.pod, waiting.node)], UnreserveReason.NODE_GONE
+            )
+            current = self._cache.pod(waiting.pod.uid)
+            if current is not None:
+                self.enqueue(current)
+
+    # -- namespaces and claims -----------------------------------------------------------------
+    # Both only let parked pods be tried again: a namespace's labels decide which namespaces an
+    # affinity term selects, a claim that got bound lets its pod in.
+
+    def on_namespace_upsert(self, item: tuple[str, dict[str, str]]) -> None:
+        if self._cache.upsert_namespace(*item):
+            self._signals.request_move()
+
+    def on_namespace_delete(self, name: str) -> None:
+        self._cache.remove_namespace(name)
+
+    def on_namespaces_listed(self, items: Iterable[tuple[str, dict[str, str]]]) -> None:
+        self._cache.replace_namespaces(items)
+        self._signals.request_move()
+        self._listed_now("namespaces")
+
+    def on_claim_upsert(self, claim: ClaimInfo) -> None:
+        if self._cache.upsert_claim(claim):
+            self._signals.request_move()
+
+    def on_claim_delete(self, key: str) -> None:
+        self._cache.remove_claim(key)
+
+    def on_claims_listed(self, claims: Iterable[ClaimInfo]) -> None:
+        self._cache.replace_claims(claims)
+        self._signals.request_move()
+        self._listed_now("claims")
+
+    # -- custom resources ----------------------------------------------------------------------
+
+    def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        if self._framework.on_object(kind, event, obj):
+            self._signals.request_move()
+
+    def _listed_now(self, kind: str) -> None:
+        self.listed.add(kind)
+        if self.listed >= LISTED_KINDS and not self.ready.is_set():
+            log.info(
+                "cache synced",
+                nodes=len(self._cache.nodes()),
+                pods=self._cache.pod_count(),
+                pending=len(self._queue),
+            )
+            self.ready.set()
+            self._signals.wake()

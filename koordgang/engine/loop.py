@@ -1,0 +1,256 @@
+"""The scheduling loop: pop a pod, decide about its group in one synchronous cycle, then act on
+the outcome (bind, hold, or park the pods with an explanation). Binding and writes happen in
+other tasks; the loop only waits when there is nothing to do, or no room for another bind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import structlog
+
+from koordgang.engine.binder import Binder, BindRequest
+from koordgang.engine.intake import Intake
+from koordgang.engine.metrics import Metrics
+from koordgang.engine.pending import PendingRule
+from koordgang.engine.reporter import Reporter
+from koordgang.engine.signals import Signals
+from koordgang.engine.status_writer import StatusWriter
+from koordgang.framework.cycle import CycleOutcome, run_cycle
+from koordgang.framework.framework import Framework
+from koordgang.framework.report import Report
+from koordgang.framework.results import UnreserveReason
+from koordgang.framework.status import Code
+from koordgang.state.cache import SchedulerCache
+from koordgang.state.queue import QueuedPod, QueueState, SchedulingQueue
+from koordgang.state.snapshot import Placement, Snapshot
+
+log = structlog.get_logger("koordgang.scheduler")
+
+#: How often parked pods, PodGroup statuses and gauges are looked at (seconds).
+IDLE_TICK = 1.0
+#: Groups scheduled between two yields to the event loop (lets informer events and replies in).
+BATCH = 16
+
+
+class SchedulingLoop:
+    def __init__(
+        self,
+        *,
+        cache: SchedulerCache,
+        queue: SchedulingQueue,
+        framework: Framework,
+        intake: Intake,
+        binder: Binder,
+        reporter: Reporter,
+        status_writer: StatusWriter,
+        pending: PendingRule,
+        signals: Signals,
+        metrics: Metrics,
+        clock: Callable[[], float],
+    ) -> None:
+        self._cache = cache
+        self._queue = queue
+        self._framework = framework
+        self._waiting = framework.waiting
+        self._intake = intake
+        self._binder = binder
+        self._reporter = reporter
+        self._status_writer = status_writer
+        self._pending = pending
+        self._signals = signals
+        self._metrics = metrics
+        self._clock = clock
+        self._stopping = False
+        self._last_tick = clock()
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Schedules until ``stop()``; starts only once pods and nodes have been listed."""
+        await self._intake.ready.wait()
+        log.info("scheduling loop started", scheduler=self._pending.scheduler_name)
+        self._update_gauges()
+        while not self._stopping:
+            if not self._binder.has_room():
+                await self._binder.wait_for_room()
+                continue
+            if self.step(BATCH) == 0:
+                await self._signals.wait(self._idle_wait())
+            else:
+                await asyncio.sleep(0)  # let informer events and bind replies in
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._signals.wake()
+
+    def step(self, limit: int) -> int:
+        """One round: moves and timeouts due now, then up to ``limit`` groups scheduled (fewer
+        if the queue runs dry or binding is full). Returns how many groups were scheduled."""
+        now = self._clock()
+        if self._signals.take_move():
+            self._queue.move_all_to_active_or_backoff(now)
+        self.expire(now)
+        if now - self._last_tick >= IDLE_TICK:
+            self.tick(now)
+        done = 0
+        while done < limit and self._binder.has_room() and not self._stopping:
+            entry = self._queue.pop(now)
+            if entry is None:
+                break
+            self._schedule_guarded(entry)
+            done += 1
+        return done
+
+    def _idle_wait(self) -> float:
+        now = self._clock()
+        waits = [IDLE_TICK - (now - self._last_tick)]
+        backoff = self._queue.next_wakeup(now)
+        if backoff is not None:
+            waits.append(backoff)
+        deadline = self._waiting.next_deadline()
+        if deadline is not None:
+            waits.append(deadline - now)
+        return max(0.0, min(waits))
+
+    def tick(self, now: float) -> None:
+        """Once a second: retry long-parked pods, publish custom resource statuses, gauges."""
+        self._last_tick = now
+        self._queue.flush_unschedulable(now)
+        self._status_writer.submit(self._framework.status_updates())
+        self._update_gauges()
+
+    def expire(self, now: float) -> None:
+        """Groups whose held placements reached their deadline give them up, at that moment."""
+        for group in self._waiting.expired(now):
+            released = self._waiting.release_group(group)
+            for waiting in released:
+                self._cache.forget(waiting.pod.uid)
+            self._framework.run_unreserve(
+                group, [Placement(w.pod, w.node) for w in released], UnreserveReason.TIMEOUT
+            )
+            for waiting in released:
+                current = self._cache.pod(waiting.pod.uid)
+                if current is not None:
+                    self._intake.enqueue(current)
+            self._signals.request_move()
+
+    # -- one group -----------------------------------------------------------------------------
+
+    def _schedule_guarded(self, entry: QueuedPod) -> None:
+        """A bug met while scheduling one group must not stop the scheduling of all others: its
+        pods go back with backoff, the error is logged with its traceback and counted."""
+        members: dict[str, QueuedPod] = {entry.pod.uid: entry}
+        try:
+            self.schedule(entry, members)
+        except Exception:
+            log.exception("scheduling attempt failed", pod=entry.pod.key)
+            self._metrics.attempts.labels("error").inc()
+            now = self._clock()
+            for queued in members.values():
+                if queued.state is QueueState.IN_FLIGHT:
+                    self._queue.requeue(queued, now, unschedulable=False)
+
+    def schedule(self, entry: QueuedPod, members: dict[str, QueuedPod]) -> None:
+        """Decides about ``entry``'s group; ``members`` collects every pod taken out of the
+        queue for it (so that a failure can put them all back)."""
+        started = self._clock()
+        current = self._cache.pod(entry.pod.uid)
+        if current is None or not self._pending.is_pending(current):
+            self._queue.done(entry)
+            return
+        if not self._framework.run_pre_enqueue(current).is_success:
+            self._queue.delete(current.uid)  # it waits outside the queue now
+            return
+        entry.pod = pod = current
+        others = self._framework.group_members(pod)
+        pending = None
+        if others is not None:
+            for other in others:
+                taken = self._queue.take(other.uid)
+                if taken is not None:
+                    members[other.uid] = taken
+            pending = [members[uid].pod for uid in members if uid != pod.uid]
+        group = self._framework.build_group(pod, pending)
+        outcome = run_cycle(self._framework, group, Snapshot(self._cache), started)
+        self._apply(outcome, members, started)
+        result = "scheduled" if outcome.bind or outcome.allow_waiting else "unschedulable"
+        if outcome.status.code is Code.ERROR:
+            result = "error"
+        self._metrics.attempts.labels(result).inc()
+        self._metrics.attempt_duration.labels(result).observe(self._clock() - started)
+
+    def _apply(self, outcome: CycleOutcome, members: dict[str, QueuedPod], now: float) -> None:
+        group = outcome.group
+        for placement in outcome.bind:
+            queued = members.pop(placement.pod.uid)
+            self._queue.done(queued)
+            self._binder.submit(
+                BindRequest(
+                    placement.pod,
+                    placement.node_name,
+                    queued.attempts,
+                    queued.enqueued_at,
+                    group.key,
+                )
+            )
+        for uid in outcome.allow_waiting:
+            waiting = self._waiting.remove(uid)
+            if waiting is not None:
+                self._binder.submit(
+                    BindRequest(waiting.pod, waiting.node, 1, waiting.since, waiting.group)
+                )
+        if outcome.hold:
+            part_of = {pod.uid: part.key for part in group.parts for pod in part.pending}
+            deadline = outcome.deadline if outcome.deadline is not None else now
+            for placement in outcome.hold:
+                self._queue.done(members.pop(placement.pod.uid))
+                self._waiting.add(
+                    placement.pod,
+                    placement.node_name,
+                    group=group.key,
+                    part=part_of.get(placement.pod.uid, group.key),
+                    since=now,
+                    deadline=deadline,
+                )
+        if outcome.release_held:
+            self._release_held(group.key)
+        error = outcome.status.code is Code.ERROR
+        for uid, message in outcome.unplaced.items():
+            left = members.pop(uid, None)
+            if left is not None:
+                self._queue.requeue(left, now, unschedulable=not error)
+            pod = self._cache.pod(uid)
+            if message and pod is not None:
+                self._reporter.report(Report.unschedulable(pod, message))
+        for uid, message in outcome.explain.items():
+            pod = self._cache.pod(uid)
+            if message and pod is not None:
+                self._reporter.report(Report.unschedulable(pod, message))
+        for queued in members.values():
+            # Taken out of the queue but not part of the decision: back, to be tried again.
+            self._queue.requeue(queued, now, unschedulable=False)
+
+    def _release_held(self, group: str) -> None:
+        released = self._waiting.release_group(group)
+        if not released:
+            return
+        for waiting in released:
+            self._cache.forget(waiting.pod.uid)
+        self._framework.run_unreserve(
+            group, [Placement(w.pod, w.node) for w in released], UnreserveReason.REJECTED
+        )
+        for waiting in released:
+            current = self._cache.pod(waiting.pod.uid)
+            if current is not None:
+                self._intake.enqueue(current)
+
+    def _update_gauges(self) -> None:
+        depths = self._queue.depths()
+        for state in (QueueState.ACTIVE, QueueState.BACKOFF, QueueState.UNSCHEDULABLE):
+            self._metrics.queue_depth.labels(state.value).set(depths[state])
+        self._metrics.cache_size.labels("nodes").set(len(self._cache.nodes()))
+        self._metrics.cache_size.labels("pods").set(self._cache.pod_count())
+        self._metrics.report_backlog.set(self._reporter.backlog)
+        self._metrics.held_pods.set(len(self._waiting))

@@ -1,0 +1,25 @@
+"""Which pods are ours, and which of ours still need a node."""
+
+from __future__ import annotations
+
+from koordgang.model.pod import PodInfo
+from koordgang.state.cache import SchedulerCache
+
+
+class PendingRule:
+    def __init__(self, scheduler_name: str, cache: SchedulerCache) -> None:
+        self.scheduler_name = scheduler_name
+        self._cache = cache
+
+    def is_ours(self, pod: PodInfo) -> bool:
+        return pod.scheduler_name == self.scheduler_name
+
+    def is_pending(self, pod: PodInfo) -> bool:
+        """Ours, alive, unbound, and not placed by this scheduler already (binding or held)."""
+        return (
+            pod.scheduler_name == self.scheduler_name
+            and not pod.node_name
+            and not pod.is_terminal
+            and not pod.is_terminating
+            and not self._cache.is_assumed(pod.uid)
+        )

@@ -1,0 +1,159 @@
+"""One scheduling cycle: one group (a gang group, or a plain pod as a group of one), decided as a
+whole over one snapshot.
+
+    PreFilter(group) --rejected--> every member waits, with the reason
+        |
+    group placement (Filter and Score per member, on a fork of the snapshot)
+        |-- not all placed --> PostFilter(group): make room (preemption), or give up (Strict)
+        |
+    Reserve(all placed) --> Permit(group) --ALLOW--> bind (and the group's held pods)
+                                          --WAIT---> hold, until allowed or the deadline
+                                          --REJECT-> undo
+
+Synchronous and without I/O: the outcome says what to do, the engine does it. Placements that
+are kept (bound or held) are committed into the cache as assumed pods before returning, so the
+next cycle sees them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.framework import Framework
+from koordgang.framework.group import GroupPlan, SchedulingGroup
+from koordgang.framework.results import Decision, UnreserveReason
+from koordgang.framework.status import SUCCESS, Code, Status
+from koordgang.state.snapshot import Placement, Snapshot
+
+
+@dataclass(slots=True)
+class CycleOutcome:
+    group: SchedulingGroup
+    #: SUCCESS when something binds, WAIT when placements are held, else why nothing moved.
+    status: Status = SUCCESS
+    #: Placed now and allowed: bind them (they are assumed in the cache).
+    bind: list[Placement] = field(default_factory=list)
+    #: Placed now and held until ``deadline`` (assumed in the cache).
+    hold: list[Placement] = field(default_factory=list)
+    deadline: float | None = None
+    #: Held in earlier cycles and allowed now (pod uids).
+    allow_waiting: tuple[str, ...] = ()
+    #: Nodes held for members while room is made for them (pod uid -> node).
+    nominated: dict[str, str] = field(default_factory=dict)
+    #: Members that stay pending, with what each is told (parked until the cluster changes,
+    #: or retried with backoff when ``status`` is an ERROR).
+    unplaced: dict[str, str] = field(default_factory=dict)
+    #: What held pods (of this cycle and earlier ones) are told while they wait.
+    explain: dict[str, str] = field(default_factory=dict)
+    #: Give up what the group held from earlier cycles too (a Strict group short again).
+    release_held: bool = False
+    #: The placement, when one ran (for metrics and messages).
+    plan: GroupPlan | None = None
+
+
+def run_cycle(
+    framework: Framework, group: SchedulingGroup, snapshot: Snapshot, now: float
+) -> CycleOutcome:
+    state = CycleState()
+    outcome = CycleOutcome(group)
+    status = framework.run_group_pre_filter(state, group, snapshot)
+    if not status.is_success:
+        outcome.status = status
+        message = status.message()
+        outcome.unplaced = {pod.uid: message for pod in group.members()}
+        return outcome
+
+    # A pod alone needs no fork: whatever it does not keep, it did not place.
+    work = snapshot if not group.key and group.size == 1 else snapshot.fork()
+    plan = framework.run_group_placement(state, group, work)
+    outcome.plan = plan
+    messages: dict[str, str] = {}
+    placements = plan.placements()
+    if not plan.complete:
+        result = framework.run_post_filter(state, group, plan, snapshot)
+        messages.update(result.messages)
+        if result.status.is_success:
+            # Room is being made (victims go): the members wait for it, holding nothing else.
+            outcome.status = Status(Code.UNSCHEDULABLE, ("waiting for preemption",))
+            outcome.nominated = dict(result.nominated)
+            _leave_all(outcome, group, plan, messages)
+            return outcome
+        if result.drop_placements:
+            # Nothing of the group is kept, not even what it held from earlier cycles.
+            outcome.status = _failure(plan)
+            outcome.release_held = True
+            _leave_all(outcome, group, plan, messages)
+            return outcome
+
+    if not placements and not group.key:
+        outcome.status = _failure(plan)
+        _leave_all(outcome, group, plan, messages)
+        return outcome
+
+    status = framework.run_reserve(state, group, placements)
+    if not status.is_success:
+        outcome.status = status
+        _leave_all(outcome, group, plan, messages, status.message())
+        return outcome
+    permit = framework.run_permit(state, group, plan, now)
+    messages.update(permit.messages)
+    if permit.decision is Decision.REJECT:
+        framework.run_unreserve(group.key, placements, UnreserveReason.REJECTED)
+        outcome.status = _failure(plan)
+        outcome.release_held = True
+        _leave_all(outcome, group, plan, messages)
+        return outcome
+
+    if placements:
+        if work is not snapshot:
+            work.commit()
+        snapshot.commit()
+    kept = {p.pod.uid for p in placements}
+    if permit.decision is Decision.WAIT:
+        outcome.status = Status(Code.WAIT)
+        outcome.hold = placements
+        outcome.deadline = permit.deadline
+        outcome.explain = {
+            uid: text for uid, text in messages.items() if uid in kept or uid in framework.waiting
+        }
+    else:
+        outcome.status = SUCCESS if placements or permit.also_allow else _failure(plan)
+        outcome.bind = placements
+        outcome.allow_waiting = permit.also_allow
+    for pod in plan.unplaced():
+        outcome.unplaced[pod.uid] = messages.get(pod.uid) or _own_failure(plan, pod.uid)
+    for placed in plan.placements():
+        if placed.pod.uid not in kept:
+            outcome.unplaced[placed.pod.uid] = messages.get(placed.pod.uid, "")
+    return outcome
+
+
+def _failure(plan: GroupPlan) -> Status:
+    for part in plan.parts:
+        for result in part.failed:
+            return Status(result.status.code, (result.message,), result.status.plugin)
+    return Status(Code.UNSCHEDULABLE)
+
+
+def _own_failure(plan: GroupPlan, uid: str) -> str:
+    for part in plan.parts:
+        for result in part.failed:
+            if result.pod.uid == uid:
+                return result.message
+        if any(p.uid == uid for p in part.skipped):
+            return part.first_failure
+    return ""
+
+
+def _leave_all(
+    outcome: CycleOutcome,
+    group: SchedulingGroup,
+    plan: GroupPlan,
+    messages: dict[str, str],
+    default: str = "",
+) -> None:
+    """Nothing of this cycle is kept: every member stays pending, each told why."""
+    for pod in group.members():
+        outcome.unplaced[pod.uid] = messages.get(pod.uid) or default or _own_failure(plan, pod.uid)
+    outcome.explain = {uid: text for uid, text in messages.items() if uid not in outcome.unplaced}

@@ -1,0 +1,272 @@
+"""A profile's plugins, sorted by extension point, and how each point combines their answers.
+
+Plugins are given as one list, as kube-scheduler's ``multiPoint`` does: each is registered at
+every extension point whose protocol it implements, in the order of the list.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.diagnosis import Diagnosis
+from koordgang.framework.group import GroupPlan, PartPlan, Placer, PodResult, SchedulingGroup
+from koordgang.framework.handle import Handle, HandleUser
+from koordgang.framework.interfaces import (
+    ClusterScorePlugin,
+    EventHandlerPlugin,
+    FilterPlugin,
+    GroupingPlugin,
+    GroupPlacementPlugin,
+    GroupPreFilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PostFilterPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReclaimPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    SortKey,
+    StatusSourcePlugin,
+)
+from koordgang.framework.report import StatusUpdate
+from koordgang.framework.results import (
+    ALLOW,
+    Decision,
+    PermitResult,
+    PostFilterResult,
+    UnreserveReason,
+)
+from koordgang.framework.runner import PodRunner
+from koordgang.framework.status import SUCCESS, Code, Status
+from koordgang.model.pod import PodInfo
+from koordgang.state.snapshot import Placement, Snapshot
+from koordgang.state.waiting import WaitingPods
+
+
+def _of(plugins: Sequence[Plugin], kind: type[Any]) -> list[Any]:
+    return [p for p in plugins if isinstance(p, kind)]
+
+
+class Framework:
+    def __init__(
+        self,
+        plugins: Sequence[Plugin],
+        *,
+        waiting: WaitingPods | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.plugins = tuple(plugins)
+        #: Pods held for their group; the engine changes it, plugins read it.
+        self.waiting = waiting if waiting is not None else WaitingPods()
+        sorts: list[QueueSortPlugin] = _of(plugins, QueueSortPlugin)
+        if len(sorts) != 1:
+            raise ValueError(f"a profile needs exactly one QueueSort plugin, got {len(sorts)}")
+        self.queue_sort = sorts[0]
+        groupings: list[GroupingPlugin] = _of(plugins, GroupingPlugin)
+        if len(groupings) > 1:
+            raise ValueError("a profile takes at most one Grouping plugin")
+        self.grouping = groupings[0] if groupings else None
+        self.pre_enqueue: list[PreEnqueuePlugin] = _of(plugins, PreEnqueuePlugin)
+        self.group_pre_filters: list[GroupPreFilterPlugin] = _of(plugins, GroupPreFilterPlugin)
+        self.group_placements: list[GroupPlacementPlugin] = _of(plugins, GroupPlacementPlugin)
+        self.post_filters: list[PostFilterPlugin] = _of(plugins, PostFilterPlugin)
+        self.reserves: list[ReservePlugin] = _of(plugins, ReservePlugin)
+        self.permits: list[PermitPlugin] = _of(plugins, PermitPlugin)
+        self.reclaimers: list[ReclaimPlugin] = _of(plugins, ReclaimPlugin)
+        self.event_handlers: list[EventHandlerPlugin] = _of(plugins, EventHandlerPlugin)
+        self.status_sources: list[StatusSourcePlugin] = _of(plugins, StatusSourcePlugin)
+        self.pods = PodRunner(
+            pre_filters=_of(plugins, PreFilterPlugin),
+            filters=_of(plugins, FilterPlugin),
+            pre_scores=_of(plugins, PreScorePlugin),
+            scores=_of(plugins, ScorePlugin),
+            cluster_scores=_of(plugins, ClusterScorePlugin),
+            rng=rng,
+        )
+
+    @property
+    def placer(self) -> Placer:
+        return self.pods
+
+    def attach(self, handle: Handle) -> None:
+        for plugin in self.plugins:
+            if isinstance(plugin, HandleUser):
+                plugin.attach(handle)
+
+    # -- queue ---------------------------------------------------------------------------------
+
+    def sort_key(self, pod: PodInfo) -> SortKey:
+        return self.queue_sort.sort_key(pod)
+
+    def run_pre_enqueue(self, pod: PodInfo) -> Status:
+        for plugin in self.pre_enqueue:
+            status = plugin.pre_enqueue(pod)
+            if not status.is_success:
+                return status
+        return SUCCESS
+
+    # -- events --------------------------------------------------------------------------------
+
+    def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
+        for plugin in self.event_handlers:
+            plugin.on_pod(old, pod)
+
+    def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
+        moved = False
+        for plugin in self.event_handlers:
+            moved = plugin.on_object(kind, event, obj) or moved
+        return moved
+
+    def status_updates(self) -> list[StatusUpdate]:
+        return [u for source in self.status_sources for u in source.status_updates()]
+
+    # -- groups --------------------------------------------------------------------------------
+
+    def group_members(self, pod: PodInfo) -> Sequence[PodInfo] | None:
+        return None if self.grouping is None else self.grouping.group_members(pod)
+
+    def build_group(self, pod: PodInfo, pending: Sequence[PodInfo] | None) -> SchedulingGroup:
+        """The group of this cycle: ``pod`` alone when ``pending`` is None (it has no group),
+        else as the grouping plugin builds it from the pending pods taken out of the queue."""
+        if self.grouping is None or pending is None:
+            return SchedulingGroup.single(pod)
+        return self.grouping.build_group(pod, pending)
+
+    def run_group_pre_filter(
+        self, state: CycleState, group: SchedulingGroup, snapshot: Snapshot
+    ) -> Status:
+        for plugin in self.group_pre_filters:
+            status = plugin.pre_filter_group(state, group, snapshot)
+            if not status.is_success and status.code is not Code.SKIP:
+                return status
+        return SUCCESS
+
+    def run_group_placement(
+        self, state: CycleState, group: SchedulingGroup, snapshot: Snapshot
+    ) -> GroupPlan:
+        for plugin in self.group_placements:
+            plan = plugin.place_group(state, group, snapshot, self.pods)
+            if plan is not None:
+                return plan
+        return place_members(group, snapshot, self.pods)
+
+    def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for plugin in self.reclaimers:
+            for name, amount in plugin.reclaimable(group, snapshot).items():
+                total[name] = total.get(name, 0) + amount
+        return total
+
+    def run_post_filter(
+        self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
+    ) -> PostFilterResult:
+        """Plugins in order until one succeeds; what the others say is merged."""
+        merged = PostFilterResult(Status(Code.UNSCHEDULABLE))
+        for plugin in self.post_filters:
+            result = plugin.post_filter(state, group, plan, snapshot)
+            merged.messages.update(result.messages)
+            merged.drop_placements = merged.drop_placements or result.drop_placements
+            if result.status.is_success:
+                merged.status = result.status
+                merged.nominated = result.nominated
+                return merged
+            if result.status.code is not Code.SKIP:
+                merged.status = result.status
+        return merged
+
+    def run_reserve(
+        self, state: CycleState, group: SchedulingGroup, placements: Sequence[Placement]
+    ) -> Status:
+        for index, plugin in enumerate(self.reserves):
+            status = plugin.reserve(state, group, placements)
+            if not status.is_success:
+                for done in reversed(self.reserves[:index]):
+                    done.unreserve(group.key, placements, UnreserveReason.RESERVE_FAILED)
+                return status
+        return SUCCESS
+
+    def run_unreserve(
+        self, group_key: str, placements: Sequence[Placement], reason: UnreserveReason
+    ) -> None:
+        # In reverse, as kube-scheduler undoes reservations.
+        for plugin in reversed(self.reserves):
+            plugin.unreserve(group_key, placements, reason)
+
+    def run_permit(
+        self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, now: float
+    ) -> PermitResult:
+        """Any REJECT rejects; else any WAIT waits (until the earliest deadline); else ALLOW.
+        The messages of all plugins are merged; ALLOW merges the held pods let go."""
+        decision = Decision.ALLOW
+        deadline: float | None = None
+        plugin = ""
+        allowed: list[str] = []
+        messages: dict[str, str] = {}
+        for permit in self.permits:
+            result = permit.permit(state, group, plan, now)
+            messages.update(result.messages)
+            if result.decision is Decision.REJECT:
+                return PermitResult(Decision.REJECT, messages=messages, plugin=result.plugin)
+            if result.decision is Decision.WAIT:
+                if decision is not Decision.WAIT or (
+                    result.deadline is not None and (deadline is None or result.deadline < deadline)
+                ):
+                    deadline, plugin = result.deadline, result.plugin
+                decision = Decision.WAIT
+            else:
+                allowed.extend(result.also_allow)
+        if decision is Decision.WAIT:
+            return PermitResult(Decision.WAIT, deadline=deadline, messages=messages, plugin=plugin)
+        if not allowed and not messages:
+            return ALLOW
+        return PermitResult(Decision.ALLOW, messages=messages, also_allow=tuple(allowed))
+
+
+def place_members(group: SchedulingGroup, snapshot: Snapshot, placer: Placer) -> GroupPlan:
+    """The default group placement: members one after another, each on the best node left.
+
+    A Strict part stops the attempt as soon as it can no longer reach its minimum: nothing of
+    it would be kept. A pod whose shape already failed in this attempt is not tried again when
+    that failure can only have got worse (the snapshot only gets fuller here)."""
+    plans = [PartPlan(part) for part in group.parts]
+    strict = any(part.strict for part in group.parts)
+    for position, plan in enumerate(plans):
+        if _place_part(plan, snapshot, placer, strict):
+            continue
+        for later in plans[position + 1 :]:
+            later.skipped.extend(later.part.pending)
+        break
+    return GroupPlan(snapshot, plans)
+
+
+def _place_part(plan: PartPlan, snapshot: Snapshot, placer: Placer, strict: bool) -> bool:
+    """Places the members of one part; False if the whole attempt should stop (Strict)."""
+    failed_shapes: dict[object, tuple[Status, Diagnosis | None]] = {}
+    pending = plan.part.pending
+    for position, pod in enumerate(pending):
+        known = failed_shapes.get(pod.shape)
+        if known is not None:
+            plan.failed.append(_same_failure(pod, *known))
+        else:
+            result = placer.place(pod, snapshot)
+            if result.node is not None:
+                plan.placed.append(Placement(pod, result.node))
+                continue
+            plan.failed.append(result)
+            if result.monotone:
+                failed_shapes[pod.shape] = (result.status, result.diagnosis)
+        remaining = len(pending) - position - 1
+        if strict and plan.counted + remaining < plan.part.minimum:
+            plan.skipped.extend(pending[position + 1 :])
+            return False
+    return True
+
+
+def _same_failure(pod: PodInfo, status: Status, diagnosis: Diagnosis | None) -> PodResult:
+    return PodResult(pod, None, status, diagnosis)

@@ -1,0 +1,131 @@
+"""A group: the pods one scheduling cycle decides about together, and what the cycle planned.
+
+A plain pod is a group of one. A gang group is made of *parts* (its gangs), each with a minimum
+of members that must count before any of them may bind; the grouping plugin builds it. The
+framework knows nothing of gangs beyond this shape: parts, minimums, and whether a part gives up
+as soon as it cannot reach its minimum (Strict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from koordgang.framework.diagnosis import Diagnosis
+from koordgang.framework.status import SUCCESS, Status
+from koordgang.model.pod import PodInfo
+from koordgang.state.snapshot import Placement, Snapshot
+
+
+@dataclass(slots=True)
+class GroupPart:
+    key: str
+    #: Members to place in this cycle, in the order they should be placed.
+    pending: list[PodInfo]
+    #: Members that must count (placed now, held, or bound) for the part to be satisfied.
+    minimum: int = 0
+    #: Members that already count toward the minimum before this cycle.
+    counted: int = 0
+    #: Give up the whole group in this cycle as soon as this part cannot reach its minimum.
+    strict: bool = False
+
+
+@dataclass(slots=True)
+class SchedulingGroup:
+    #: Identifies the group across cycles (held placements are filed under it); "" for a pod
+    #: that goes alone.
+    key: str
+    parts: list[GroupPart]
+    #: The pod popped from the queue that started the cycle.
+    trigger: PodInfo
+
+    @staticmethod
+    def single(pod: PodInfo) -> SchedulingGroup:
+        return SchedulingGroup("", [GroupPart(pod.key, [pod], minimum=1)], pod)
+
+    def members(self) -> Iterator[PodInfo]:
+        for part in self.parts:
+            yield from part.pending
+
+    @property
+    def size(self) -> int:
+        return sum(len(part.pending) for part in self.parts)
+
+
+@dataclass(slots=True)
+class PodResult:
+    """Where one pod went in a placement, or why it went nowhere."""
+
+    pod: PodInfo
+    node: str | None
+    status: Status = SUCCESS
+    diagnosis: Diagnosis | None = None
+    #: True when the outcome can only get worse as pods are added (no plugin that looks at
+    #: other nodes took part): another pod of the same shape need not be tried again.
+    monotone: bool = True
+
+    @property
+    def message(self) -> str:
+        if self.status.reasons:
+            return self.status.message()
+        return self.diagnosis.message() if self.diagnosis is not None else ""
+
+
+class Placer(Protocol):
+    """Places one pod on the best node of a snapshot (what a placement plugin builds on)."""
+
+    def place(
+        self, pod: PodInfo, snapshot: Snapshot, *, within: frozenset[str] | None = None
+    ) -> PodResult:
+        """Runs PreFilter, Filter and Score for ``pod`` over the nodes of ``snapshot`` (or
+        those named in ``within``) and, if one fits, adds the pod there."""
+
+
+@dataclass(slots=True)
+class PartPlan:
+    part: GroupPart
+    placed: list[Placement] = field(default_factory=list)
+    failed: list[PodResult] = field(default_factory=list)
+    #: Members not tried (a Strict attempt stopped early).
+    skipped: list[PodInfo] = field(default_factory=list)
+
+    @property
+    def counted(self) -> int:
+        return self.part.counted + len(self.placed)
+
+    @property
+    def short(self) -> int:
+        return max(0, self.part.minimum - self.counted)
+
+    @property
+    def first_failure(self) -> str:
+        return self.failed[0].message if self.failed else ""
+
+
+@dataclass(slots=True)
+class GroupPlan:
+    """What a placement did: a snapshot holding the placements, and per part what fit."""
+
+    snapshot: Snapshot
+    parts: list[PartPlan]
+
+    @property
+    def satisfied(self) -> bool:
+        return all(plan.short == 0 for plan in self.parts)
+
+    @property
+    def complete(self) -> bool:
+        return all(not plan.failed and not plan.skipped for plan in self.parts)
+
+    def placements(self) -> list[Placement]:
+        return [p for plan in self.parts for p in plan.placed]
+
+    def unplaced(self) -> Iterator[PodInfo]:
+        for plan in self.parts:
+            for result in plan.failed:
+                yield result.pod
+            yield from plan.skipped
+
+    def part(self, key: str) -> PartPlan | None:
+        return next((p for p in self.parts if p.part.key == key), None)

@@ -1,0 +1,54 @@
+"""What plugins may ask of the scheduler that runs them (kube-scheduler calls it the Handle).
+
+The engine implements it; plugins receive it through ``attach``. Everything here is synchronous
+and returns at once: a report is queued for writing, an activation moves pods in the queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Protocol, runtime_checkable
+
+from koordgang.framework.group import SchedulingGroup
+from koordgang.framework.report import Report
+from koordgang.model.pod import PodInfo
+from koordgang.state.cache import SchedulerCache
+from koordgang.state.snapshot import Snapshot
+from koordgang.state.waiting import WaitingPods
+
+
+class Handle(Protocol):
+    @property
+    def cache(self) -> SchedulerCache:
+        """The scheduler's cache (read it; only the engine changes it)."""
+
+    @property
+    def waiting(self) -> WaitingPods:
+        """Pods held for their group (read it; only the engine changes it)."""
+
+    def now(self) -> float:
+        """Monotonic seconds (deadlines, waiting times)."""
+
+    def wall(self) -> float:
+        """Seconds since the epoch (times shown to users)."""
+
+    def report(self, report: Report) -> None:
+        """Queues a write of what a user should read (condition, Event, annotations)."""
+
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        """These pods may be schedulable now: PreEnqueue again, then the active queue."""
+
+    def request_move(self) -> None:
+        """Something changed that may let pods parked as unschedulable fit: retry them."""
+
+    def is_pending(self, pod: PodInfo) -> bool:
+        """Ours, alive, unbound and not placed by this scheduler: it needs a node."""
+
+    def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
+        """Resources that preemption could free for ``group`` (ReclaimPlugins, summed)."""
+
+
+@runtime_checkable
+class HandleUser(Protocol):
+    def attach(self, handle: Handle) -> None:
+        """Called once, before the first event or cycle."""

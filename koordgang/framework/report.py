@@ -1,0 +1,64 @@
+"""What the scheduler tells users, as data: plugins and the engine describe writes here, and the
+engine's writers carry them out (coalesced, in order, off the scheduling path)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from koordgang.model.objects import ObjectRef
+from koordgang.model.pod import PodInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    obj: ObjectRef
+    #: Event type and reason (``Warning``/``FailedScheduling``, ``Normal``/``Scheduled``).
+    event_type: str
+    reason: str
+    message: str
+    #: Condition to set on a pod, if any: (status, reason); its message is ``message``.
+    condition: tuple[str, str] | None = None
+    #: Annotations to merge into a pod's metadata before the Event.
+    annotations: dict[str, str] = field(default_factory=dict)
+    #: Written even if the pod got bound meanwhile (Scheduled, timeouts).
+    always: bool = False
+    #: Also post an Event (a condition alone suffices where Kubernetes itself posts none).
+    event: bool = True
+
+    @staticmethod
+    def for_pod(
+        pod: PodInfo,
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        condition: tuple[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+        always: bool = False,
+        event: bool = True,
+    ) -> Report:
+        ref = ObjectRef("Pod", pod.namespace, pod.name, pod.uid)
+        return Report(ref, event_type, reason, message, condition, annotations or {}, always, event)
+
+    @staticmethod
+    def unschedulable(pod: PodInfo, message: str, reason: str = "Unschedulable") -> Report:
+        """The usual explanation of a pod that waits: condition and FailedScheduling Event."""
+        return Report.for_pod(
+            pod, "Warning", "FailedScheduling", message, condition=("False", reason)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StatusUpdate:
+    """The desired ``status`` of a custom resource (a PodGroup), written when it changed."""
+
+    api_version: str
+    plural: str
+    namespace: str
+    name: str
+    status: dict[str, Any]
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.api_version, self.plural, self.namespace, self.name)

@@ -1,0 +1,56 @@
+"""What the group extension points answer, beyond a Status."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from koordgang.framework.status import Status
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    status: Status
+    #: pod uid -> node held for it while room is being made (preemption's nominations).
+    nominated: dict[str, str] = field(default_factory=dict)
+    #: Give up everything placed in this cycle (a Strict gang that cannot be satisfied).
+    drop_placements: bool = False
+    #: pod uid -> what that pod is told about why it waits.
+    messages: dict[str, str] = field(default_factory=dict)
+
+
+class UnreserveReason(enum.StrEnum):
+    """Why placements held or being bound were given up (what Unreserve is told)."""
+
+    #: The group's deadline came before its Permit allowed it.
+    TIMEOUT = "timeout"
+    #: Permit rejected the group, or it was given up after failing again (Strict).
+    REJECTED = "rejected"
+    #: A Reserve plugin failed.
+    RESERVE_FAILED = "reserve failed"
+    #: The node of a held placement went away.
+    NODE_GONE = "node deleted"
+    #: The binding failed.
+    BIND_FAILED = "bind failed"
+
+
+class Decision(enum.Enum):
+    ALLOW = "allow"
+    WAIT = "wait"
+    REJECT = "reject"
+
+
+@dataclass(slots=True)
+class PermitResult:
+    decision: Decision
+    #: WAIT: when held placements are given up if the group is still not allowed (monotonic
+    #: clock); the deadline of a group already waiting is kept by giving it again.
+    deadline: float | None = None
+    #: pod uid -> what that pod is told (pods placed now, pods already held, pods left over).
+    messages: dict[str, str] = field(default_factory=dict)
+    #: ALLOW: placements held in earlier cycles that may bind now too (by pod uid).
+    also_allow: tuple[str, ...] = ()
+    plugin: str = ""
+
+
+ALLOW = PermitResult(Decision.ALLOW)

@@ -1,0 +1,396 @@
+"""Gang scheduling through the framework's extension points (Koordinator's Coscheduling).
+
+- QueueSort: members of one gang leave the queue together (``sort.py``);
+- PreEnqueue: members of a timed-out gang wait outside the queue until the user deletes them;
+- Grouping: a popped member brings every pending member of its GangGroup into the cycle, one
+  part per gang, with the gang's minimum; Strict gangs give up as soon as a minimum is out of
+  reach;
+- GroupPreFilter: every gang of the group exists, is valid, has its PodGroup and ``min``
+  members; the PodGroup's ``minResources`` are free in the cluster;
+- PostFilter: a group that does not fit whole is explained gang by gang; a Strict group keeps
+  nothing;
+- Reserve/Unreserve: a group whose held placements time out is marked timed out;
+- Permit: all gangs at their minimum: bind, with everything held earlier; NonStrict short: hold
+  until the waiting time runs out; Strict short: give up;
+- events and PodGroup status.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.group import GroupPart, GroupPlan, PartPlan, SchedulingGroup
+from koordgang.framework.handle import Handle
+from koordgang.framework.interfaces import SortKey
+from koordgang.framework.report import Report, StatusUpdate
+from koordgang.framework.results import (
+    ALLOW,
+    Decision,
+    PermitResult,
+    PostFilterResult,
+    UnreserveReason,
+)
+from koordgang.framework.status import SKIP, SUCCESS, Status
+from koordgang.model.gang import (
+    TIMEOUT_KEY,
+    GangMode,
+    is_timed_out,
+    parse_podgroup,
+    topology_index,
+)
+from koordgang.model.objects import ObjectRef
+from koordgang.model.pod import PodInfo
+from koordgang.plugins.coscheduling import messages as say
+from koordgang.plugins.coscheduling.min_resources import free_in_cluster, shortfall
+from koordgang.plugins.coscheduling.readiness import check_group
+from koordgang.plugins.coscheduling.sort import gang_sort_key
+from koordgang.plugins.coscheduling.status import podgroup_status
+from koordgang.state.gangs import Gang, GangRegistry
+from koordgang.state.snapshot import Placement, Snapshot
+
+log = structlog.get_logger("koordgang.gangs")
+
+PODGROUP_KIND = "PodGroup"
+PODGROUP_API_VERSION = "scheduling.sigs.k8s.io/v1alpha1"
+PODGROUP_PLURAL = "podgroups"
+_GROUPS_REMEMBERED = 4096
+
+
+def member_order(pod: PodInfo) -> tuple[int, int, str]:
+    """Members are placed in rank order (network-topology-index), then by name."""
+    index = topology_index(pod.annotations)[0]
+    return (0 if index is not None else 1, index or 0, pod.name)
+
+
+class Coscheduling:
+    name = "Coscheduling"
+
+    def __init__(self, gangs: GangRegistry) -> None:
+        self.gangs = gangs
+        self._handle: Handle | None = None
+        #: Gangs whose PodGroup status may have changed since it was last published.
+        self._dirty: set[str] = set()
+        #: Group key -> the gangs it was built from (Unreserve names groups by key); the
+        #: most recent ones, as the key itself spells the gangs out too.
+        self._groups: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+
+    def attach(self, handle: Handle) -> None:
+        self._handle = handle
+
+    @property
+    def handle(self) -> Handle:
+        if self._handle is None:
+            raise RuntimeError("Coscheduling used before attach()")
+        return self._handle
+
+    # -- queue ---------------------------------------------------------------------------------
+
+    def sort_key(self, pod: PodInfo) -> SortKey:
+        return gang_sort_key(self.gangs, pod)
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        if is_timed_out(pod.annotations):
+            return Status.unresolvable(self.name, "the pod's gang timed out")
+        gang = self.gangs.gang_of(pod.uid)
+        if gang is not None and gang.timed_out:
+            if gang.is_timed_out_member(pod.uid):
+                # Told already (its GangTimeout report may not have landed yet).
+                return Status.unresolvable(self.name, "the pod's gang timed out")
+            # A new member (a replacement a Job made) waits for the old ones to go, and is
+            # told so rather than left without a word.
+            message = say.timed_out_replacement(gang)
+            self.handle.report(Report.unschedulable(pod, message, reason="GangTimeout"))
+            return Status.unresolvable(self.name, message)
+        return SUCCESS
+
+    # -- events --------------------------------------------------------------------------------
+
+    def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
+        if pod is None:
+            if old is not None:
+                self._pod_deleted(old.uid)
+            return
+        before = self.gangs.gang_of(pod.uid)
+        gang = self.gangs.on_pod(pod)
+        for changed in (before, gang):
+            if changed is not None:
+                self._dirty.add(changed.key)
+        # A PodGroup that has not arrived yet is not a mistake: the pod is told it waits.
+        if (
+            gang is not None
+            and not pod.node_name
+            and not pod.is_terminal
+            and not gang.needs_podgroup()
+        ):
+            issues = [issue.message() for issue in gang.spec.issues]
+            if issues:
+                # One Event for all of them, written even if the pod gets bound meanwhile: the
+                # settings are still wrong.
+                self.handle.report(
+                    Report.for_pod(
+                        pod, "Warning", "InvalidGangConfig", "; ".join(issues), always=True
+                    )
+                )
+
+    def _pod_deleted(self, uid: str) -> None:
+        before = self.gangs.gang_of(uid)
+        was_timed_out = before is not None and before.timed_out
+        gang = self.gangs.on_pod_deleted(uid)
+        if gang is None:
+            return
+        self._dirty.add(gang.key)
+        if was_timed_out and not gang.timed_out:
+            # The user deleted the timed-out members: the others get a fresh start.
+            self.handle.activate(gang.pending_members())
+            self.handle.request_move()
+
+    def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
+        if kind != PODGROUP_KIND:
+            return False
+        podgroup = parse_podgroup(obj)
+        if event == "DELETED":
+            self.gangs.on_podgroup_deleted(podgroup.key)
+            return True
+        gang = self.gangs.on_podgroup(podgroup)
+        self._dirty.add(gang.key)
+        if podgroup.issues:
+            ref = ObjectRef(
+                PODGROUP_KIND,
+                podgroup.namespace,
+                podgroup.name,
+                podgroup.uid,
+                api_version=PODGROUP_API_VERSION,
+            )
+            message = "; ".join(issue.message() for issue in podgroup.issues)
+            self.handle.report(Report(ref, "Warning", "InvalidGangConfig", message))
+        return True
+
+    # -- grouping ------------------------------------------------------------------------------
+
+    def _active_gangs(self, gang: Gang) -> list[Gang]:
+        """The gangs of ``gang``'s group that still constrain their members."""
+        return [g for _, g in self.gangs.group(gang) if g is not None and not g.exempt()]
+
+    def group_members(self, pod: PodInfo) -> Sequence[PodInfo] | None:
+        gang = self.gangs.gang_of(pod.uid)
+        if gang is None or gang.exempt():
+            return None
+        is_pending = self.handle.is_pending
+        return [
+            member
+            for g in self._active_gangs(gang)
+            for member in g.pending_members()
+            if member.uid != pod.uid and is_pending(member)
+        ]
+
+    def build_group(self, pod: PodInfo, pending: Sequence[PodInfo]) -> SchedulingGroup:
+        gang = self.gangs.gang_of(pod.uid)
+        assert gang is not None, "build_group is only called for members of a gang"
+        gangs = self._active_gangs(gang)
+        if gang not in gangs:
+            gangs.insert(0, gang)
+        by_gang: dict[str, list[PodInfo]] = {g.key: [] for g in gangs}
+        for member in [pod, *pending]:
+            owner = self.gangs.gang_of(member.uid)
+            if owner is not None and owner.key in by_gang:
+                by_gang[owner.key].append(member)
+        parts = [
+            GroupPart(
+                g.key,
+                sorted(by_gang[g.key], key=member_order),
+                minimum=g.spec.min_available or 0,
+                counted=g.counted(),
+                strict=g.spec.mode is GangMode.STRICT,
+            )
+            for g in gangs
+        ]
+        key = "\n".join(sorted(by_gang))
+        self._groups[key] = tuple(by_gang)
+        self._groups.move_to_end(key)
+        if len(self._groups) > _GROUPS_REMEMBERED:
+            self._groups.popitem(last=False)
+        return SchedulingGroup(key, parts, pod)
+
+    def _gangs_of(self, group_key: str) -> list[Gang]:
+        keys = self._groups.get(group_key) or tuple(group_key.split("\n"))
+        return [g for g in (self.gangs.get(k) for k in keys) if g is not None]
+
+    # -- before placing ------------------------------------------------------------------------
+
+    def pre_filter_group(
+        self, state: CycleState, group: SchedulingGroup, snapshot: Snapshot
+    ) -> Status:
+        if not group.key:
+            return SKIP
+        gang = self.gangs.gang_of(group.trigger.uid)
+        if gang is None:
+            return SKIP
+        verdict = check_group(gang, self.gangs.group(gang))
+        if not verdict.ready:
+            for _, other in self.gangs.group(gang):
+                if other is not None:
+                    other.last_message = verdict.message
+            return Status.unschedulable(self.name, say.with_notes(gang, verdict.message))
+        active = self._gangs_of(group.key)
+        for member in active:
+            if member.first_attempt is None:
+                member.first_attempt = self.handle.wall()
+            self._dirty.add(member.key)
+        for member in active:
+            problem = self._min_resources_problem(member, group, snapshot)
+            if problem:
+                member.last_message = problem
+                return Status.unschedulable(self.name, say.with_notes(gang, problem))
+        return SUCCESS
+
+    def _min_resources_problem(self, gang: Gang, group: SchedulingGroup, snapshot: Snapshot) -> str:
+        podgroup = gang.podgroup
+        if podgroup is None or podgroup.min_resources is None:
+            return ""
+        minimum = podgroup.min_resources
+        free = free_in_cluster(snapshot, minimum.names())
+        counted = [p for p in gang.members.values() if snapshot.node_of(p.uid) is not None]
+        short = shortfall(minimum, counted, free, self.handle.reclaimable(group, snapshot))
+        if not short:
+            return ""
+        return f"gang {gang.key}: minResources do not fit the free room: {'; '.join(short)}"
+
+    # -- after placing -------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
+    ) -> PostFilterResult:
+        if not group.key or plan.satisfied:
+            return PostFilterResult(SKIP)
+        strict = any(part.part.strict for part in plan.parts)
+        messages = self._explain(plan, keep=not strict)
+        return PostFilterResult(
+            Status.unschedulable(self.name), drop_placements=strict, messages=messages
+        )
+
+    def _explain(self, plan: GroupPlan, *, keep: bool) -> dict[str, str]:
+        """What every member of the group hears after an attempt that left it short: pods not
+        placed, pods placed (kept or not), and pods held from earlier attempts."""
+        messages: dict[str, str] = {}
+        blamed = say.culprit(plan)
+        other = self.gangs.get(blamed.part.key)
+        waiting = self.handle.waiting
+        for part in plan.parts:
+            gang = self.gangs.get(part.part.key)
+            if gang is None:
+                continue
+            held = waiting.in_part(gang.key)
+            holding = len(held) + (len(part.placed) if keep else 0)
+            message = say.unsatisfied(plan, part, gang, other or gang, holding)
+            gang.last_message = message
+            self._dirty.add(gang.key)
+            text = say.with_notes(gang, message)
+            for pod in _all_pods(part):
+                messages[pod.uid] = text
+            for held_pod in held:
+                messages[held_pod.pod.uid] = text
+        return messages
+
+    def reserve(
+        self, state: CycleState, group: SchedulingGroup, placements: Sequence[Placement]
+    ) -> Status:
+        if not group.key:
+            return SUCCESS
+        for gang in self._gangs_of(group.key):
+            self._dirty.add(gang.key)
+        return SUCCESS
+
+    def unreserve(
+        self, group_key: str, placements: Sequence[Placement], reason: UnreserveReason
+    ) -> None:
+        if reason != UnreserveReason.TIMEOUT or not group_key:
+            return
+        gangs = self._gangs_of(group_key)
+        if all(g.satisfied for g in gangs):
+            # Satisfied gangs under a policy that still counts (only-waiting, say) held room
+            # for replacements that did not add up: let it go, no timeout.
+            return
+        for gang in gangs:
+            if not gang.satisfied and not gang.timed_out:
+                self._time_out(gang)
+
+    def _time_out(self, gang: Gang) -> None:
+        message = say.timed_out(gang)
+        gang.mark_timed_out()
+        gang.last_message = message
+        self._dirty.add(gang.key)
+        log.warning("gang timed out", gang=gang.key, waiting_time=gang.spec.waiting_time)
+        for pod in list(gang.members.values()):
+            if pod.node_name or pod.is_terminal:
+                continue
+            self.handle.report(
+                Report.for_pod(
+                    pod,
+                    "Warning",
+                    "GangTimeout",
+                    message,
+                    condition=("False", "GangTimeout"),
+                    annotations={TIMEOUT_KEY: "true"},
+                    always=True,
+                )
+            )
+
+    def permit(
+        self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, now: float
+    ) -> PermitResult:
+        if not group.key:
+            return ALLOW
+        gangs = self._gangs_of(group.key)
+        waiting = self.handle.waiting
+        if plan.satisfied:
+            held = tuple(w.pod.uid for g in gangs for w in waiting.in_part(g.key))
+            for gang in gangs:
+                gang.mark_satisfied()
+                gang.last_message = ""
+                self._dirty.add(gang.key)
+            log.info(
+                "gang group placed",
+                gangs=[g.key for g in gangs],
+                pods=len(plan.placements()) + len(held),
+            )
+            return PermitResult(Decision.ALLOW, also_allow=held, plugin=self.name)
+        messages = self._explain(plan, keep=True)
+        if any(part.part.strict for part in plan.parts):
+            return PermitResult(Decision.REJECT, messages=messages, plugin=self.name)
+        deadline = waiting.deadline(group.key)
+        if deadline is None:
+            deadline = now + min(g.spec.waiting_time for g in gangs)
+        return PermitResult(Decision.WAIT, deadline=deadline, messages=messages, plugin=self.name)
+
+    # -- status --------------------------------------------------------------------------------
+
+    def status_updates(self) -> list[StatusUpdate]:
+        updates = []
+        for key in sorted(self._dirty):
+            gang = self.gangs.get(key)
+            if gang is None or gang.podgroup is None:
+                continue
+            updates.append(
+                StatusUpdate(
+                    PODGROUP_API_VERSION,
+                    PODGROUP_PLURAL,
+                    gang.podgroup.namespace,
+                    gang.podgroup.name,
+                    podgroup_status(gang),
+                )
+            )
+        self._dirty.clear()
+        return updates
+
+
+def _all_pods(part: PartPlan) -> Iterable[PodInfo]:
+    for placement in part.placed:
+        yield placement.pod
+    for result in part.failed:
+        yield result.pod
+    yield from part.skipped

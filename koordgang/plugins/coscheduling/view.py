@@ -1,0 +1,31 @@
+"""The gangs as people want to see them (``/gangs``, ``koordgang gangs``): every gang, its group,
+mode, members created, placed and bound, its state, and why it waits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from koordgang.state.cache import SchedulerCache
+from koordgang.state.gangs import GangRegistry
+
+
+def gang_rows(gangs: GangRegistry, cache: SchedulerCache) -> list[dict[str, Any]]:
+    rows = []
+    for gang in sorted(gangs.gangs(), key=lambda g: g.key):
+        spec = gang.spec
+        members = list(gang.live_members())
+        rows.append(
+            {
+                "gang": gang.key,
+                "group": list(spec.groups),
+                "mode": spec.mode.value,
+                "minAvailable": spec.min_available,
+                "totalNumber": spec.total_number,
+                "created": len(members),
+                "placed": sum(1 for p in members if cache.node_of(p.uid) is not None),
+                "bound": sum(1 for p in members if p.node_name),
+                "state": gang.state.value,
+                "waitingFor": "" if gang.satisfied else gang.last_message,
+            }
+        )
+    return rows
