@@ -178,8 +178,7 @@ class SchedulingLoop:
         result = "scheduled" if outcome.bind or outcome.allow_waiting else "unschedulable"
         if outcome.status.code is Code.ERROR:
             result = "error"
-        self._metrics.attempts.labels(result).inc()
-        self._metrics.attempt_duration.labels(result).observe(self._clock() - started)
+        self._metrics.attempt(result, self._clock() - started)
 
     def _apply(self, outcome: CycleOutcome, members: dict[str, QueuedPod], now: float) -> None:
         group = outcome.group

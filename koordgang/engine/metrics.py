@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 _LATENCY_BUCKETS = (
@@ -28,6 +30,7 @@ _E2E_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._attempt_children: dict[str, tuple[Any, Any]] = {}
         self.attempts = Counter(
             "koordgang_schedule_attempts",
             "Scheduling attempts by result (scheduled, unschedulable, error).",
@@ -90,6 +93,16 @@ class Metrics:
             ["kind", "result"],
             registry=self.registry,
         )
+
+    def attempt(self, result: str, seconds: float) -> None:
+        """One scheduling attempt ended with ``result``. The labelled children are looked up
+        once: ``labels()`` takes a lock and builds a key on every call."""
+        children = self._attempt_children.get(result)
+        if children is None:
+            children = (self.attempts.labels(result), self.attempt_duration.labels(result))
+            self._attempt_children[result] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -193,6 +193,9 @@ class SchedulerCache:
     def namespaces(self) -> Iterable[str]:
         return self._by_namespace.keys()
 
+    def has_pod_affinity(self) -> bool:
+        return bool(self._with_pod_affinity)
+
     def pods_with_pod_affinity(self) -> Iterator[PodInfo]:
         pods = self._pods
         return (pods[uid] for uid in self._with_pod_affinity)

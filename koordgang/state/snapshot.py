@@ -371,6 +371,13 @@ class Snapshot:
             if placement.pod.namespace == namespace:
                 yield placement.pod, placement.node_name
 
+    def has_pod_affinity(self) -> bool:
+        """Whether any pod known here has pod (anti-)affinity terms (counted or not): when
+        none has, plugins about such terms have nothing to look at."""
+        return self.cache.has_pod_affinity() or any(
+            p.pod.pod_affinity is not None for p in self._uncached.values()
+        )
+
     def pods_with_pod_affinity(self) -> Iterator[tuple[PodInfo, str]]:
         """(pod, node) for every counted pod with pod (anti-)affinity terms in this view."""
         yield from self._counted(self.cache.pods_with_pod_affinity())

@@ -86,6 +86,8 @@ class InterPodAffinity:
 
     def _prepare(self, pod: PodInfo, snapshot: Snapshot) -> _FilterState | None:
         """What the filter needs; None when it has nothing to check (most pods)."""
+        if pod.pod_affinity is None and not snapshot.has_pod_affinity():
+            return None  # the common case, decided without building anything
         namespace_labels = snapshot.cache.namespace_labels(pod.namespace)
         existing = _existing_anti_affinity(pod, snapshot, namespace_labels)
         affinity = pod.pod_affinity
@@ -150,6 +152,8 @@ class InterPodAffinity:
             return SUCCESS
         # Otherwise only pods with terms can say anything, and they are few: as kube-scheduler
         # does, say SKIP unless one of their terms selects this pod somewhere.
+        if not snapshot.has_pod_affinity():
+            return _SKIP
         scores = self._existing_scores(pod, snapshot)
         if not scores:
             return _SKIP

@@ -58,6 +58,8 @@ class _FilterState:
 
 
 def _constraints(pod: PodInfo, when: str) -> tuple[TopologySpreadConstraint, ...]:
+    if not pod.spread_constraints:
+        return ()  # most pods: no tuple built for every pod that passes
     return tuple(c for c in pod.spread_constraints if c.when_unsatisfiable == when)
 
 
