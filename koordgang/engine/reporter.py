@@ -64,6 +64,9 @@ class Reporter:
         self._relevance = relevance
         self._clock = clock
         self._pending: OrderedDict[tuple[str, str], Report] = OrderedDict()
+        #: Informational Events (``Scheduled``), apart: they wait while binds are in flight,
+        #: and a scan for something to write need not step over them.
+        self._informational: OrderedDict[tuple[str, str], Report] = OrderedDict()
         #: uid -> reason -> (message, when written): what each object was last told.
         self._last: dict[str, dict[str, tuple[str, float]]] = {}
         self._wakeup = asyncio.Event()
@@ -96,11 +99,11 @@ class Reporter:
         return False
 
     def report(self, report: Report) -> None:
-        if _informational(report) and not self._take_token():
-            self._metrics.api_writes.labels("event", "dropped").inc()
-            return
-        if _informational(report) and len(self._pending) >= MAX_PENDING:
-            # A long burst of binds: informational Events are the first thing to give up.
+        informational = _informational(report)
+        if informational and (
+            not self._take_token() or len(self._informational) >= MAX_PENDING
+        ):
+            # Past their rate, or a long burst of binds: these are the first thing to give up.
             self._metrics.api_writes.labels("event", "dropped").inc()
             return
         key = (report.obj.uid, report.reason)
@@ -113,9 +116,11 @@ class Reporter:
         ):
             # The object says this already: whatever was queued since is older news.
             self._pending.pop(key, None)
+            self._informational.pop(key, None)
             return
-        self._pending[key] = report
-        self._pending.move_to_end(key)
+        queue = self._informational if informational else self._pending
+        queue[key] = report
+        queue.move_to_end(key)
         self._idle.clear()
         self._wakeup.set()
 
@@ -126,7 +131,7 @@ class Reporter:
 
     @property
     def backlog(self) -> int:
-        return len(self._pending)
+        return len(self._pending) + len(self._informational)
 
     # -- workers -----------------------------------------------------------------------------
 
@@ -135,11 +140,14 @@ class Reporter:
         one pod must not race, or an older explanation could land after a newer one. While
         binds are in flight, informational Events wait: they would take the API server's
         capacity from binding (measured: 100 Scheduled Events/s cost 10-15% of throughput)."""
-        defer = self._relevance.binding_busy()
-        for key, report in self._pending.items():
-            if key[0] in self._writing or (defer and _informational(report)):
-                continue
-            return self._pending.pop(key)
+        writing = self._writing
+        for key in self._pending:
+            if key[0] not in writing:
+                return self._pending.pop(key)
+        if self._informational and not self._relevance.binding_busy():
+            for key in self._informational:
+                if key[0] not in writing:
+                    return self._informational.pop(key)
         return None
 
     async def work(self) -> None:
@@ -148,12 +156,13 @@ class Reporter:
         while True:
             report = self._next()
             if report is None:
-                if not self._pending and not self._writing:
+                waiting = self._pending or self._informational
+                if not waiting and not self._writing:
                     self._idle.set()
-                if self._closing and not self._pending:
+                if self._closing and not waiting:
                     return
                 self._wakeup.clear()
-                if self._pending:
+                if waiting:
                     # Only deferred Events are left: look again when binding may have paused.
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wakeup.wait(), timeout=0.2)
@@ -168,7 +177,7 @@ class Reporter:
                 await self._write(report)
             finally:
                 self._writing.discard(uid)
-                if self._pending:
+                if self._pending or self._informational:
                     self._wakeup.set()
 
     async def _write(self, report: Report) -> None:

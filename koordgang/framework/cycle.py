@@ -48,7 +48,7 @@ class CycleOutcome:
     explain: dict[str, str] = field(default_factory=dict)
     #: Give up what the group held from earlier cycles too (a Strict group short again).
     release_held: bool = False
-    #: The placement, when one ran (for metrics and messages).
+    #: What the placement did, when one ran.
     plan: GroupPlan | None = None
 
 
@@ -121,8 +121,9 @@ def run_cycle(
         outcome.status = SUCCESS if placements or permit.also_allow else _failure(plan)
         outcome.bind = placements
         outcome.allow_waiting = permit.also_allow
+    own = _own_failures(plan)
     for pod in plan.unplaced():
-        outcome.unplaced[pod.uid] = messages.get(pod.uid) or _own_failure(plan, pod.uid)
+        outcome.unplaced[pod.uid] = messages.get(pod.uid) or own.get(pod.uid, "")
     for placed in plan.placements():
         if placed.pod.uid not in kept:
             outcome.unplaced[placed.pod.uid] = messages.get(placed.pod.uid, "")
@@ -136,14 +137,16 @@ def _failure(plan: GroupPlan) -> Status:
     return Status(Code.UNSCHEDULABLE)
 
 
-def _own_failure(plan: GroupPlan, uid: str) -> str:
+def _own_failures(plan: GroupPlan) -> dict[str, str]:
+    """Why each unplaced member went nowhere: its own diagnosis, or for a member not tried,
+    its part's first failure."""
+    own: dict[str, str] = {}
     for part in plan.parts:
         for result in part.failed:
-            if result.pod.uid == uid:
-                return result.message
-        if any(p.uid == uid for p in part.skipped):
-            return part.first_failure
-    return ""
+            own[result.pod.uid] = result.message
+        for pod in part.skipped:
+            own[pod.uid] = part.first_failure
+    return own
 
 
 def _leave_all(
@@ -154,6 +157,7 @@ def _leave_all(
     default: str = "",
 ) -> None:
     """Nothing of this cycle is kept: every member stays pending, each told why."""
+    own = _own_failures(plan)
     for pod in group.members():
-        outcome.unplaced[pod.uid] = messages.get(pod.uid) or default or _own_failure(plan, pod.uid)
+        outcome.unplaced[pod.uid] = messages.get(pod.uid) or default or own.get(pod.uid, "")
     outcome.explain = {uid: text for uid, text in messages.items() if uid not in outcome.unplaced}

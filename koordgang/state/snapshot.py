@@ -47,7 +47,8 @@ class _Delta:
         self.pods = 0
         self.added: dict[str, PodInfo] = {}
         self.removed: dict[str, PodInfo] = {}
-        self.ports: Counter[HostPort] = Counter()
+        #: Net change of host ports in use; None until a pod with host ports comes or goes.
+        self.ports: Counter[HostPort] | None = None
         self.version = 0
 
     def copy(self) -> _Delta:
@@ -56,7 +57,7 @@ class _Delta:
         other.pods = self.pods
         other.added = dict(self.added)
         other.removed = dict(self.removed)
-        other.ports = Counter(self.ports)
+        other.ports = None if self.ports is None else Counter(self.ports)
         other.version = self.version
         return other
 
@@ -69,8 +70,11 @@ class _Delta:
             else:
                 requested.pop(name, None)
         self.pods += sign
-        for port in ports:
-            self.ports[port] += sign
+        if ports:
+            if self.ports is None:
+                self.ports = Counter()
+            for port in ports:
+                self.ports[port] += sign
         self.version = next_version()
 
 
