@@ -33,9 +33,7 @@ def test_a_gang_whose_min_resources_exceed_the_free_room_waits_and_says_what_is_
     )
     names = gang_book.create_pods(gang)
 
-    messages = wait_explained(
-        cluster, namespace, names, f"{GPU} short by 8 (needs 16, 8 free)"
-    )
+    messages = wait_explained(cluster, namespace, names, f"{GPU} short by 8 (needs 16, 8 free)")
     assert all(m.startswith(f"gang {gang.key}: minResources") for m in messages.values())
     assert bound_count(cluster, gang) == 0
 

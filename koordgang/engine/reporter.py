@@ -100,9 +100,7 @@ class Reporter:
 
     def report(self, report: Report) -> None:
         informational = _informational(report)
-        if informational and (
-            not self._take_token() or len(self._informational) >= MAX_PENDING
-        ):
+        if informational and (not self._take_token() or len(self._informational) >= MAX_PENDING):
             # Past their rate, or a long burst of binds: these are the first thing to give up.
             self._metrics.api_writes.labels("event", "dropped").inc()
             return
