@@ -43,6 +43,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	@echo "==> ruff"
 	@$(VENV)/bin/ruff check koordgang e2e tests
+	@$(VENV)/bin/ruff format --check --quiet koordgang e2e tests
 	@echo "==> mypy --strict koordgang"
 	@$(VENV)/bin/mypy
 	@echo "==> import-linter (layers import only downward)"
