@@ -70,7 +70,8 @@ def run_cycle(
     outcome.plan = plan
     messages: dict[str, str] = {}
     placements = plan.placements()
-    if not plan.complete:
+    complete = plan.complete
+    if not complete:
         result = framework.run_post_filter(state, group, plan, snapshot)
         messages.update(result.messages)
         if result.status.is_success:
@@ -109,8 +110,8 @@ def run_cycle(
         if work is not snapshot:
             work.commit()
         snapshot.commit()
-    kept = {p.pod.uid for p in placements}
     if permit.decision is Decision.WAIT:
+        kept = {p.pod.uid for p in placements}
         outcome.status = Status(Code.WAIT)
         outcome.hold = placements
         outcome.deadline = permit.deadline
@@ -121,12 +122,11 @@ def run_cycle(
         outcome.status = SUCCESS if placements or permit.also_allow else _failure(plan)
         outcome.bind = placements
         outcome.allow_waiting = permit.also_allow
-    own = _own_failures(plan)
-    for pod in plan.unplaced():
-        outcome.unplaced[pod.uid] = messages.get(pod.uid) or own.get(pod.uid, "")
-    for placed in plan.placements():
-        if placed.pod.uid not in kept:
-            outcome.unplaced[placed.pod.uid] = messages.get(placed.pod.uid, "")
+    if not complete:
+        own = _own_failures(plan)
+        outcome.unplaced = {
+            pod.uid: messages.get(pod.uid) or own.get(pod.uid, "") for pod in plan.unplaced()
+        }
     return outcome
 
 
@@ -158,6 +158,8 @@ def _leave_all(
 ) -> None:
     """Nothing of this cycle is kept: every member stays pending, each told why."""
     own = _own_failures(plan)
-    for pod in group.members():
-        outcome.unplaced[pod.uid] = messages.get(pod.uid) or default or own.get(pod.uid, "")
-    outcome.explain = {uid: text for uid, text in messages.items() if uid not in outcome.unplaced}
+    unplaced = {
+        pod.uid: messages.get(pod.uid) or default or own.get(pod.uid, "") for pod in group.members()
+    }
+    outcome.unplaced = unplaced
+    outcome.explain = {uid: text for uid, text in messages.items() if uid not in unplaced}

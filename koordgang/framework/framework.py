@@ -203,6 +203,8 @@ class Framework:
     ) -> PermitResult:
         """Any REJECT rejects; else any WAIT waits (until the earliest deadline); else ALLOW.
         The messages of all plugins are merged; ALLOW merges the held pods let go."""
+        if len(self.permits) == 1:
+            return self.permits[0].permit(state, group, plan, now)  # nothing to combine
         decision = Decision.ALLOW
         deadline: float | None = None
         plugin = ""

@@ -37,6 +37,7 @@ class Scope(enum.IntEnum):
     #: set of nodes, and shared by every pod of that shape.
     STATIC = 0
     #: Also what runs on the node (its usage, its ports): computed again when the node changes.
+    #: A NODE filter never accepts a pod on a node because the node got fuller.
     NODE = 1
     #: Also what runs on other nodes (a topology domain): computed for every node, every time.
     #: A pod for which such a plugin is active is placed by a pass over all nodes.
@@ -92,6 +93,9 @@ class PreScorePlugin(Plugin, Protocol):
 class ScorePlugin(Plugin, Protocol):
     weight: int
     scope: Scope
+    #: True when placing more pods on a node can raise its score (binpacking): the node index
+    #: then looks again at every node that changed, not only at those that got emptier.
+    rises_with_usage: bool
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> int:
         """A raw score for placing ``pod`` on a feasible ``node`` (higher is better)."""

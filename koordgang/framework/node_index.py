@@ -9,10 +9,18 @@ nodes of the view asked about (ties broken at random), because
 - every entry carries the *version* of the node it was scored at (``NodeState.version``, or the
   node's version inside a snapshot); versions are never reused, so an entry is current exactly
   when its version equals the node's version in the view;
-- whenever a node changes, up or down, a current entry is pushed for it (or none, if it no
-  longer fits) before the heap is read: the cache's change log tells a shared heap which nodes
-  changed, a snapshot's log tells its private heaps;
-- outdated entries are dropped when they reach the top.
+- whenever a node changes in a way that may raise its score or let the pod fit again, a current
+  entry is pushed for it before the heap is read: the cache's change log tells a shared heap
+  which nodes changed, a snapshot's log tells its private heaps;
+- an outdated entry that reaches the top is scored again (or dropped, if the pod no longer
+  fits there) before anything below it is trusted.
+
+Which changes count as "may raise" depends on the scores. NODE filters never let a pod in
+because a node got fuller, and most scores only fall as a node fills (spreading): then only
+nodes that lost a pod or changed spec are looked at at once, an outdated entry of a node that
+only got fuller is an upper bound of its score, and checking it when it surfaces is enough
+(one evaluation per placement, however many pod shapes have heaps). When a score rises as a
+node fills (``rises_with_usage``: binpacking), every changed node is looked at at once.
 
 This holds for filters and scores that look at one node only (scopes STATIC and NODE); pods for
 which a CLUSTER plugin is active are placed by a pass over all nodes instead.
@@ -72,25 +80,33 @@ class NodeIndex:
         candidates: Sequence[NodeState],
         evaluate: Evaluate,
         within: frozenset[str] | None = None,
+        *,
+        lazy: bool = True,
     ) -> NodeState | None:
         """The best node of ``snapshot`` among ``candidates`` (the statically feasible nodes;
-        a given key must always come with the same ones for a given node set) and, if given,
-        ``within``; None when none fits."""
+        a given key must always come with the same ones for a given node set, and the same
+        ``lazy``) and, if given, ``within``; None when none fits. ``lazy``: no score of the
+        key rises as a node fills (see the module's docstring)."""
         snapshot.check()
         if within is not None:
-            heap = self._scoped(key, snapshot, candidates, evaluate, within)
+            heap = self._scoped(key, snapshot, candidates, evaluate, within, lazy)
         elif not snapshot.touched():
-            heap = self._shared_heap(key, snapshot, candidates, evaluate)
+            heap = self._shared_heap(key, snapshot, candidates, evaluate, lazy)
         else:
-            heap = self._private(key, snapshot, candidates, evaluate)
+            heap = self._private(key, snapshot, candidates, evaluate, lazy)
         entries = heap.entries
         while entries:
             _, _, name, version = entries[0]
-            if version == snapshot.version(name):
-                node = snapshot.node(name)
-                if node is not None:
-                    return node
+            node = snapshot.node(name)
+            if node is not None and version == snapshot.version_of(node):
+                return node
             heapq.heappop(entries)
+            if lazy and node is not None and name in heap.members:
+                # Outdated: score it as it is now (a current entry of it may be in the heap
+                # already; a duplicate is harmless).
+                entry = self._entry(node, snapshot, evaluate)
+                if entry is not None:
+                    heapq.heappush(entries, entry)
         return None
 
     def clear(self) -> None:
@@ -104,7 +120,7 @@ class NodeIndex:
             return None
         # Equal scores are ordered by a number drawn when the entry is made: ties are broken
         # at random, as kube-scheduler breaks them.
-        return (-score, self._rng.random(), node.name, view.version(node.name))
+        return (-score, self._rng.random(), node.name, view.version_of(node))
 
     def _fill(
         self, heap: _Heap, nodes: Sequence[NodeState], view: Snapshot, evaluate: Evaluate
@@ -137,6 +153,7 @@ class NodeIndex:
         snapshot: Snapshot,
         candidates: Sequence[NodeState],
         evaluate: Evaluate,
+        lazy: bool,
     ) -> _Heap:
         """The heap of ``key`` over the cache, up to date with the cache. ``snapshot`` must have
         changed nothing: it stands for the cache here."""
@@ -144,7 +161,7 @@ class NodeIndex:
         heap = self._shared.get(key)
         changes = None
         if heap is not None and heap.generation == cache.node_generation:
-            changes = cache.changes_since(heap.position)
+            changes = (cache.shrinks_since if lazy else cache.changes_since)(heap.position)
             if len(heap.entries) > 4 * len(heap.members) + 64:
                 changes = None  # crowded with outdated entries: start afresh
         if heap is None or changes is None:
@@ -159,7 +176,7 @@ class NodeIndex:
             self._shared.move_to_end(key)
             if changes:
                 self._refresh(heap, changes, snapshot, evaluate)
-                heap.position = cache.change_position
+            heap.position = cache.change_position
         return heap
 
     def _private(
@@ -168,6 +185,7 @@ class NodeIndex:
         snapshot: Snapshot,
         candidates: Sequence[NodeState],
         evaluate: Evaluate,
+        lazy: bool,
     ) -> _Heap:
         """The heap of ``key`` over ``snapshot``, kept in the snapshot and up to date with it."""
         slot = ("heap", key)
@@ -177,18 +195,19 @@ class NodeIndex:
             if parent is not None and parent.touched():
                 # A fork starts from its parent's view: copy the parent's heap (brought up to
                 # date first) and replay what the fork changed since.
-                base = self._private(key, parent, candidates, evaluate)
+                base = self._private(key, parent, candidates, evaluate, lazy)
                 heap = base.copy(0)
             else:
+                # The parent (if any) shows the cache as it is: the shared heap stands for it,
+                # and this snapshot's own log is all that differs.
                 base_view = parent if parent is not None else Snapshot(snapshot.cache)
-                shared = self._shared_heap(key, base_view, candidates, evaluate)
-                heap = shared.copy(snapshot.log_position)
-                self._refresh(heap, list(snapshot.touched()), snapshot, evaluate)
+                shared = self._shared_heap(key, base_view, candidates, evaluate, lazy)
+                heap = shared.copy(0)
             snapshot.index_data[slot] = heap
-        changes = snapshot.log_since(heap.position)
+        changes = (snapshot.shrinks_since if lazy else snapshot.log_since)(heap.position)
         if changes:
             self._refresh(heap, changes, snapshot, evaluate)
-            heap.position = snapshot.log_position
+        heap.position = snapshot.log_position
         return heap
 
     def _scoped(
@@ -198,6 +217,7 @@ class NodeIndex:
         candidates: Sequence[NodeState],
         evaluate: Evaluate,
         within: frozenset[str],
+        lazy: bool,
     ) -> _Heap:
         """The heap of ``key`` over the nodes in ``within``, private to ``snapshot``."""
         slot = ("scoped", key, within)
@@ -212,8 +232,8 @@ class NodeIndex:
             self._fill(heap, nodes, snapshot, evaluate)
             snapshot.index_data[slot] = heap
             return heap
-        changes = snapshot.log_since(heap.position)
+        changes = (snapshot.shrinks_since if lazy else snapshot.log_since)(heap.position)
         if changes:
             self._refresh(heap, changes, snapshot, evaluate)
-            heap.position = snapshot.log_position
+        heap.position = snapshot.log_position
         return heap

@@ -35,7 +35,6 @@ from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Snapshot
 
 _STATIC_CACHE_SIZE = 512
-_NONE: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -63,6 +62,11 @@ class _Active:
     @property
     def cluster(self) -> bool:
         return bool(self.cluster_filters or self.cluster_scores)
+
+    @property
+    def lazy(self) -> bool:
+        """No score of these rises as a node fills (see NodeIndex)."""
+        return not any(s.rises_with_usage for s in self.node_scores)
 
 
 class PodRunner:
@@ -92,23 +96,24 @@ class PodRunner:
         self.cluster_scores = tuple(cluster_scores)
         self._rng = rng or random.Random()
         self._static_cache: OrderedDict[Hashable, StaticVerdict] = OrderedDict()
-        self._actives: dict[tuple[frozenset[str], frozenset[str]], _Active] = {}
+        self._actives: dict[tuple[tuple[str, ...], tuple[str, ...]], _Active] = {}
         self.index = NodeIndex(self._rng)
 
     # -- phases --------------------------------------------------------------------------------
 
     def run_pre_filters(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
-    ) -> tuple[Status, frozenset[str]]:
-        """The first rejection, or SUCCESS and the names of the plugins that said SKIP."""
+    ) -> tuple[Status, tuple[str, ...]]:
+        """The first rejection, or SUCCESS and the names of the plugins that said SKIP (in
+        the plugins' order)."""
         skipped: list[str] = []
         for plugin in self.pre_filters:
             status = plugin.pre_filter(state, pod, snapshot)
             if status.code is Code.SKIP:
                 skipped.append(plugin.name)
             elif not status.is_success:
-                return status, frozenset(skipped)
-        return SUCCESS, _NONE if not skipped else frozenset(skipped)
+                return status, tuple(skipped)
+        return SUCCESS, tuple(skipped)
 
     def _pre_scores(
         self,
@@ -116,16 +121,17 @@ class PodRunner:
         pod: PodInfo,
         snapshot: Snapshot,
         plugins: Sequence[PreScorePlugin],
-    ) -> frozenset[str]:
-        skipped = [
-            plugin.name
-            for plugin in plugins
-            if plugin.pre_score(state, pod, snapshot).code is Code.SKIP
-        ]
-        return _NONE if not skipped else frozenset(skipped)
+    ) -> tuple[str, ...]:
+        return tuple(
+            [
+                plugin.name
+                for plugin in plugins
+                if plugin.pre_score(state, pod, snapshot).code is Code.SKIP
+            ]
+        )
 
     def _active(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, skipped: frozenset[str]
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, skipped: tuple[str, ...]
     ) -> _Active:
         no_score = self._pre_scores(state, pod, snapshot, self.pre_scores)
         active = self._actives.get((skipped, no_score))
@@ -211,7 +217,12 @@ class PodRunner:
             return self._scan(state, pod, snapshot, verdict, active, within)
         key = (pod.shape, active)
         best = self.index.best(
-            key, snapshot, verdict.feasible, self._evaluator(state, pod, verdict, active), within
+            key,
+            snapshot,
+            verdict.feasible,
+            self._evaluator(state, pod, verdict, active),
+            within,
+            lazy=active.lazy,
         )
         if best is not None:
             return PodResult(pod, best.name)
@@ -227,7 +238,7 @@ class PodRunner:
 
         def evaluate(node: NodeState, view: Snapshot) -> int | None:
             for check in filters:
-                if not check.filter(state, pod, node, view).is_success:
+                if check.filter(state, pod, node, view).code is not Code.SUCCESS:
                     return None
             total = static_scores.get(node.name, 0)
             for scorer in scores:

@@ -152,6 +152,7 @@ class LabelScore:
     """STATIC: scores a node by its label ``score-<key>`` (0 when absent)."""
 
     scope = Scope.STATIC
+    rises_with_usage = False
 
     def __init__(self, key: str = "a", weight: int = 1) -> None:
         self.name = f"LabelScore-{key}"
@@ -185,6 +186,7 @@ class FreeCpuScore:
     name = "FreeCpuScore"
     weight = 1
     scope = Scope.NODE
+    rises_with_usage = False
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> int:
         return snapshot.free(node, "cpu") - pod.requests.get("cpu")
@@ -229,6 +231,7 @@ class SkippablePenalty:
     name = "Penalty"
     weight = 10
     scope = Scope.NODE
+    rises_with_usage = False
 
     def __init__(self) -> None:
         self.calls = 0

@@ -71,7 +71,11 @@ def host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     """
     found: set[HostPort] = set()
     for index, container in enumerate(_fields.items(spec, "containers", "spec.containers")):
+        if type(container) is dict and not container.get("ports"):
+            continue  # most containers: no ports, nothing to check (this runs per pod event)
         _collect(container, f"spec.containers[{index}]", found)
+    if not spec.get("initContainers"):
+        return tuple(sorted(found)) if found else ()
     init_containers = _fields.items(spec, "initContainers", "spec.initContainers")
     for index, container in enumerate(init_containers):
         path = f"spec.initContainers[{index}]"

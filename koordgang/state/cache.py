@@ -40,6 +40,9 @@ class SchedulerCache:
         self._node_list: list[NodeState] | None = None
         #: Names of nodes whose usage or spec changed, in order (see ``changes_since``).
         self._changes: list[str] = []
+        #: Beside each change: did the node only get fuller (a pod came)? Everything else (a
+        #: pod gone, a new spec) may have made it better for some pod.
+        self._grew: list[bool] = []
         self._changes_base = 0
         #: namespace -> uids of the pods in it (selectors of pod affinity and spreading look
         #: at one namespace at a time).
@@ -107,13 +110,15 @@ class SchedulerCache:
 
     # -- what changed ------------------------------------------------------------------------
 
-    def _note_change(self, name: str) -> None:
+    def _note_change(self, name: str, grew: bool = False) -> None:
         """Records that ``name``'s usage or spec changed. Indexes of best nodes keep a position
         in this log and look again at the nodes named since, up or down."""
         self._changes.append(name)
+        self._grew.append(grew)
         if len(self._changes) > _CHANGE_LOG_MAX:
             drop = len(self._changes) - _CHANGE_LOG_MAX // 2
             del self._changes[:drop]
+            del self._grew[:drop]
             self._changes_base += drop
 
     @property
@@ -125,6 +130,13 @@ class SchedulerCache:
         if position < self._changes_base:
             return None
         return self._changes[position - self._changes_base :]
+
+    def shrinks_since(self, position: int) -> list[str] | None:
+        """Like ``changes_since``, leaving out the changes where a node only got fuller."""
+        if position < self._changes_base:
+            return None
+        start = position - self._changes_base
+        return [n for n, grew in zip(self._changes[start:], self._grew[start:]) if not grew]
 
     def _nodes_changed(self) -> None:
         self.node_generation = next(_generations)
@@ -253,7 +265,7 @@ class SchedulerCache:
             if state is None:
                 state = self._nodes[desired[0]] = NodeState(desired[0])
             state.add(uid, desired[1], desired[2])
-            self._note_change(desired[0])
+            self._note_change(desired[0], grew=True)
             self._accounted[uid] = desired
 
     # -- namespaces and claims -----------------------------------------------------------------

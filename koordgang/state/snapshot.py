@@ -84,6 +84,7 @@ class Snapshot:
         "_closed",
         "_deltas",
         "_log",
+        "_log_grew",
         "_mutations",
         "_node_of",
         "_owned",
@@ -129,6 +130,8 @@ class Snapshot:
         self._owned: set[str] = set()
         #: Nodes changed in this snapshot, in order, for indexes that keep up with it.
         self._log: list[str] = []
+        #: Beside each: did the node only get fuller (see ``SchedulerCache.shrinks_since``)?
+        self._log_grew: list[bool] = []
         self._mutations: int = 0
         self._closed = False
         #: Scratch space of the framework's indexes for this snapshot alone (dropped with it).
@@ -194,7 +197,7 @@ class Snapshot:
                 self._uncached[uid] = placement
             self._node_of[uid] = node.name
         delta.change(pod.requests, 1, pod.host_ports)
-        self._changed(node.name)
+        self._changed(node.name, grew=True)
 
     def remove(self, pod: PodInfo) -> None:
         """Takes ``pod`` off its node (a victim in a dry run, or a placement undone)."""
@@ -216,10 +219,11 @@ class Snapshot:
             self._removed[uid] = Placement(pod, name)
             self._node_of[uid] = None
         delta.change(pod.requests, -1, pod.host_ports)
-        self._changed(name)
+        self._changed(name, grew=False)
 
-    def _changed(self, name: str) -> None:
+    def _changed(self, name: str, *, grew: bool) -> None:
         self._log.append(name)
+        self._log_grew.append(grew)
         self._mutations += 1
 
     def commit(self) -> list[Placement]:
@@ -237,6 +241,7 @@ class Snapshot:
             parent._uncached = self._uncached
             parent._removed = self._removed
             parent._log.extend(self._log)
+            parent._log_grew.extend(self._log_grew)
             parent._mutations += 1
             return list(self._placed.values())
         if self._removed:
@@ -280,6 +285,11 @@ class Snapshot:
         state = self.cache.node(name)
         return 0 if state is None else state.version
 
+    def version_of(self, node: NodeState) -> int:
+        """``version(node.name)`` for a node at hand (saves looking it up in the cache)."""
+        delta = self._deltas.get(node.name)
+        return node.version if delta is None else delta.version
+
     def touched(self) -> Iterable[str]:
         """Nodes that differ from the cache in this view."""
         return self._deltas.keys()
@@ -287,6 +297,10 @@ class Snapshot:
     def log_since(self, position: int) -> list[str]:
         """Nodes changed in this snapshot (not its ancestors) since ``position``."""
         return self._log[position:]
+
+    def shrinks_since(self, position: int) -> list[str]:
+        """Like ``log_since``, leaving out the changes where a node only got fuller."""
+        return [n for n, grew in zip(self._log[position:], self._log_grew[position:]) if not grew]
 
     @property
     def log_position(self) -> int:

@@ -20,6 +20,8 @@ class NodeAffinity:
 
     name = "NodeAffinity"
     scope = Scope.STATIC
+    #: Its score depends on the node's spec only.
+    rises_with_usage = False
     #: kube-scheduler's default weight for this score.
     weight = 2
 

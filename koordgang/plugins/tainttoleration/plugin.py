@@ -38,6 +38,8 @@ class TaintToleration:
 
     name = "TaintToleration"
     scope = Scope.STATIC
+    #: Its score depends on the node's spec only.
+    rises_with_usage = False
     #: kube-scheduler's default weight for this score.
     weight = 3
 
