@@ -136,7 +136,8 @@ class SchedulerCache:
         if position < self._changes_base:
             return None
         start = position - self._changes_base
-        return [n for n, grew in zip(self._changes[start:], self._grew[start:]) if not grew]
+        changes, grew = self._changes[start:], self._grew[start:]
+        return [name for name, up in zip(changes, grew, strict=True) if not up]
 
     def _nodes_changed(self) -> None:
         self.node_generation = next(_generations)

@@ -300,7 +300,8 @@ class Snapshot:
 
     def shrinks_since(self, position: int) -> list[str]:
         """Like ``log_since``, leaving out the changes where a node only got fuller."""
-        return [n for n, grew in zip(self._log[position:], self._log_grew[position:]) if not grew]
+        changes, grew = self._log[position:], self._log_grew[position:]
+        return [name for name, up in zip(changes, grew, strict=True) if not up]
 
     @property
     def log_position(self) -> int:
