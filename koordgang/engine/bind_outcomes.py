@@ -9,7 +9,7 @@ cycle made:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 import structlog
@@ -18,42 +18,20 @@ from koordgang.clients import pods as pod_client
 from koordgang.clients.api import KubeApi
 from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.engine.binder import BindOutcome, BindRequest
-from koordgang.engine.pending import PendingRule
-from koordgang.engine.reporter import Reporter
-from koordgang.engine.signals import Signals
-from koordgang.framework.framework import Framework
+from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.framework.report import Report
 from koordgang.framework.results import UnreserveReason
 from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
 from koordgang.model.pod import PodParseError, parse_pod
-from koordgang.state.cache import SchedulerCache
-from koordgang.state.queue import SchedulingQueue
 from koordgang.state.snapshot import Placement
 
 log = structlog.get_logger("koordgang.binder")
 
 
-class BindOutcomes:
-    def __init__(
-        self,
-        *,
-        api: KubeApi,
-        cache: SchedulerCache,
-        queue: SchedulingQueue,
-        framework: Framework,
-        reporter: Reporter,
-        pending: PendingRule,
-        signals: Signals,
-        clock: Callable[[], float],
-    ) -> None:
+class BindOutcomes(EnginePart):
+    def __init__(self, parts: EngineParts, api: KubeApi) -> None:
+        super().__init__(parts)
         self._api = api
-        self._cache = cache
-        self._queue = queue
-        self._framework = framework
-        self._reporter = reporter
-        self._pending = pending
-        self._signals = signals
-        self._clock = clock
         self._followups: set[asyncio.Task[None]] = set()
         self.stopping = False
 

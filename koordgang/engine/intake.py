@@ -7,23 +7,18 @@ cycle never sees the cache change under it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import structlog
 
-from koordgang.engine.pending import PendingRule
-from koordgang.engine.reporter import Reporter
-from koordgang.engine.signals import Signals
-from koordgang.framework.framework import Framework
+from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.framework.report import Report
 from koordgang.framework.results import UnreserveReason
 from koordgang.model.node import NodeInfo
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo, PodParseError
 from koordgang.model.volumes import ClaimInfo
-from koordgang.state.cache import SchedulerCache
-from koordgang.state.queue import SchedulingQueue
 from koordgang.state.snapshot import Placement
 
 log = structlog.get_logger("koordgang.intake")
@@ -32,26 +27,9 @@ log = structlog.get_logger("koordgang.intake")
 LISTED_KINDS = frozenset({"pods", "nodes", "namespaces", "claims"})
 
 
-class Intake:
-    def __init__(
-        self,
-        *,
-        cache: SchedulerCache,
-        queue: SchedulingQueue,
-        framework: Framework,
-        reporter: Reporter,
-        pending: PendingRule,
-        signals: Signals,
-        clock: Callable[[], float],
-    ) -> None:
-        self._cache = cache
-        self._queue = queue
-        self._framework = framework
-        self._waiting = framework.waiting
-        self._reporter = reporter
-        self._pending = pending
-        self._signals = signals
-        self._clock = clock
+class Intake(EnginePart):
+    def __init__(self, parts: EngineParts) -> None:
+        super().__init__(parts)
         #: Kinds listed at least once; the first cycle waits for all of ``LISTED_KINDS``
         #: (before that, nodes look emptier than they are, claims look missing).
         self.listed: set[str] = set()

@@ -6,24 +6,19 @@ other tasks; the loop only waits when there is nothing to do, or no room for ano
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import structlog
 
 from koordgang.engine.binder import Binder, BindRequest
 from koordgang.engine.intake import Intake
 from koordgang.engine.metrics import Metrics
-from koordgang.engine.pending import PendingRule
-from koordgang.engine.reporter import Reporter
-from koordgang.engine.signals import Signals
+from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.engine.status_writer import StatusWriter
 from koordgang.framework.cycle import CycleOutcome, run_cycle
-from koordgang.framework.framework import Framework
 from koordgang.framework.report import Report
 from koordgang.framework.results import UnreserveReason
 from koordgang.framework.status import Code
-from koordgang.state.cache import SchedulerCache
-from koordgang.state.queue import QueuedPod, QueueState, SchedulingQueue
+from koordgang.state.queue import QueuedPod, QueueState
 from koordgang.state.snapshot import Placement, Snapshot
 
 log = structlog.get_logger("koordgang.scheduler")
@@ -34,36 +29,23 @@ IDLE_TICK = 1.0
 BATCH = 16
 
 
-class SchedulingLoop:
+class SchedulingLoop(EnginePart):
     def __init__(
         self,
+        parts: EngineParts,
         *,
-        cache: SchedulerCache,
-        queue: SchedulingQueue,
-        framework: Framework,
         intake: Intake,
         binder: Binder,
-        reporter: Reporter,
         status_writer: StatusWriter,
-        pending: PendingRule,
-        signals: Signals,
         metrics: Metrics,
-        clock: Callable[[], float],
     ) -> None:
-        self._cache = cache
-        self._queue = queue
-        self._framework = framework
-        self._waiting = framework.waiting
+        super().__init__(parts)
         self._intake = intake
         self._binder = binder
-        self._reporter = reporter
         self._status_writer = status_writer
-        self._pending = pending
-        self._signals = signals
         self._metrics = metrics
-        self._clock = clock
         self._stopping = False
-        self._last_tick = clock()
+        self._last_tick = self._clock()
 
     # -- running -------------------------------------------------------------------------------
 

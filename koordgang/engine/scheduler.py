@@ -23,6 +23,7 @@ from koordgang.engine.handle import EngineHandle, ReportRelevance
 from koordgang.engine.intake import Intake
 from koordgang.engine.loop import SchedulingLoop
 from koordgang.engine.metrics import Metrics
+from koordgang.engine.parts import EngineParts
 from koordgang.engine.pending import PendingRule
 from koordgang.engine.reporter import Reporter
 from koordgang.engine.signals import Signals
@@ -69,7 +70,7 @@ class Scheduler:
             normal_events_per_second=settings.scheduled_events_per_second,
         )
         self.status_writer = StatusWriter(api, self.metrics)
-        self.intake = Intake(
+        parts = EngineParts(
             cache=self.cache,
             queue=self.queue,
             framework=framework,
@@ -78,16 +79,8 @@ class Scheduler:
             signals=self.signals,
             clock=clock,
         )
-        self.bind_outcomes = BindOutcomes(
-            api=api,
-            cache=self.cache,
-            queue=self.queue,
-            framework=framework,
-            reporter=self.reporter,
-            pending=self.pending,
-            signals=self.signals,
-            clock=clock,
-        )
+        self.intake = Intake(parts)
+        self.bind_outcomes = BindOutcomes(parts, api)
         self.binder = Binder(
             api,
             self.metrics,
@@ -96,17 +89,11 @@ class Scheduler:
             clock=clock,
         )
         self.loop = SchedulingLoop(
-            cache=self.cache,
-            queue=self.queue,
-            framework=framework,
+            parts,
             intake=self.intake,
             binder=self.binder,
-            reporter=self.reporter,
             status_writer=self.status_writer,
-            pending=self.pending,
-            signals=self.signals,
             metrics=self.metrics,
-            clock=clock,
         )
         framework.attach(
             EngineHandle(

@@ -15,6 +15,30 @@ from koordgang.model.time import parse_rfc3339
 _EMPTY: Mapping[str, Any] = {}
 
 
+def as_list(raw: Any, path: str, error: type[ModelError] = ModelError) -> list[Any]:
+    """``raw`` as a list (None is empty); ``error`` names the parser that refuses it."""
+    if type(raw) is list:
+        return raw
+    if raw is None:
+        return []
+    if not isinstance(raw, list | tuple):
+        raise error(f"expected a list, got {show(raw)}", path)
+    return list(raw)
+
+
+def as_mapping(
+    raw: Any, path: str, error: type[ModelError] = ModelError, *, none_is_empty: bool = False
+) -> Mapping[str, Any]:
+    """``raw`` as an object; None is refused unless ``none_is_empty``."""
+    if type(raw) is dict:  # the common case, without the cost of an ABC check
+        return raw
+    if raw is None and none_is_empty:
+        return _EMPTY
+    if not isinstance(raw, Mapping):
+        raise error(f"expected an object, got {show(raw)}", path)
+    return raw
+
+
 def mapping(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
     value = parent.get(key)
     if type(value) is dict:  # the common case, without the cost of an ABC check

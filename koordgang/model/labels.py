@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from koordgang.model._fields import as_list, as_mapping
 from koordgang.model.errors import ModelError, show
 
 __all__ = [
@@ -116,21 +117,11 @@ class LabelSelector:
 
 
 def _list(raw: Any, path: str) -> list[Any]:
-    if type(raw) is list:
-        return raw
-    if raw is None:
-        return []
-    if not isinstance(raw, list | tuple):
-        raise LabelSelectorError(f"expected a list, got {show(raw)}", path)
-    return list(raw)
+    return as_list(raw, path, LabelSelectorError)
 
 
 def _mapping(raw: Any, path: str) -> Mapping[str, Any]:
-    if type(raw) is dict:  # the common case, without the cost of an ABC check
-        return raw
-    if not isinstance(raw, Mapping):
-        raise LabelSelectorError(f"expected an object, got {show(raw)}", path)
-    return raw
+    return as_mapping(raw, path, LabelSelectorError)
 
 
 def _parse_requirement(raw: Any, path: str) -> LabelSelectorRequirement:

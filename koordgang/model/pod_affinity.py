@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from koordgang.model._fields import as_list, as_mapping
 from koordgang.model.errors import ModelError, show
 from koordgang.model.labels import (
     LabelSelector,
@@ -132,23 +133,11 @@ def _check_weight(weight: object) -> None:
 
 
 def _list(raw: Any, path: str) -> list[Any]:
-    if type(raw) is list:
-        return raw
-    if raw is None:
-        return []
-    if not isinstance(raw, list | tuple):
-        raise PodAffinityError(f"expected a list, got {show(raw)}", path)
-    return list(raw)
+    return as_list(raw, path, PodAffinityError)
 
 
 def _mapping(raw: Any, path: str) -> Mapping[str, Any]:
-    if type(raw) is dict:  # the common case, without the cost of an ABC check
-        return raw
-    if raw is None:
-        return _EMPTY
-    if not isinstance(raw, Mapping):
-        raise PodAffinityError(f"expected an object, got {show(raw)}", path)
-    return raw
+    return as_mapping(raw, path, PodAffinityError, none_is_empty=True)
 
 
 def _strings(parent: Mapping[str, Any], key: str, path: str) -> list[str]:

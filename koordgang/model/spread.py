@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from koordgang.model._fields import as_list
 from koordgang.model.errors import ModelError, show
 from koordgang.model.labels import LabelSelector, LabelSelectorRequirement, parse_label_selector
 
@@ -98,13 +99,7 @@ class TopologySpreadConstraint:
 
 
 def _list(raw: Any, path: str) -> list[Any]:
-    if type(raw) is list:
-        return raw
-    if raw is None:
-        return []
-    if not isinstance(raw, list | tuple):
-        raise SpreadConstraintError(f"expected a list, got {show(raw)}", path)
-    return list(raw)
+    return as_list(raw, path, SpreadConstraintError)
 
 
 def _parse_constraint(
