@@ -12,16 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
+from kubernetes import config
 
 from e2e.controlplane import LocalControlPlane
+from e2e.controlplane.crds import install_crds
 from e2e.daemon import Daemon, DeploymentDaemon, LocalDaemon
 from e2e.invariants import assert_invariants
 from e2e.kube import Cluster, unique
-
-CRDS = Path(__file__).resolve().parent.parent / "manifests" / "crds"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -45,22 +42,6 @@ def kubeconfig() -> Iterator[str]:
     finally:
         if started_here:
             plane.down()
-
-
-def install_crds(api_client: object) -> None:
-    """The CRDs from manifests/ (kopf watches PodGroups and ClusterNetworkTopologies)."""
-    extensions = client.ApiextensionsV1Api(api_client)
-    for path in sorted(CRDS.glob("*.yaml")):
-        body = yaml.safe_load(path.read_text())
-        name = body["metadata"]["name"]
-        try:
-            extensions.create_custom_resource_definition(body)
-        except ApiException as error:
-            if error.status != 409:
-                raise
-            current = extensions.read_custom_resource_definition(name)
-            body["metadata"]["resourceVersion"] = current.metadata.resource_version
-            extensions.replace_custom_resource_definition(name, body)
 
 
 @pytest.fixture(scope="session")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from kubernetes import config
 
-from e2e.conftest import install_crds
 from e2e.controlplane import DEFAULT_NODES_FILE, LocalControlPlane
+from e2e.controlplane.crds import install_crds
 from e2e.daemon import LocalDaemon
 from e2e.kube import Cluster, pod_body, scheduled_condition
 from koordgang.gangs_view import fetch, render_table

@@ -150,7 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"koordgang benchmark: scale {args.scale}, scenarios "
         f"{', '.join(s.name for s in args.selected)}; results in {out}"
     )
-    plane = LocalControlPlane(state_dir=args.state_dir)
+    plane = LocalControlPlane(
+        state_dir=args.state_dir, controllers=any(s.controllers for s in args.selected)
+    )
     try:
         kubeconfig = plane.up(nodes_file=None)
     except ControlPlaneError as error:

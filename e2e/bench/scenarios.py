@@ -47,6 +47,9 @@ class Scenario:
     reference: str = ""
     #: pods/s of that reference, when it has one.
     reference_pods_per_s: float | None = None
+    #: Needs kube-controller-manager (workloads that controllers make or replace); the bench
+    #: runs it only when a selected scenario does, so that it costs the others no CPU.
+    controllers: bool = False
 
 
 # -- the ceiling: not a scenario (no daemon), but sized here with the others -------------------

@@ -1,4 +1,5 @@
-"""Build kube-apiserver, etcd and kwok from the pinned Go modules under `gomod/`.
+"""Build kube-apiserver, kube-controller-manager, etcd and kwok from the pinned Go modules under
+`gomod/`.
 
 Each binary is cached as `<cache>/bin/<name>-<fingerprint>`, where the fingerprint covers the
 module's go.mod, go.sum and main file plus the build recipe below. Changing a pin therefore
@@ -55,10 +56,10 @@ class GoBinary:
 
     def ldflags(self) -> str:
         # -s -w: no symbol table or DWARF; smaller binaries and a faster link (panics still
-        # print stack traces). The apiserver's version variables are what release builds set
+        # print stack traces). Kubernetes components' version variables are what release builds set
         # through hack/lib/version.sh; without them /version reports v0.0.0-master.
         flags = ["-s", "-w"]
-        if self.name == "kube-apiserver":
+        if self.pinned_module == "k8s.io/kubernetes":
             version = self.version
             major, minor = version.lstrip("v").split(".")[:2]
             pkg = "k8s.io/component-base/version"
@@ -100,6 +101,7 @@ class GoBinary:
 BINARIES: tuple[GoBinary, ...] = (
     GoBinary("etcd", "main.go", ".", "go.etcd.io/etcd/server/v3"),
     GoBinary("kube-apiserver", "main.go", ".", "k8s.io/kubernetes"),
+    GoBinary("kube-controller-manager", "main.go", ".", "k8s.io/kubernetes"),
     GoBinary("kwok", "tools.go", "sigs.k8s.io/kwok/cmd/kwok", "sigs.k8s.io/kwok"),
 )
 

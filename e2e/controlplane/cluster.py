@@ -1,4 +1,5 @@
-"""LocalControlPlane: etcd + kube-apiserver + kwok on loopback, for e2e tests and the demo.
+"""LocalControlPlane: etcd + kube-apiserver + kwok + kube-controller-manager on loopback, for e2e
+tests and the demo.
 
 The processes outlive the Python process that started them (so `make cluster-up` returns and a
 test session can reuse a cluster someone left up); everything needed to find, check and stop
@@ -20,6 +21,7 @@ from typing import Any
 
 from . import probes
 from .build import binary_paths, ensure_built
+from .crds import install_crds
 from .credentials import apiserver_ca_bundle, generate_service_account_key, write_admin_token
 from .kubeconfig import write_kubeconfig
 from .layout import DEFAULT_STATE_DIR, StateDir
@@ -39,8 +41,30 @@ from .progress import Reporter
 ETCD = "etcd"
 APISERVER = "kube-apiserver"
 KWOK = "kwok"
-START_ORDER = (ETCD, APISERVER, KWOK)
+CONTROLLER_MANAGER = "kube-controller-manager"
+START_ORDER = (ETCD, APISERVER, KWOK, CONTROLLER_MANAGER)
 STOP_ORDER = tuple(reversed(START_ORDER))
+
+#: The controllers a user's workloads need here: Jobs, Deployments, StatefulSets, DaemonSets
+#: and CronJobs make pods, PodDisruptionBudgets get their status, deleted namespaces are
+#: emptied, owners' deletions cascade. Left out on purpose: node-lifecycle (kwok's lease renewals
+#: lag on a saturated 2-core machine, and nodes must not be tainted NotReady under a test or a
+#: benchmark), taint-eviction, volume binding (tests bind their claims themselves), and
+#: everything about services, certificates and clouds.
+CONTROLLERS = (
+    "cronjob-controller",
+    "daemonset-controller",
+    "deployment-controller",
+    "disruption-controller",
+    "garbage-collector-controller",
+    "job-controller",
+    "namespace-controller",
+    "pod-garbage-collector-controller",
+    "replicaset-controller",
+    "serviceaccount-controller",
+    "statefulset-controller",
+    "ttl-after-finished-controller",
+)
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 # Pod IPs kwok hands out. Not the service range: a pod IP equal to a ClusterIP (10.0.0.1 is
@@ -49,7 +73,7 @@ POD_CIDR = "10.244.0.1/16"
 # hostIP of every fake pod, from the documentation range (RFC 5737): clearly not a real host.
 FAKE_NODE_IP = "192.0.2.1"
 
-STARTUP_TIMEOUTS = {ETCD: 30.0, APISERVER: 90.0, KWOK: 30.0}
+STARTUP_TIMEOUTS = {ETCD: 30.0, APISERVER: 90.0, KWOK: 30.0, CONTROLLER_MANAGER: 60.0}
 
 
 class ControlPlaneError(RuntimeError):
@@ -67,6 +91,8 @@ class Endpoints:
     token: str
     # The API server's self-signed CA bundle, or None when clients skip TLS verification.
     ca_bundle: str | None
+    # kube-controller-manager's secure port; None when the plane runs without it.
+    controller_manager_port: int | None = None
 
     @property
     def apiserver_url(self) -> str:
@@ -105,7 +131,9 @@ class Status:
 
 
 class LocalControlPlane:
-    """A local etcd + kube-apiserver + kwok, started from binaries built by `build.py`.
+    """A local etcd + kube-apiserver + kwok (+ kube-controller-manager unless
+    `controllers=False`), started from binaries built by `build.py`. `up()` also installs the
+    CRDs of `manifests/crds/`.
 
     Typical use in a session fixture:
 
@@ -116,10 +144,23 @@ class LocalControlPlane:
     """
 
     def __init__(
-        self, state_dir: Path | str | None = None, *, reporter: Reporter | None = None
+        self,
+        state_dir: Path | str | None = None,
+        *,
+        reporter: Reporter | None = None,
+        controllers: bool = True,
     ) -> None:
         self.state = StateDir(Path(state_dir or DEFAULT_STATE_DIR).resolve())
         self.reporter = reporter or Reporter()
+        #: Run kube-controller-manager (a running plane without it is restarted with it).
+        self.controllers = controllers
+
+    @property
+    def processes(self) -> tuple[str, ...]:
+        """The processes this plane needs, in start order."""
+        if self.controllers:
+            return START_ORDER
+        return tuple(name for name in START_ORDER if name != CONTROLLER_MANAGER)
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -128,7 +169,7 @@ class LocalControlPlane:
         return self.state.kubeconfig
 
     def ensure_built(self) -> dict[str, Path]:
-        return ensure_built(self.reporter)
+        return ensure_built(self.reporter, self.processes)
 
     def is_up(self) -> bool:
         return self.status().up
@@ -141,7 +182,7 @@ class LocalControlPlane:
                 if name in records and is_running(records[name])
                 else "not running"
             )
-            for name in START_ORDER
+            for name in self.processes
         }
         healthy, detail = self._health()
         return Status(up=healthy, kubeconfig=self.kubeconfig, processes=processes, detail=detail)
@@ -163,11 +204,15 @@ class LocalControlPlane:
             healthy, detail = self._health()
             if healthy:
                 self.reporter.line(f"reusing the running control plane in {self.state.root}")
+                if not self.controllers:
+                    self._stop_one(CONTROLLER_MANAGER)  # not wanted: it would only cost CPU
             else:
                 if any(is_running(r) for r in self._records().values()):
                     self.reporter.line(f"control plane is not healthy ({detail}); restarting it")
                     self._stop_all()
                 self._start_fresh(self.ensure_built())
+            with self.reporter.step("installing the CRDs of manifests/crds"):
+                install_crds(self.api_client())
             if specs:
                 self._create_nodes(specs)
         self.reporter.line(str(self.kubeconfig))
@@ -219,7 +264,7 @@ class LocalControlPlane:
     def _start_processes(self, binaries: dict[str, Path]) -> None:
         state = self.state
         self._reset_state()
-        etcd_client, etcd_peer, apiserver_port, kwok_port = free_loopback_ports(4)
+        etcd_client, etcd_peer, apiserver_port, kwok_port, manager_port = free_loopback_ports(5)
         token = write_admin_token(state.token_file)
         generate_service_account_key(state.service_account_key)
         endpoints = Endpoints(
@@ -229,6 +274,7 @@ class LocalControlPlane:
             kwok_port=kwok_port,
             token=token,
             ca_bundle=str(apiserver_ca_bundle(state.cert_dir)),
+            controller_manager_port=manager_port if self.controllers else None,
         )
 
         with self.reporter.step("starting etcd"):
@@ -256,6 +302,17 @@ class LocalControlPlane:
                 extra_env={"KWOK_WORKDIR": str(state.kwok_workdir)},
             )
             self._wait_until(lambda: probes.kwok_healthy(kwok_port), [etcd, apiserver, kwok])
+
+        if self.controllers:
+            with self.reporter.step("starting kube-controller-manager"):
+                manager = self._spawn(
+                    CONTROLLER_MANAGER,
+                    [str(binaries[CONTROLLER_MANAGER]), *self._controller_manager_args(endpoints)],
+                )
+                self._wait_until(
+                    lambda: probes.controller_manager_healthy(manager_port),
+                    [etcd, apiserver, kwok, manager],
+                )
 
     def _reset_state(self) -> None:
         """A fresh start begins from empty etcd data, new credentials and new logs."""
@@ -341,6 +398,18 @@ class LocalControlPlane:
             f"--server-address=127.0.0.1:{e.kwok_port}",
         ]
 
+    def _controller_manager_args(self, e: Endpoints) -> list[str]:
+        return [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--controllers={','.join(CONTROLLERS)}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={e.controller_manager_port}",
+            # The default 20 requests/s makes a Deployment of a few hundred pods take long.
+            "--kube-api-qps=200",
+            "--kube-api-burst=400",
+        ]
+
     def _spawn(
         self, name: str, argv: list[str], extra_env: dict[str, str] | None = None
     ) -> ProcessRecord:
@@ -419,10 +488,10 @@ class LocalControlPlane:
         return records
 
     def _health(self) -> tuple[bool, str]:
-        """(healthy, why): all three processes ours and alive, and each answering its probe."""
+        """(healthy, why): every process ours and alive, and each answering its probe."""
         records = self._records()
         expected = binary_paths()
-        for name in START_ORDER:
+        for name in self.processes:
             if name not in records or not is_running(records[name]):
                 return False, f"{name} is not running"
             # After a pin changes, a cluster started from the previous build must not be reused.
@@ -443,24 +512,15 @@ class LocalControlPlane:
             return False, f"kube-apiserver TLS check failed: {error}"
         if not probes.kwok_healthy(endpoints.kwok_port):
             return False, "kwok does not answer /healthz"
+        if self.controllers and (
+            endpoints.controller_manager_port is None
+            or not probes.controller_manager_healthy(endpoints.controller_manager_port)
+        ):
+            return False, "kube-controller-manager does not answer /healthz"
         return True, endpoints.apiserver_url
 
     def _stop_all(self, *, quiet: bool = False) -> list[str]:
-        results: list[str] = []
-        for name in STOP_ORDER:
-            pid_file = self.state.pid_file(name)
-            record = ProcessRecord.load(pid_file)
-            if record is None:
-                continue
-            try:
-                outcome = stop_process(record)
-            except RuntimeError as error:
-                raise ControlPlaneError(str(error)) from error
-            line = f"{name} (pid {record.pid}): {outcome}"
-            results.append(line)
-            if not quiet:
-                self.reporter.line(line)
-            pid_file.unlink(missing_ok=True)
+        results = [line for name in STOP_ORDER if (line := self._stop_one(name, quiet=quiet))]
         leftovers = [r for r in self._records().values() if is_running(r)]
         if leftovers:
             raise ControlPlaneError(f"still running: {[r.name for r in leftovers]}")
@@ -468,3 +528,19 @@ class LocalControlPlane:
             self.reporter.line("nothing was running")
         self.state.cluster_file.unlink(missing_ok=True)
         return results
+
+    def _stop_one(self, name: str, *, quiet: bool = False) -> str:
+        """Stops one process if it has a pid file; returns what happened ("" if nothing)."""
+        pid_file = self.state.pid_file(name)
+        record = ProcessRecord.load(pid_file)
+        if record is None:
+            return ""
+        try:
+            outcome = stop_process(record)
+        except RuntimeError as error:
+            raise ControlPlaneError(str(error)) from error
+        line = f"{name} (pid {record.pid}): {outcome}"
+        if not quiet:
+            self.reporter.line(line)
+        pid_file.unlink(missing_ok=True)
+        return line

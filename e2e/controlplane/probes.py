@@ -1,4 +1,5 @@
-"""Health probes for etcd, kube-apiserver and kwok over loopback HTTP(S).
+"""Health probes for etcd, kube-apiserver, kwok and kube-controller-manager over loopback
+HTTP(S).
 
 Proxies are bypassed on purpose: these endpoints are on 127.0.0.1, and an https_proxy in the
 environment without a matching no_proxy would otherwise send the probes to the proxy.
@@ -69,3 +70,9 @@ def apiserver_ready(port: int, token: str, context: ssl.SSLContext) -> bool:
 def kwok_healthy(port: int) -> bool:
     status, _ = http_get(f"http://127.0.0.1:{port}/healthz")
     return status == 200
+
+
+def controller_manager_healthy(port: int) -> bool:
+    # Its serving certificate is self-signed and kept in memory: nothing to verify against.
+    status, body = http_get(f"https://127.0.0.1:{port}/healthz", context=tls_context(None))
+    return status == 200 and body.strip() == "ok"

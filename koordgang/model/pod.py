@@ -135,6 +135,12 @@ class PodInfo:
     conditions_pod_scheduled: tuple[str, str, str] | None = None
     #: ``namespace/name`` of the controller that owns the pod (its job), "" if none.
     owner: str = ""
+    #: That owner's kind (``Job``, ``ReplicaSet``, ``DaemonSet``...), "" if none.
+    owner_kind: str = ""
+    #: A mirror pod: the API server's copy of a kubelet's static pod.
+    mirror: bool = False
+    #: ``status.startTime``: when the kubelet accepted the pod (None before).
+    start_time: float | None = None
     key: str = field(init=False)
     shape: PodShape = field(init=False, repr=False, compare=False, hash=False)
 
@@ -360,6 +366,7 @@ def parse_pod(
             raise ModelError("missing", "metadata.name")
         labels = _fields.string_map(metadata, "labels", "metadata.labels") or _EMPTY
         node_affinity = _node_affinity(spec)
+        owner, owner_kind = _owner(metadata)
         return PodInfo(
             name=name,
             namespace=sys.intern(
@@ -401,7 +408,11 @@ def parse_pod(
             scheduling_gates=_scheduling_gates(spec),
             pvc_names=_pvc_names(spec, name),
             conditions_pod_scheduled=_pod_scheduled_condition(status),
-            owner=_owner(metadata),
+            owner=owner,
+            owner_kind=owner_kind,
+            mirror=_MIRROR_ANNOTATION
+            in _fields.mapping(metadata, "annotations", "metadata.annotations"),
+            start_time=_fields.timestamp(status, "startTime", "status.startTime"),
         )
     except PodParseError:
         raise
@@ -409,21 +420,25 @@ def parse_pod(
         raise PodParseError(err.detail, err.path) from err
 
 
-def _owner(metadata: Mapping[str, Any]) -> str:
-    """The controlling owner (a Job, say) as ``namespace/name``; the first owner otherwise."""
+def _owner(metadata: Mapping[str, Any]) -> tuple[str, str]:
+    """The controlling owner (a Job, say) as (``namespace/name``, kind); the first owner
+    otherwise."""
     owners = metadata.get("ownerReferences")
     if not isinstance(owners, list) or not owners:
-        return ""
+        return "", ""
     chosen = next(
         (o for o in owners if isinstance(o, Mapping) and o.get("controller") is True), owners[0]
     )
     if not isinstance(chosen, Mapping) or not chosen.get("name"):
-        return ""
+        return "", ""
     namespace = metadata.get("namespace") or "default"
-    return f"{namespace}/{chosen['name']}"
+    kind = chosen.get("kind")
+    return f"{namespace}/{chosen['name']}", kind if isinstance(kind, str) else ""
 
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
+#: Set by the API server on the copy of a static pod that a kubelet runs.
+_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _SHARED_LIMIT = 10_000
 _SHARED_REQUESTS: dict[Resources, Resources] = {}
 _SHARED_PREFERENCES: dict[Any, Any] = {}
