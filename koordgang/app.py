@@ -7,7 +7,13 @@ import time
 
 import structlog
 
-from koordgang.adapters.feeds import claim_feed, namespace_feed, node_feed, pod_feed
+from koordgang.adapters.feeds import (
+    budget_feed,
+    claim_feed,
+    namespace_feed,
+    node_feed,
+    pod_feed,
+)
 from koordgang.adapters.http import HealthServer
 from koordgang.adapters.informer import Informer
 from koordgang.adapters.kopf_runtime import (
@@ -48,6 +54,12 @@ class App:
                 "/api/v1/persistentvolumeclaims",
                 name="claims",
                 sink=claim_feed(intake),
+            ),
+            Informer(
+                self.api,
+                "/apis/policy/v1/poddisruptionbudgets",
+                name="budgets",
+                sink=budget_feed(intake),
             ),
         )
         self.supervisor = Supervisor(on_fatal=self._fatal, clock=time.monotonic)

@@ -88,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
         "nodes free for big jobs) [KOORDGANG_SCORE_STRATEGY] (default: %(default)s)",
     )
     run.add_argument(
+        "--preemption",
+        type=_boolean,
+        default=_boolean(_env("KOORDGANG_PREEMPTION", str(defaults.preemption).lower())),
+        metavar="true|false",
+        help="evict lower-priority pods to make room for a job of ours that does not fit "
+        "[KOORDGANG_PREEMPTION] (default: %(default)s)",
+    )
+    run.add_argument(
         "--bind-concurrency",
         type=int,
         default=int(_env("KOORDGANG_BIND_CONCURRENCY", str(defaults.bind_concurrency))),
@@ -148,6 +156,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         log_format=args.log_format,
         log_level=args.log_level,
         score_strategy=args.score_strategy,
+        preemption=args.preemption,
         bind_concurrency=args.bind_concurrency,
         scheduled_events_per_second=args.scheduled_event_rate,
         http_port=args.http_port,
@@ -190,3 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _boolean(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "1", "yes", "on"):
+        return True
+    if value in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")

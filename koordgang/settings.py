@@ -53,5 +53,7 @@ class Settings:
     #: A pod parked as unschedulable is retried at least this often, even without an event
     #: that could have made it schedulable (seconds).
     unschedulable_retry_interval: float = 60.0
+    #: Evict lower-priority pods to make room for a job (or pod) of ours that does not fit.
+    preemption: bool = True
     #: How long a graceful shutdown waits for binds in flight (seconds).
     shutdown_grace: float = 20.0

@@ -8,6 +8,7 @@ from typing import Any, Generic, TypeVar
 import structlog
 
 from koordgang.engine.intake import Intake
+from koordgang.model.budgets import BudgetInfo, parse_budget
 from koordgang.model.errors import ModelError
 from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
 from koordgang.model.node import NodeInfo, parse_node
@@ -116,3 +117,19 @@ def claim_feed(intake: Intake) -> _Feed[ClaimInfo]:
             intake.on_claim_delete(f"{meta.get('namespace') or 'default'}/{meta['name']}")
 
     return _Feed(parse, intake.on_claims_listed, intake.on_claim_upsert, deleted)
+
+
+def budget_feed(intake: Intake) -> _Feed[BudgetInfo]:
+    def parse(obj: dict[str, Any]) -> BudgetInfo | None:
+        try:
+            return parse_budget(obj)
+        except ModelError as error:
+            name = (obj.get("metadata") or {}).get("name")
+            log.warning("disruption budget ignored: cannot read it", budget=name, error=str(error))
+            return None
+
+    def deleted(meta: dict[str, Any]) -> None:
+        if meta.get("name"):
+            intake.on_budget_delete(f"{meta.get('namespace') or 'default'}/{meta['name']}")
+
+    return _Feed(parse, intake.on_budgets_listed, intake.on_budget_upsert, deleted)

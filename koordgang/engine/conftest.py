@@ -32,6 +32,7 @@ from koordgang.clients.errors import ApiError
 from koordgang.engine.intake import Intake
 from koordgang.engine.loop import SchedulingLoop
 from koordgang.engine.scheduler import Scheduler
+from koordgang.model.budgets import BudgetInfo
 from koordgang.model.gang import (
     MIN_AVAILABLE_KEY,
     MODE_KEY,
@@ -340,11 +341,17 @@ def pod_json(
     annotations: Mapping[str, str] | None = None,
     gates: Sequence[str] = (),
     node_selector: Mapping[str, str] | None = None,
+    priority: int | None = None,
+    preemption_policy: str | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "schedulerName": scheduler,
         "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}],
     }
+    if priority is not None:
+        spec["priority"] = priority
+    if preemption_policy is not None:
+        spec["preemptionPolicy"] = preemption_policy
     if node_name:
         spec["nodeName"] = node_name
     if gates:
@@ -461,6 +468,9 @@ class Harness:
         self.tasks.append(
             asyncio.create_task(self.scheduler.status_writer.work(), name="status-writer")
         )
+        evictor = self.scheduler.evictor
+        for index in range(evictor.workers):
+            self.tasks.append(asyncio.create_task(evictor.work(), name=f"evictor-{index}"))
 
     # -- informers ---------------------------------------------------------------------------
 
@@ -471,12 +481,14 @@ class Harness:
         pods: Iterable[PodInfo] = (),
         namespaces: Iterable[tuple[str, dict[str, str]]] = ((NS, {}),),
         claims: Iterable[ClaimInfo] = (),
+        budgets: Iterable[BudgetInfo] = (),
     ) -> None:
-        """The four initial listings; the loop is ready after them."""
+        """The initial listings; the loop is ready after them."""
         self.intake.on_nodes_listed(list(nodes))
         self.intake.on_pods_listed(list(pods))
         self.intake.on_namespaces_listed(list(namespaces))
         self.intake.on_claims_listed(list(claims))
+        self.intake.on_budgets_listed(list(budgets))
 
     def add(self, *pods: PodInfo) -> None:
         for info in pods:
@@ -507,6 +519,7 @@ class Harness:
             self.api.idle
             and self.scheduler.binder.in_flight == 0
             and self.scheduler.reporter.backlog == 0
+            and self.scheduler.evictor.backlog == 0
         )
 
     async def settle(self, turns: int = 2_000) -> bool:

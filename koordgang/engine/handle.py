@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from koordgang.engine.intake import Intake
 from koordgang.engine.pending import PendingRule
 from koordgang.engine.reporter import Reporter
 from koordgang.engine.signals import Signals
 from koordgang.framework.framework import Framework
-from koordgang.framework.group import SchedulingGroup
+from koordgang.framework.group import Placer, SchedulingGroup
+from koordgang.framework.jobs import Budget, JobRef
 from koordgang.framework.report import Report
 from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.nominations import Nominations
 from koordgang.state.snapshot import Snapshot
 from koordgang.state.waiting import WaitingPods
 
@@ -68,16 +70,35 @@ class EngineHandle:
     def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
         return self._framework.reclaimable(group, snapshot)
 
+    @property
+    def placer(self) -> Placer:
+        return self._framework.placer
+
+    @property
+    def nominations(self) -> Nominations:
+        return self._framework.nominations
+
+    def job_of(self, pod: PodInfo) -> JobRef | None:
+        return self._framework.job_of(pod)
+
+    def budgets_of(self, pod: PodInfo) -> Sequence[Budget]:
+        return [Budget(b.key, b.disruptions_allowed) for b in self._cache.budgets_of(pod)]
+
 
 class ReportRelevance:
     """Explanations for a pod that got bound or deleted meanwhile are not written; neither are
     informational Events while binds are in flight (see ``Reporter``)."""
 
     def __init__(
-        self, cache: SchedulerCache, waiting: WaitingPods, in_flight: Callable[[], int]
+        self,
+        cache: SchedulerCache,
+        waiting: WaitingPods,
+        in_flight: Callable[[], int],
+        nominations: Nominations | None = None,
     ) -> None:
         self._cache = cache
         self._waiting = waiting
+        self._nominations = nominations if nominations is not None else Nominations()
         self._in_flight = in_flight
 
     def is_current(self, report: Report) -> bool:
@@ -89,7 +110,7 @@ class ReportRelevance:
             return False
         # Assumed: either held for its group (still waiting: explain) or binding (about to be
         # bound: a "not scheduled" condition now would contradict the binding).
-        return not self._cache.is_assumed(uid) or uid in self._waiting
+        return not self._cache.is_assumed(uid) or uid in self._waiting or uid in self._nominations
 
     def binding_busy(self) -> bool:
         return self._in_flight() > 0

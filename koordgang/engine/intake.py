@@ -15,6 +15,7 @@ import structlog
 from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.framework.report import Report
 from koordgang.framework.results import UnreserveReason
+from koordgang.model.budgets import BudgetInfo
 from koordgang.model.node import NodeInfo
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo, PodParseError
@@ -24,7 +25,7 @@ from koordgang.state.snapshot import Placement
 log = structlog.get_logger("koordgang.intake")
 
 #: What the informers list before the first cycle may run.
-LISTED_KINDS = frozenset({"pods", "nodes", "namespaces", "claims"})
+LISTED_KINDS = frozenset({"pods", "nodes", "namespaces", "claims", "budgets"})
 
 
 class Intake(EnginePart):
@@ -62,6 +63,8 @@ class Intake(EnginePart):
         self._signals.wake()
 
     def on_pod_upsert(self, pod: PodInfo) -> None:
+        if pod.node_name or pod.is_terminal or pod.is_terminating:
+            self._drop_nomination(pod.uid)
         old = self._cache.upsert_pod(pod)
         if self._pending.is_ours(pod):
             self._framework.on_pod(old, pod)
@@ -75,6 +78,7 @@ class Intake(EnginePart):
         if old is not None and self._pending.is_ours(old):
             self._framework.on_pod(old, None)
         self._waiting.remove(uid)
+        self._framework.nominations.remove(uid)
         self._cache.remove_pod(uid)
         self._queue.delete(uid)
         self._reporter.forget(uid)
@@ -94,10 +98,30 @@ class Intake(EnginePart):
         for pod in ours:
             self._framework.on_pod(None, pod)
             self._waiting.update(pod)
+            self._restore_nomination(pod)
         for pod in ours:
             self.enqueue(pod)
         self._signals.request_move()
         self._listed_now("pods")
+
+    def _restore_nomination(self, pod: PodInfo) -> None:
+        """After a restart, the room preemption made is held again for the pods nominated to
+        it (``status.nominatedNodeName``), until their group is planned again."""
+        node = pod.nominated_node_name
+        nominations = self._framework.nominations
+        if (
+            not node
+            or pod.uid in nominations
+            or not self._pending.is_pending(pod)
+            or self._cache.node(node) is None
+        ):
+            return
+        nominations.add(pod, node, "")
+        self._cache.assume(pod, node)
+
+    def _drop_nomination(self, uid: str) -> None:
+        if self._framework.nominations.remove(uid) is not None:
+            self._cache.forget(uid)
 
     def on_pod_invalid(self, obj: Mapping[str, Any], error: PodParseError) -> None:
         """A pod we cannot read: if it is ours and unbound, it is told why on the pod itself;
@@ -190,6 +214,18 @@ class Intake(EnginePart):
         self._cache.replace_claims(claims)
         self._signals.request_move()
         self._listed_now("claims")
+
+    # -- disruption budgets: read when preemption weighs its victims ------------------------
+
+    def on_budget_upsert(self, budget: BudgetInfo) -> None:
+        self._cache.upsert_budget(budget)
+
+    def on_budget_delete(self, key: str) -> None:
+        self._cache.remove_budget(key)
+
+    def on_budgets_listed(self, budgets: Iterable[BudgetInfo]) -> None:
+        self._cache.replace_budgets(budgets)
+        self._listed_now("budgets")
 
     # -- custom resources ----------------------------------------------------------------------
 

@@ -10,14 +10,17 @@ import asyncio
 import structlog
 
 from koordgang.engine.binder import Binder, BindRequest
+from koordgang.engine.evictor import Eviction, Evictor
 from koordgang.engine.intake import Intake
 from koordgang.engine.metrics import Metrics
 from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.engine.status_writer import StatusWriter
 from koordgang.framework.cycle import CycleOutcome, run_cycle
+from koordgang.framework.group import SchedulingGroup
 from koordgang.framework.report import Report
 from koordgang.framework.results import UnreserveReason
 from koordgang.framework.status import Code
+from koordgang.model.pod import PodInfo
 from koordgang.state.queue import QueuedPod, QueueState
 from koordgang.state.snapshot import Placement, Snapshot
 
@@ -36,12 +39,15 @@ class SchedulingLoop(EnginePart):
         *,
         intake: Intake,
         binder: Binder,
+        evictor: Evictor,
         status_writer: StatusWriter,
         metrics: Metrics,
     ) -> None:
         super().__init__(parts)
         self._intake = intake
         self._binder = binder
+        self._evictor = evictor
+        self._nominations = parts.framework.nominations
         self._status_writer = status_writer
         self._metrics = metrics
         self._stopping = False
@@ -155,6 +161,7 @@ class SchedulingLoop(EnginePart):
                     members[other.uid] = taken
             pending = [members[uid].pod for uid in members if uid != pod.uid]
         group = self._framework.build_group(pod, pending)
+        self._release_nominations(group)
         outcome = run_cycle(self._framework, group, Snapshot(self._cache), started)
         self._apply(outcome, members, started)
         result = "scheduled" if outcome.bind or outcome.allow_waiting else "unschedulable"
@@ -197,6 +204,7 @@ class SchedulingLoop(EnginePart):
                 )
         if outcome.release_held:
             self._release_held(group.key)
+        self._preempt(outcome)
         error = outcome.status.code is Code.ERROR
         for uid, message in outcome.unplaced.items():
             left = members.pop(uid, None)
@@ -204,7 +212,11 @@ class SchedulingLoop(EnginePart):
                 self._queue.requeue(left, now, unschedulable=not error)
             pod = self._cache.pod(uid)
             if message and pod is not None:
-                self._reporter.report(Report.unschedulable(pod, message))
+                self._reporter.report(
+                    Report.unschedulable(
+                        pod, message, nominated_node=_nomination_change(pod, outcome.nominated)
+                    )
+                )
         for uid, message in outcome.explain.items():
             pod = self._cache.pod(uid)
             if message and pod is not None:
@@ -212,6 +224,53 @@ class SchedulingLoop(EnginePart):
         for queued in members.values():
             # Taken out of the queue but not part of the decision: back, to be tried again.
             self._queue.requeue(queued, now, unschedulable=False)
+
+    # -- preemption --------------------------------------------------------------------------
+
+    def _release_nominations(self, group: SchedulingGroup) -> None:
+        """A group is planned afresh on every attempt: the room held for its nominated members
+        is given back first (the cycle hands it back while victims are still leaving)."""
+        for member in group.members():
+            if self._nominations.remove(member.uid) is not None:
+                self._cache.forget(member.uid)
+
+    def _preempt(self, outcome: CycleOutcome) -> None:
+        """Holds the room for nominated members, evicts the victims, and takes nominations on
+        the freed nodes away from lower-priority pods."""
+        group = outcome.group
+        for uid, node in outcome.nominated.items():
+            pod = self._cache.pod(uid)
+            if pod is not None and self._cache.node(node) is not None:
+                self._nominations.add(pod, node, group.key)
+                self._cache.assume(pod, node)
+        for placement in outcome.evict:
+            self._evictor.submit(
+                Eviction(placement.pod, placement.node_name, outcome.preemptor, group.trigger.key)
+            )
+        if outcome.dry_run_seconds is not None:
+            self._metrics.preemption_attempts.inc()
+            self._metrics.preemption_dry_run.observe(outcome.dry_run_seconds)
+        if outcome.evict:
+            self._metrics.preemption_victims.observe(len(outcome.evict))
+            log.info(
+                "preempting",
+                preemptor=outcome.preemptor,
+                victims=len(outcome.evict),
+                nodes=len({p.node_name for p in outcome.evict}),
+            )
+        for uid in outcome.drop_nominations:
+            dropped = self._nominations.remove(uid)
+            if dropped is None:
+                continue
+            self._cache.forget(uid)
+            pod = self._cache.pod(uid)
+            if pod is not None:
+                message = (
+                    f"nomination to {dropped.node} given up: the room goes to "
+                    f"higher-priority {outcome.preemptor}"
+                )
+                self._reporter.report(Report.unschedulable(pod, message, nominated_node=""))
+            self._signals.request_move()
 
     def _release_held(self, group: str) -> None:
         released = self._waiting.release_group(group)
@@ -235,3 +294,11 @@ class SchedulingLoop(EnginePart):
         self._metrics.cache_size.labels("pods").set(self._cache.pod_count())
         self._metrics.report_backlog.set(self._reporter.backlog)
         self._metrics.held_pods.set(len(self._waiting))
+        self._metrics.nominated_pods.set(len(self._nominations))
+
+
+def _nomination_change(pod: PodInfo, nominated: dict[str, str]) -> str | None:
+    """What to write as the pod's ``status.nominatedNodeName``: its new nomination, "" to
+    clear one it no longer has, None when it is right already."""
+    node = nominated.get(pod.uid, "")
+    return None if node == pod.nominated_node_name else node

@@ -94,6 +94,30 @@ class Metrics:
             registry=self.registry,
         )
 
+        # Named as kube-scheduler names them, so that existing dashboards apply.
+        self.preemption_attempts = Counter(
+            "scheduler_preemption_attempts",
+            "Preemption dry runs (jobs or pods that did not fit and had lower-priority pods).",
+            registry=self.registry,
+        )
+        self.preemption_victims = Histogram(
+            "scheduler_preemption_victims",
+            "Pods evicted by one preemption.",
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+            registry=self.registry,
+        )
+        self.preemption_dry_run = Histogram(
+            "koordgang_preemption_dry_run_duration_seconds",
+            "Time of one preemption dry run (victim search and reprieve).",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.nominated_pods = Gauge(
+            "koordgang_nominated_pods",
+            "Pods nominated to a node while victims leave (room held for them).",
+            registry=self.registry,
+        )
+
     def attempt(self, result: str, seconds: float) -> None:
         """One scheduling attempt ended with ``result``. The labelled children are looked up
         once: ``labels()`` takes a lock and builds a key on every call."""

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.nominations import Nominations
 
 
 class PendingRule:
-    def __init__(self, scheduler_name: str, cache: SchedulerCache) -> None:
+    def __init__(
+        self, scheduler_name: str, cache: SchedulerCache, nominations: Nominations
+    ) -> None:
         self.scheduler_name = scheduler_name
         self._cache = cache
+        self._nominations = nominations
 
     def is_ours(self, pod: PodInfo) -> bool:
         return pod.scheduler_name == self.scheduler_name
 
     def is_pending(self, pod: PodInfo) -> bool:
-        """Ours, alive, unbound, and not placed by this scheduler already (binding or held)."""
+        """Ours, alive, unbound, and not placed by this scheduler already (binding or held).
+        A nominated pod counts on its node too, but is still pending: it binds once its room
+        is free."""
         return (
             pod.scheduler_name == self.scheduler_name
             and not pod.node_name
             and not pod.is_terminal
             and not pod.is_terminating
-            and not self._cache.is_assumed(pod.uid)
+            and (not self._cache.is_assumed(pod.uid) or pod.uid in self._nominations)
         )

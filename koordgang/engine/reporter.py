@@ -108,6 +108,7 @@ class Reporter:
         last = self._last.get(report.obj.uid, {}).get(report.reason)
         if (
             last is not None
+            and report.nominated_node is None
             and last[0] == report.message
             and self._clock() - last[1] < REPEAT_AFTER
             and report.obj.uid not in self._writing
@@ -198,8 +199,11 @@ class Reporter:
                     "lastTransitionTime": _now(),
                     "lastProbeTime": None,
                 }
+                nominated = report.nominated_node
                 await with_retries(
-                    lambda: pods.patch_condition(self._api, obj.namespace, obj.name, condition),
+                    lambda: pods.patch_condition(
+                        self._api, obj.namespace, obj.name, condition, nominated_node=nominated
+                    ),
                     attempts=3,
                 )
                 self._metrics.api_writes.labels("condition", "ok").inc()

@@ -19,6 +19,7 @@ import structlog
 from koordgang.clients.api import KubeApi
 from koordgang.engine.bind_outcomes import BindOutcomes
 from koordgang.engine.binder import Binder
+from koordgang.engine.evictor import Evictor
 from koordgang.engine.handle import EngineHandle, ReportRelevance
 from koordgang.engine.intake import Intake
 from koordgang.engine.loop import SchedulingLoop
@@ -60,12 +61,17 @@ class Scheduler:
             unschedulable_retry_interval=settings.unschedulable_retry_interval,
         )
         self.signals = Signals()
-        self.pending = PendingRule(settings.scheduler_name, self.cache)
+        self.pending = PendingRule(settings.scheduler_name, self.cache, framework.nominations)
         self.reporter = Reporter(
             api,
             settings.scheduler_name,
             self.metrics,
-            relevance=ReportRelevance(self.cache, framework.waiting, lambda: self.binder.in_flight),
+            relevance=ReportRelevance(
+                self.cache,
+                framework.waiting,
+                lambda: self.binder.in_flight,
+                framework.nominations,
+            ),
             clock=clock,
             normal_events_per_second=settings.scheduled_events_per_second,
         )
@@ -88,10 +94,12 @@ class Scheduler:
             listener=self.bind_outcomes,
             clock=clock,
         )
+        self.evictor = Evictor(api, settings.scheduler_name, self.metrics)
         self.loop = SchedulingLoop(
             parts,
             intake=self.intake,
             binder=self.binder,
+            evictor=self.evictor,
             status_writer=self.status_writer,
             metrics=self.metrics,
         )
@@ -117,6 +125,8 @@ class Scheduler:
         for index in range(self.reporter.workers):
             supervisor.spawn(f"reporter-{index}", self.reporter.work)
         supervisor.spawn("status-writer", self.status_writer.work)
+        for index in range(self.evictor.workers):
+            supervisor.spawn(f"evictor-{index}", self.evictor.work)
         supervisor.spawn("scheduling-loop", self.loop.run)
 
     async def stop(self, grace: float | None = None) -> None:

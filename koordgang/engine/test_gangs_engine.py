@@ -19,6 +19,8 @@ from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import Gang
 
 NO_CPU = "0/1 nodes are available: 1 Insufficient cpu."
+#: What preemption adds when no pod of lower priority runs.
+NOTHING_TO_EVICT = "preemption is not helpful: no pod of lower priority to evict"
 TIMED_OUT = (
     "gang ns/x timed out after 10s without reaching min 4: its reservations were released and "
     "its pods will not be scheduled again (delete and recreate them to retry)"
@@ -64,7 +66,10 @@ async def test_a_gang_larger_than_the_room_binds_nothing_and_every_member_says_w
         condition = api.condition(member.name)
         assert condition is not None
         assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
-        assert condition["message"] == f"gang ns/x: 3/4 members placed, min 4; {NO_CPU}"
+        assert (
+            condition["message"]
+            == f"gang ns/x: 3/4 members placed, min 4; {NO_CPU}; {NOTHING_TO_EVICT}"
+        )
         [event] = api.events(member.name)
         assert (event["type"], event["reason"]) == ("Warning", "FailedScheduling")
         assert event["message"] == condition["message"]
@@ -96,7 +101,7 @@ async def test_a_nonstrict_gang_holds_its_placements_and_nobody_else_takes_the_r
     await sched.run()
     assert api.binds(landed=False) == []
     condition = api.condition("plain")
-    assert condition is not None and condition["message"] == NO_CPU
+    assert condition is not None and condition["message"] == f"{NO_CPU}; {NOTHING_TO_EVICT}"
     assert "Insufficient cpu" in condition["message"]
 
 

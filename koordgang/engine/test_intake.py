@@ -28,13 +28,14 @@ def state_of(sched: Harness, name: str) -> QueueState | None:
     return None if entry is None else entry.state
 
 
-async def test_the_loop_is_ready_only_once_all_four_kinds_are_listed(sched: Harness) -> None:
+async def test_the_loop_is_ready_only_once_every_kind_is_listed(sched: Harness) -> None:
     intake = sched.intake
     intake.on_nodes_listed([node("n1")])
     intake.on_pods_listed([pod("p")])
     intake.on_namespaces_listed([("ns", {})])
-    assert not sched.scheduler.ready
     intake.on_claims_listed([])
+    assert not sched.scheduler.ready
+    intake.on_budgets_listed([])
     assert sched.scheduler.ready
 
 

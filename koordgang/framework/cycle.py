@@ -50,6 +50,14 @@ class CycleOutcome:
     release_held: bool = False
     #: What the placement did, when one ran.
     plan: GroupPlan | None = None
+    #: Pods to evict so that the nominated members fit (preemption), with their node.
+    evict: list[Placement] = field(default_factory=list)
+    #: Whom they are evicted for (``default/hello-job``).
+    preemptor: str = ""
+    #: Pods of other groups whose nominations are given up.
+    drop_nominations: list[str] = field(default_factory=list)
+    #: How long a preemption dry run took, if one ran (seconds).
+    dry_run_seconds: float | None = None
 
 
 def run_cycle(
@@ -74,12 +82,22 @@ def run_cycle(
     if not complete:
         result = framework.run_post_filter(state, group, plan, snapshot)
         messages.update(result.messages)
+        outcome.dry_run_seconds = result.dry_run_seconds
         if result.status.is_success:
             # Room is being made (victims go): the members wait for it, holding nothing else.
             outcome.status = Status(Code.UNSCHEDULABLE, ("waiting for preemption",))
             outcome.nominated = dict(result.nominated)
+            outcome.evict = list(result.evict)
+            outcome.preemptor = result.preemptor
+            outcome.drop_nominations = list(result.drop_nominations)
+            messages.update(result.notes)
             _leave_all(outcome, group, plan, messages)
             return outcome
+        if result.notes:
+            own = _own_failures(plan)
+            for uid, note in result.notes.items():
+                base = messages.get(uid) or own.get(uid, "")
+                messages[uid] = f"{base}; {note}" if base else note
         if result.drop_placements:
             # Nothing of the group is kept, not even what it held from earlier cycles.
             outcome.status = _failure(plan)

@@ -21,6 +21,7 @@ from koordgang.framework.interfaces import (
     GroupingPlugin,
     GroupPlacementPlugin,
     GroupPreFilterPlugin,
+    JobViewPlugin,
     PermitPlugin,
     Plugin,
     PostFilterPlugin,
@@ -34,6 +35,7 @@ from koordgang.framework.interfaces import (
     SortKey,
     StatusSourcePlugin,
 )
+from koordgang.framework.jobs import JobRef
 from koordgang.framework.report import StatusUpdate
 from koordgang.framework.results import (
     ALLOW,
@@ -45,6 +47,7 @@ from koordgang.framework.results import (
 from koordgang.framework.runner import PodRunner
 from koordgang.framework.status import SUCCESS, Code, Status
 from koordgang.model.pod import PodInfo
+from koordgang.state.nominations import Nominations
 from koordgang.state.snapshot import Placement, Snapshot
 from koordgang.state.waiting import WaitingPods
 
@@ -64,6 +67,8 @@ class Framework:
         self.plugins = tuple(plugins)
         #: Pods held for their group; the engine changes it, plugins read it.
         self.waiting = waiting if waiting is not None else WaitingPods()
+        #: Pods nominated to a node while room is made; the engine changes it, plugins read it.
+        self.nominations = Nominations()
         sorts: list[QueueSortPlugin] = _of(plugins, QueueSortPlugin)
         if len(sorts) != 1:
             raise ValueError(f"a profile needs exactly one QueueSort plugin, got {len(sorts)}")
@@ -81,6 +86,7 @@ class Framework:
         self.reclaimers: list[ReclaimPlugin] = _of(plugins, ReclaimPlugin)
         self.event_handlers: list[EventHandlerPlugin] = _of(plugins, EventHandlerPlugin)
         self.status_sources: list[StatusSourcePlugin] = _of(plugins, StatusSourcePlugin)
+        self.job_views: list[JobViewPlugin] = _of(plugins, JobViewPlugin)
         self.pods = PodRunner(
             pre_filters=_of(plugins, PreFilterPlugin),
             filters=_of(plugins, FilterPlugin),
@@ -171,14 +177,29 @@ class Framework:
         for plugin in self.post_filters:
             result = plugin.post_filter(state, group, plan, snapshot)
             merged.messages.update(result.messages)
+            for uid, note in result.notes.items():
+                merged.notes[uid] = f"{merged.notes[uid]}; {note}" if uid in merged.notes else note
             merged.drop_placements = merged.drop_placements or result.drop_placements
+            if result.dry_run_seconds is not None:
+                merged.dry_run_seconds = result.dry_run_seconds
             if result.status.is_success:
                 merged.status = result.status
                 merged.nominated = result.nominated
+                merged.evict = result.evict
+                merged.preemptor = result.preemptor
+                merged.drop_nominations = result.drop_nominations
                 return merged
             if result.status.code is not Code.SKIP:
                 merged.status = result.status
         return merged
+
+    def job_of(self, pod: PodInfo) -> JobRef | None:
+        """The job a running pod belongs to, as the plugins that know say it."""
+        for plugin in self.job_views:
+            job = plugin.job_of(pod)
+            if job is not None:
+                return job
+        return None
 
     def run_reserve(
         self, state: CycleState, group: SchedulingGroup, placements: Sequence[Placement]

@@ -15,6 +15,7 @@ from typing import Protocol
 from koordgang.framework.diagnosis import Diagnosis
 from koordgang.framework.status import SUCCESS, Status
 from koordgang.model.pod import PodInfo
+from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Placement, Snapshot
 
 
@@ -80,6 +81,14 @@ class Placer(Protocol):
     ) -> PodResult:
         """Runs PreFilter, Filter and Score for ``pod`` over the nodes of ``snapshot`` (or
         those named in ``within``) and, if one fits, adds the pod there."""
+
+    def find(
+        self, pod: PodInfo, snapshot: Snapshot, *, within: frozenset[str] | None = None
+    ) -> PodResult:
+        """Like ``place``, without adding the pod."""
+
+    def check(self, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> Status:
+        """Runs PreFilter and every Filter for ``pod`` on one node; adds nothing."""
 
 
 @dataclass(slots=True)

@@ -6,13 +6,15 @@ and returns at once: a report is queued for writing, an activation moves pods in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from koordgang.framework.group import SchedulingGroup
+from koordgang.framework.group import Placer, SchedulingGroup
+from koordgang.framework.jobs import Budget, JobRef
 from koordgang.framework.report import Report
 from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.nominations import Nominations
 from koordgang.state.snapshot import Snapshot
 from koordgang.state.waiting import WaitingPods
 
@@ -46,6 +48,20 @@ class Handle(Protocol):
 
     def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
         """Resources that preemption could free for ``group`` (ReclaimPlugins, summed)."""
+
+    @property
+    def placer(self) -> Placer:
+        """Places one pod on a snapshot, or checks it on one node (for what-ifs)."""
+
+    @property
+    def nominations(self) -> Nominations:
+        """Pods nominated to nodes while room is made (read it; only the engine changes it)."""
+
+    def job_of(self, pod: PodInfo) -> JobRef | None:
+        """The job a running pod belongs to (its gang), if a plugin knows it."""
+
+    def budgets_of(self, pod: PodInfo) -> Sequence[Budget]:
+        """The PodDisruptionBudgets that cover ``pod``."""
 
 
 @runtime_checkable

@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPlan, Placer, SchedulingGroup
+from koordgang.framework.jobs import JobRef
 from koordgang.framework.report import StatusUpdate
 from koordgang.framework.results import PermitResult, PostFilterResult, UnreserveReason
 from koordgang.framework.status import Status
@@ -184,6 +185,12 @@ class PermitPlugin(Plugin, Protocol):
         self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, now: float
     ) -> PermitResult:
         """Bind now, hold and wait (with a deadline), or give up the placements."""
+
+
+@runtime_checkable
+class JobViewPlugin(Plugin, Protocol):
+    def job_of(self, pod: PodInfo) -> JobRef | None:
+        """The job a running pod belongs to (its gang), None if this plugin does not know."""
 
 
 @runtime_checkable

@@ -25,6 +25,8 @@ class Report:
     always: bool = False
     #: Also post an Event (a condition alone suffices where Kubernetes itself posts none).
     event: bool = True
+    #: With the condition: ``status.nominatedNodeName`` to set ("" clears it; None leaves it).
+    nominated_node: str | None = None
 
     @staticmethod
     def for_pod(
@@ -42,10 +44,24 @@ class Report:
         return Report(ref, event_type, reason, message, condition, annotations or {}, always, event)
 
     @staticmethod
-    def unschedulable(pod: PodInfo, message: str, reason: str = "Unschedulable") -> Report:
-        """The usual explanation of a pod that waits: condition and FailedScheduling Event."""
-        return Report.for_pod(
-            pod, "Warning", "FailedScheduling", message, condition=("False", reason)
+    def unschedulable(
+        pod: PodInfo,
+        message: str,
+        reason: str = "Unschedulable",
+        *,
+        nominated_node: str | None = None,
+    ) -> Report:
+        """The usual explanation of a pod that waits: condition and FailedScheduling Event;
+        with the node it is nominated to (or "" to clear a nomination)."""
+        ref = ObjectRef("Pod", pod.namespace, pod.name, pod.uid)
+        return Report(
+            ref,
+            "Warning",
+            "FailedScheduling",
+            message,
+            ("False", reason),
+            {},
+            nominated_node=nominated_node,
         )
 
 

@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 
 from koordgang.framework.status import Status
+from koordgang.state.snapshot import Placement
 
 
 @dataclass(slots=True)
@@ -17,6 +18,17 @@ class PostFilterResult:
     drop_placements: bool = False
     #: pod uid -> what that pod is told about why it waits.
     messages: dict[str, str] = field(default_factory=dict)
+    #: pod uid -> a note added to what the pod is told (what preemption did, or why not);
+    #: on success, the note alone is what the pod is told.
+    notes: dict[str, str] = field(default_factory=dict)
+    #: Pods to evict to make the room (preemption's victims), with their node.
+    evict: list[Placement] = field(default_factory=list)
+    #: Whom the victims make room for, as users read it (``default/hello-job``).
+    preemptor: str = ""
+    #: Pods of other groups whose nominations on the freed nodes are given up.
+    drop_nominations: list[str] = field(default_factory=list)
+    #: A preemption dry run ran: how long it took (seconds), for the metrics.
+    dry_run_seconds: float | None = None
 
 
 class UnreserveReason(enum.StrEnum):

@@ -229,6 +229,24 @@ class PodRunner:
         diagnosis = self.explain(state, pod, snapshot, verdict, active, within)
         return PodResult(pod, None, Status(Code.UNSCHEDULABLE, (diagnosis.message(),)), diagnosis)
 
+    def check(self, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> Status:
+        """Would ``pod`` pass every filter on ``node`` in ``snapshot``? (A what-if asks this
+        node by node: preemption, after taking victims away.)"""
+        state = CycleState()
+        status, skipped = self.run_pre_filters(state, pod, snapshot)
+        if not status.is_success:
+            return status
+        verdict = self.static_verdict(pod, snapshot)
+        rejected = verdict.rejected.get(node.name)
+        if rejected is not None:
+            return rejected
+        active = self._active(state, pod, snapshot, skipped)
+        for check in active.node_filters + active.cluster_filters:
+            status = check.filter(state, pod, node, snapshot)
+            if not status.is_success:
+                return status
+        return SUCCESS
+
     def _evaluator(
         self, state: CycleState, pod: PodInfo, verdict: StaticVerdict, active: _Active
     ) -> Callable[[NodeState, Snapshot], int | None]:

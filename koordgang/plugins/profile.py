@@ -12,6 +12,7 @@ from koordgang.plugins.nodeports import NodePorts
 from koordgang.plugins.noderesources import Fit, ResourceScore
 from koordgang.plugins.nodeunschedulable import NodeUnschedulable
 from koordgang.plugins.podtopologyspread import PodTopologySpread
+from koordgang.plugins.preemption import Preemption
 from koordgang.plugins.schedulinggates import SchedulingGates
 from koordgang.plugins.tainttoleration import TaintToleration
 from koordgang.plugins.volumebinding import VolumeBinding
@@ -39,6 +40,9 @@ def default_framework(
             PodTopologySpread(),
             InterPodAffinity(),
             ResourceScore(settings.score_strategy),
+            # After Coscheduling: a gang's own explanation comes first, then what preemption
+            # did about it.
+            Preemption(enabled=settings.preemption),
         ),
         waiting=gangs.waiting,
         rng=rng,

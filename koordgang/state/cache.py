@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
 
+from koordgang.model.budgets import BudgetInfo
 from koordgang.model.node import NodeInfo
 from koordgang.model.pod import HostPort, PodInfo
 from koordgang.model.resources import Resources
@@ -54,6 +55,8 @@ class SchedulerCache:
         self._namespaces: dict[str, Mapping[str, str]] = {}
         #: PersistentVolumeClaims by ``namespace/name``.
         self._claims: dict[str, ClaimInfo] = {}
+        #: PodDisruptionBudgets: namespace -> key -> budget.
+        self._budgets: dict[str, dict[str, BudgetInfo]] = {}
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -301,6 +304,31 @@ class SchedulerCache:
 
     def claim(self, namespace: str, name: str) -> ClaimInfo | None:
         return self._claims.get(f"{namespace}/{name}")
+
+    # -- disruption budgets --------------------------------------------------------------------
+
+    def upsert_budget(self, budget: BudgetInfo) -> None:
+        self._budgets.setdefault(budget.namespace, {})[budget.key] = budget
+
+    def remove_budget(self, key: str) -> None:
+        namespace = key.partition("/")[0]
+        budgets = self._budgets.get(namespace)
+        if budgets is not None:
+            budgets.pop(key, None)
+            if not budgets:
+                del self._budgets[namespace]
+
+    def replace_budgets(self, budgets: Iterable[BudgetInfo]) -> None:
+        self._budgets = {}
+        for budget in budgets:
+            self.upsert_budget(budget)
+
+    def budgets_of(self, pod: PodInfo) -> list[BudgetInfo]:
+        """The budgets whose selector covers ``pod``."""
+        budgets = self._budgets.get(pod.namespace)
+        if not budgets:
+            return []
+        return [b for b in budgets.values() if b.covers(pod.namespace, pod.labels)]
 
 
 def _spec_changed(old: NodeInfo, new: NodeInfo) -> bool:

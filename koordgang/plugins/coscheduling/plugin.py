@@ -27,6 +27,7 @@ from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPart, GroupPlan, PartPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import SortKey
+from koordgang.framework.jobs import JobRef
 from koordgang.framework.report import Report, StatusUpdate
 from koordgang.framework.results import (
     ALLOW,
@@ -368,6 +369,15 @@ class Coscheduling:
         return PermitResult(Decision.WAIT, deadline=deadline, messages=messages, plugin=self.name)
 
     # -- status --------------------------------------------------------------------------------
+
+    def job_of(self, pod: PodInfo) -> JobRef | None:
+        """A running pod's gang: evicting it breaks the gang when its running members would
+        fall below the minimum (what preemption weighs first)."""
+        gang = self.gangs.gang_of(pod.uid)
+        if gang is None:
+            return None
+        running = sum(1 for _ in gang.bound_members())
+        return JobRef(gang.key, minimum=gang.spec.min_available or 0, running=running)
 
     def status_updates(self) -> list[StatusUpdate]:
         updates = []

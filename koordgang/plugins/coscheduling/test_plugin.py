@@ -219,7 +219,10 @@ class Scheduler:
     ) -> None:
         self.cache = SchedulerCache()
         self.gangs = GangRegistry(DEFAULT_WAIT)
-        self.framework = default_framework(Settings(), self.gangs, rng=random.Random(7))
+        # Gang rules alone: what preemption adds is tested with it (plugins/preemption).
+        self.framework = default_framework(
+            Settings(preemption=False), self.gangs, rng=random.Random(7)
+        )
         self.clock = Clock()
         self.handle = FakeHandle(self.cache, self.gangs, self.clock)
         self.framework.attach(self.handle)

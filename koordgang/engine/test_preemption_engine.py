@@ -1,0 +1,163 @@
+"""Preemption through the engine: victims get the condition and are deleted, members are
+nominated and hold the room, then bind together once the victims are gone; no second
+preemption while victims are still there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from koordgang.engine.conftest import FakeApi, Harness, MakeScheduler, bound, gang, node, pod
+
+LOW, HIGH = 0, 100
+
+
+def low_pods(per_node: dict[str, int], cpu: str = "1") -> list[Any]:
+    return [
+        bound(pod(f"low-{name}-{i}", cpu=cpu, priority=LOW, scheduler="other"), name)
+        for name, count in per_node.items()
+        for i in range(count)
+    ]
+
+
+def retry(sched: Harness) -> None:
+    """Time enough for the backoff of pods that failed to pass, and a cluster event."""
+    sched.clock.advance(11)
+    sched.scheduler.signals.request_move()
+
+
+def deletes(api: FakeApi) -> list[str]:
+    return [c.path.rsplit("/", 1)[1] for c in api.landed() if c.method == "DELETE"]
+
+
+def status_patches(api: FakeApi, name: str) -> list[dict[str, Any]]:
+    path = f"/api/v1/namespaces/ns/pods/{name}/status"
+    return [c.body["status"] for c in api.landed() if c.method == "PATCH" and c.path == path]
+
+
+def high_gang(count: int = 2, **kwargs: Any) -> list[Any]:
+    members = gang("hi", count, count, **kwargs)
+    return [pod(p.name, annotations=dict(p.annotations), priority=HIGH) for p in members]
+
+
+async def test_a_gang_evicts_the_fewest_victims_then_binds_on_the_nominated_nodes(
+    sched: Harness, api: FakeApi
+) -> None:
+    # Two full nodes (2 cpu each): a gang of 2 needs 2 cpu, so 2 victims, on one node or two.
+    victims_pool = low_pods({"n1": 2, "n2": 2})
+    members = high_gang(2)
+    sched.list(nodes=[node("n1", cpu="2"), node("n2", cpu="2")], pods=victims_pool + members)
+    await sched.run()
+
+    evicted = deletes(api)
+    assert len(evicted) == 2
+    assert api.binds() == []
+    for name in evicted:
+        condition = status_patches(api, name)[0]["conditions"][0]
+        assert condition["type"] == "DisruptionTarget"
+        assert condition["reason"] == "PreemptionByScheduler"
+        assert condition["message"] == (
+            "koord-scheduler: preempting to accommodate higher priority pods, "
+            "preemptor: ns/hi, triggerpod: ns/hi-0"
+        )
+        assert api.events(name, "Preempted")
+    nominated = {}
+    for member in members:
+        patch = status_patches(api, member.name)[-1]
+        nominated[member.name] = patch["nominatedNodeName"]
+        assert patch["conditions"][0]["message"].startswith("preempting 2 pods on ")
+    victim_nodes = {p.node_name for p in victims_pool if p.name in evicted}
+    assert set(nominated.values()) == victim_nodes
+
+    # A second attempt while the victims are still there evicts nothing more.
+    retry(sched)
+    await sched.run()
+    assert len(deletes(api)) == 2
+    assert api.binds() == []
+
+    # The victims go: the gang binds, all of it, where it was nominated.
+    for victim in victims_pool:
+        if victim.name in evicted:
+            sched.intake.on_pod_delete(victim.uid)
+    retry(sched)
+    await sched.run()
+    assert dict(api.binds()) == nominated
+
+
+async def test_room_held_for_a_nominated_gang_is_not_taken_by_a_lower_priority_pod(
+    sched: Harness, api: FakeApi
+) -> None:
+    victims_pool = low_pods({"n1": 2})
+    sched.list(nodes=[node("n1", cpu="2")], pods=[*victims_pool, *high_gang(2)])
+    await sched.run()
+    assert len(deletes(api)) == 2
+    for victim in victims_pool:
+        sched.intake.on_pod_delete(victim.uid)
+    # A medium-priority pod arrives before the gang is tried again: it finds no room.
+    sched.add(pod("medium", priority=50))
+    sched.step(1)
+    await sched.settle()
+    assert ("medium", "n1") not in api.binds()
+    retry(sched)
+    await sched.run()
+    assert sorted(name for name, _ in api.binds()) == ["hi-0", "hi-1"]
+
+
+async def test_extra_members_beyond_the_minimum_never_cause_evictions(
+    sched: Harness, api: FakeApi
+) -> None:
+    # min 1 of 3, NonStrict: one member fits without evicting, the two extra ones do not.
+    members = [
+        pod(p.name, annotations=dict(p.annotations), priority=HIGH)
+        for p in gang("hi", 3, 1, mode="NonStrict")
+    ]
+    sched.list(nodes=[node("n1", cpu="2")], pods=[*low_pods({"n1": 1}), *members])
+    await sched.run()
+    assert deletes(api) == []
+    assert len(api.binds()) == 1
+
+
+async def test_policy_never_equal_priority_and_the_label_evict_nothing(
+    make_scheduler: MakeScheduler,
+) -> None:
+    cases = {
+        "never": (pod("p", priority=HIGH, preemption_policy="Never"), {}),
+        "equal": (pod("p", priority=LOW), {}),
+        "label": (
+            pod("p", priority=HIGH),
+            {"scheduling.koordinator.sh/disable-preemptible": "true"},
+        ),
+    }
+    expected = {
+        "never": "preemptionPolicy is Never",
+        "equal": "preemption is not helpful: no pod of lower priority to evict",
+        "label": "preemption is not helpful: no pod of lower priority to evict",
+    }
+    for case, (preemptor, labels) in cases.items():
+        sched = make_scheduler()
+        victim = bound(pod("low", priority=LOW, scheduler="other", labels=labels), "n1")
+        sched.list(nodes=[node("n1", cpu="1")], pods=[victim, preemptor])
+        await sched.run()
+        assert deletes(sched.api) == [], case
+        message = sched.api.conditions("p")[-1]["message"]
+        assert message.endswith(expected[case]), (case, message)
+        await sched.close()
+
+
+async def test_a_gang_member_is_spared_for_a_lone_pod_of_the_same_priority(
+    sched: Harness, api: FakeApi
+) -> None:
+    # n1 runs a member of a running gang (min = its size: evicting it breaks the gang);
+    # n2 runs a lone pod of the same priority. One 1-cpu pod of high priority arrives.
+    running = [
+        bound(p, "n1" if p.name.endswith("0") else "n3")
+        for p in (
+            pod(q.name, annotations=dict(q.annotations), priority=LOW) for q in gang("run", 2, 2)
+        )
+    ]
+    lone = bound(pod("lone", priority=LOW, scheduler="other"), "n2")
+    sched.list(
+        nodes=[node("n1", cpu="1"), node("n2", cpu="1"), node("n3", cpu="1")],
+        pods=[*running, lone, pod("p", priority=HIGH)],
+    )
+    await sched.run()
+    assert deletes(api) == ["lone"]

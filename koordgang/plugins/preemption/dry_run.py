@@ -1,0 +1,177 @@
+"""The dry run: on a fork of the cycle's snapshot, find the cheapest set of victims that makes
+room for the members a job needs, and where each member would go.
+
+1. Pods already terminating on the candidate nodes count as gone (they are, soon), and so do
+   pods merely nominated there with a lower priority (their nominations are given up).
+2. Members one by one: where one fits without evicting anything, it goes there; otherwise, for
+   every candidate node, the cheapest victims of that node (in eviction order) that let it
+   pass every filter; the node whose set costs least wins, its victims leave the fork.
+3. Reprieve: every victim, most expensive first, comes back if all members on its node
+   still pass their filters with it there.
+
+A node's answer for a pod shape is remembered until the node changes in the fork, so a job of
+n members over N nodes costs about N + n filter runs, not n * N.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from koordgang.framework.diagnosis import counted
+from koordgang.framework.group import Placer
+from koordgang.model.pod import PodInfo
+from koordgang.plugins.preemption.victims import NO_COST, Cost, CostModel
+from koordgang.state.node_state import NodeState
+from koordgang.state.snapshot import Placement, Snapshot
+
+
+@dataclass(slots=True)
+class DryRun:
+    #: member uid -> the node it would go to.
+    nominations: dict[str, str] = field(default_factory=dict)
+    #: Pods to evict, with their node.
+    victims: list[Placement] = field(default_factory=list)
+    #: Pods counted as gone without evicting them (terminating, or lower-priority pods only
+    #: nominated there).
+    freed: list[Placement] = field(default_factory=list)
+    cost: Cost = NO_COST
+    #: Why no room can be made (empty when it can).
+    failure: str = ""
+
+
+def plan_room(
+    members: Sequence[PodInfo],
+    snapshot: Snapshot,
+    placer: Placer,
+    model: CostModel,
+    candidates: Iterable[str],
+    eligible: dict[str, list[PodInfo]],
+    gone: Callable[[PodInfo], bool],
+) -> DryRun:
+    """``eligible``: per candidate node, the pods that may be evicted there, in eviction order
+    (see ``CostModel.eviction_order``); ``gone``: pods that count as gone already."""
+    work = snapshot.fork()
+    names = [n for n in candidates if snapshot.node(n) is not None]
+    result = DryRun()
+    for name in names:
+        node = work.node(name)
+        assert node is not None
+        for pod in [p for p in work.pods_on(node) if gone(p)]:
+            work.remove(pod)
+            result.freed.append(Placement(pod, name))
+
+    chosen: dict[str, Placement] = {}
+    remembered: dict[tuple[object, str], tuple[int, list[PodInfo] | None]] = {}
+    for member in members:
+        placed = placer.place(member, work)
+        if placed.node is not None:
+            result.nominations[member.uid] = placed.node
+            continue
+        reusable = member.pod_affinity is None and not member.spread_constraints
+        best: tuple[Cost, str, list[PodInfo]] | None = None
+        for name in names:
+            node = work.node(name)
+            assert node is not None
+            version = work.version_of(node)
+            key = (member.shape, name)
+            known = remembered.get(key) if reusable else None
+            if known is not None and known[0] == version:
+                needed = known[1]
+            else:
+                left = [p for p in eligible.get(name, ()) if p.uid not in chosen]
+                needed = _victims_to_fit(member, node, work, left, placer)
+                if reusable:
+                    remembered[key] = (version, needed)
+            if needed is None:
+                continue
+            cost = model.cost(needed)
+            if best is None or cost < best[0]:
+                best = (cost, name, needed)
+        if best is None:
+            result.failure = _why_not(member, work, placer, names, eligible, chosen)
+            return result
+        _, name, needed = best
+        node = work.node(name)
+        assert node is not None
+        for victim in needed:
+            work.remove(victim)
+            chosen[victim.uid] = Placement(victim, name)
+        work.add(member, node)
+        result.nominations[member.uid] = name
+
+    _reprieve(work, placer, model, chosen, result.nominations, members)
+    result.victims = list(chosen.values())
+    result.cost = model.cost(p.pod for p in result.victims)
+    return result
+
+
+def _victims_to_fit(
+    member: PodInfo, node: NodeState, view: Snapshot, victims: list[PodInfo], placer: Placer
+) -> list[PodInfo] | None:
+    """The shortest prefix of ``victims`` whose removal lets ``member`` pass on ``node``."""
+    if not victims:
+        return None
+    trial = view.fork()
+    removed: list[PodInfo] = []
+    for victim in victims:
+        trial.remove(victim)
+        removed.append(victim)
+        if trial.insufficient(node, member.requests):
+            continue  # not enough room yet: no need to run the filters
+        if placer.check(member, node, trial).is_success:
+            return removed
+    return None
+
+
+def _reprieve(
+    work: Snapshot,
+    placer: Placer,
+    model: CostModel,
+    chosen: dict[str, Placement],
+    nominations: dict[str, str],
+    members: Sequence[PodInfo],
+) -> None:
+    by_uid = {m.uid: m for m in members}
+    on_node: dict[str, list[PodInfo]] = {}
+    for uid, name in nominations.items():
+        on_node.setdefault(name, []).append(by_uid[uid])
+    order = sorted(chosen.values(), key=lambda p: model.eviction_order(p.pod), reverse=True)
+    for placement in order:
+        node = work.node(placement.node_name)
+        assert node is not None
+        work.add(placement.pod, node)
+        if _all_pass(on_node.get(placement.node_name, ()), node, work, placer):
+            del chosen[placement.pod.uid]
+        else:
+            work.remove(placement.pod)
+
+
+def _all_pass(members: Iterable[PodInfo], node: NodeState, view: Snapshot, placer: Placer) -> bool:
+    for member in members:
+        view.remove(member)
+        fits = placer.check(member, node, view).is_success
+        view.add(member, node)
+        if not fits:
+            return False
+    return True
+
+
+def _why_not(
+    member: PodInfo,
+    work: Snapshot,
+    placer: Placer,
+    names: list[str],
+    eligible: dict[str, list[PodInfo]],
+    chosen: dict[str, Placement],
+) -> str:
+    """What still stops ``member`` with every eligible victim gone."""
+    empty = work.fork()
+    for name in names:
+        for pod in eligible.get(name, ()):
+            if pod.uid not in chosen:
+                empty.remove(pod)
+    found = placer.find(member, empty)
+    if found.diagnosis is not None and found.diagnosis.reasons:
+        return counted(found.diagnosis.reasons.items())
+    return found.message or "no node has room even without lower-priority pods"

@@ -1,0 +1,290 @@
+"""Preemption as a PostFilter: when a group (a gang group, or a pod alone) does not fit, find
+the cheapest victims on a fork of the snapshot and nominate nodes for the members it needs.
+
+What it answers, and what the engine then does:
+- SUCCESS with ``evict`` and ``nominated``: victims get a ``DisruptionTarget`` condition and
+  are deleted; members are nominated (the room is held for them) and bind, all together, once
+  the victims are gone;
+- SUCCESS with ``nominated`` only: victims of an earlier attempt are still terminating: keep
+  waiting for them (nothing more is evicted);
+- UNSCHEDULABLE with a note: why no preemption (policy Never, not helpful, cooling down).
+
+Only the members a gang needs to reach its minimum (less those already running or held) cause
+evictions; members beyond it never do.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.diagnosis import counted
+from koordgang.framework.group import GroupPlan, SchedulingGroup
+from koordgang.framework.handle import Handle
+from koordgang.framework.results import PostFilterResult
+from koordgang.framework.status import SKIP, SUCCESS, Code, Status
+from koordgang.model.pod import PodInfo
+from koordgang.plugins.preemption.dry_run import DryRun, plan_room
+from koordgang.plugins.preemption.victims import CostModel, not_a_victim
+from koordgang.state.snapshot import Placement, Snapshot
+
+NAME = "Preemption"
+#: After evicting, a job evicts nothing more for this long unless its victims are gone.
+COOLDOWN_SECONDS = 60.0
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """A preemption carried out for one job: whom it evicted, and where its members go."""
+
+    victims: dict[str, str]
+    nominations: dict[str, str]
+    at: float
+    evicted: int = 0
+    nodes: set[str] = field(default_factory=set)
+
+
+class Preemption:
+    name = NAME
+
+    def __init__(self, *, enabled: bool = True, cooldown: float = COOLDOWN_SECONDS) -> None:
+        self.enabled = enabled
+        self._cooldown = cooldown
+        self._attempts: dict[str, _Attempt] = {}
+        self._handle: Handle | None = None
+
+    def attach(self, handle: Handle) -> None:
+        self._handle = handle
+
+    @property
+    def handle(self) -> Handle:
+        assert self._handle is not None, "attach() first"
+        return self._handle
+
+    # -- events --------------------------------------------------------------------------------
+
+    def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
+        current = pod or old
+        if current is None or (pod is not None and not pod.node_name):
+            return
+        # A nominated member bound or gone: the attempt is over once none is left waiting.
+        for key, attempt in list(self._attempts.items()):
+            if attempt.nominations.pop(current.uid, None) is not None and not attempt.nominations:
+                del self._attempts[key]
+
+    def on_object(self, kind: str, event: str, obj: Mapping[str, object]) -> bool:
+        return False
+
+    # -- Reclaim: what preemption could free (so that minResources does not refuse early) -------
+
+    def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
+        members = list(group.members())
+        if not self.enabled or not members or _never(members):
+            return {}
+        below = min(p.priority for p in members)
+        total: dict[str, int] = {}
+        for node in snapshot.nodes:
+            for pod in snapshot.pods_on(node):
+                if pod.is_terminating or (pod.node_name and not not_a_victim(pod, below)):
+                    for name, amount in pod.requests.items():
+                        total[name] = total.get(name, 0) + amount
+        return total
+
+    # -- PostFilter ----------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
+    ) -> PostFilterResult:
+        if not self.enabled or plan.satisfied:
+            return PostFilterResult(SKIP)
+        needed = _needed(plan)
+        if not needed:
+            return PostFilterResult(SKIP)
+        members = list(group.members())
+        job = _job_name(group)
+        if _never(members):
+            return self._refuse(members, "preemptionPolicy is Never")
+        key = group.key or group.trigger.uid
+        now = self.handle.now()
+        attempt = self._attempts.get(key)
+        if attempt is not None:
+            alive = self._alive_victims(attempt)
+            if alive:
+                return self._wait_for(members, attempt, alive, job)
+            if now - attempt.at < self._cooldown:
+                ago = now - attempt.at
+                return self._refuse(
+                    members,
+                    f"preempted {_plural(attempt.evicted, 'pod')} {ago:.0f}s ago and still does "
+                    "not fit; "
+                    f"no more preemption for {self._cooldown - ago:.0f}s",
+                )
+            del self._attempts[key]
+
+        started = time.perf_counter()
+        dry_run, reason = self._dry_run(group, plan, needed, snapshot)
+        seconds = time.perf_counter() - started
+        if dry_run is None or dry_run.failure:
+            note = f"preemption is not helpful: {reason or (dry_run.failure if dry_run else '')}"
+            result = self._refuse(members, note)
+            result.dry_run_seconds = seconds
+            return result
+
+        nominated = dict(dry_run.nominations)
+        nodes = {p.node_name for p in dry_run.victims} | {p.node_name for p in dry_run.freed}
+        if dry_run.victims:
+            count = len(dry_run.victims)
+            on = len({p.node_name for p in dry_run.victims})
+            note = f"preempting {_plural(count, 'pod')} on {_plural(on, 'node')} for {job}"
+        else:
+            note = _terminating_note([p for p in dry_run.freed if p.pod.is_terminating])
+        self._attempts[key] = _Attempt(
+            victims={
+                p.pod.uid: p.node_name
+                for p in dry_run.victims + dry_run.freed
+                if p.pod.node_name  # running pods: the nominated ones are not waited for
+            },
+            nominations=nominated,
+            at=now,
+            evicted=len(dry_run.victims),
+            nodes=nodes,
+        )
+        lowest = min(p.priority for p in members)
+        dropped = [
+            n.pod.uid
+            for n in self.handle.nominations.on_nodes(nodes)
+            if n.pod.priority < lowest and n.pod.uid not in nominated
+        ]
+        return PostFilterResult(
+            SUCCESS,
+            nominated=nominated,
+            notes={p.uid: note for p in members},
+            evict=list(dry_run.victims),
+            preemptor=job,
+            drop_nominations=dropped,
+            dry_run_seconds=seconds,
+        )
+
+    def _dry_run(
+        self, group: SchedulingGroup, plan: GroupPlan, needed: list[PodInfo], snapshot: Snapshot
+    ) -> tuple[DryRun | None, str]:
+        """Runs the dry run over the nodes where removing pods could help; (None, why) when
+        there is no such node."""
+        candidates, unresolvable = _candidates(plan)
+        if not candidates:
+            return None, counted(unresolvable.items()) or "no node could make room"
+        below = min(p.priority for p in group.members())
+        nominations = self.handle.nominations
+
+        def gone(pod: PodInfo) -> bool:
+            return pod.is_terminating or (pod.uid in nominations and pod.priority < below)
+
+        model = CostModel(self.handle.job_of, self.handle.budgets_of)
+        eligible: dict[str, list[PodInfo]] = {}
+        anything = False
+        for name in candidates:
+            node = snapshot.node(name)
+            if node is None:
+                continue
+            # Only running pods are evicted: pods of ours still binding, held or nominated
+            # are not running anywhere yet.
+            pods = []
+            for pod in snapshot.pods_on(node):
+                if gone(pod):
+                    anything = True
+                elif pod.node_name and not not_a_victim(pod, below):
+                    pods.append(pod)
+            if pods:
+                eligible[name] = sorted(pods, key=model.eviction_order)
+        if not eligible and not anything:
+            return None, "no pod of lower priority to evict"
+        run = plan_room(
+            needed, snapshot, self.handle.placer, model, sorted(candidates), eligible, gone
+        )
+        return run, run.failure
+
+    def _alive_victims(self, attempt: _Attempt) -> dict[str, list[str]]:
+        """Victims of ``attempt`` still in the cache, by node."""
+        alive: dict[str, list[str]] = {}
+        cache = self.handle.cache
+        for uid, node in attempt.victims.items():
+            if cache.pod(uid) is not None and cache.node_of(uid) is not None:
+                alive.setdefault(node, []).append(uid)
+        return alive
+
+    def _wait_for(
+        self, members: list[PodInfo], attempt: _Attempt, alive: dict[str, list[str]], job: str
+    ) -> PostFilterResult:
+        count = sum(len(v) for v in alive.values())
+        where = ", ".join(sorted(alive))
+        note = f"waiting for {_plural(count, 'victim')} to terminate on {where}"
+        return PostFilterResult(
+            SUCCESS,
+            nominated=dict(attempt.nominations),
+            notes={p.uid: note for p in members},
+            preemptor=job,
+        )
+
+    @staticmethod
+    def _refuse(members: list[PodInfo], note: str) -> PostFilterResult:
+        return PostFilterResult(
+            Status.unschedulable(NAME, note), notes={p.uid: note for p in members}
+        )
+
+
+def _needed(plan: GroupPlan) -> list[PodInfo]:
+    """The members to make room for: per part, enough to reach its minimum beyond what already
+    counts (running or held); never more."""
+    needed: list[PodInfo] = []
+    for part_plan in plan.parts:
+        part = part_plan.part
+        need = max(0, part.minimum - part.counted)
+        needed.extend(part.pending[:need])
+    return needed
+
+
+def _never(members: list[PodInfo]) -> bool:
+    return any(p.preemption_policy == "Never" for p in members)
+
+
+def _job_name(group: SchedulingGroup) -> str:
+    """How users name the preemptor: the trigger's gang (``default/hello-job``), or the pod."""
+    trigger = group.trigger
+    for part in group.parts:
+        if any(p.uid == trigger.uid for p in part.pending) and "/" in part.key:
+            return part.key
+    return trigger.key
+
+
+def _candidates(plan: GroupPlan) -> tuple[set[str], dict[str, int]]:
+    """Nodes where removing pods could help some unplaced member, and the reasons of the
+    nodes where it could not (counted, for the explanation)."""
+    resolvable: set[str] = set()
+    unresolvable_reasons: dict[str, int] = {}
+    unresolvable_nodes: set[str] = set()
+    for part in plan.parts:
+        for result in part.failed:
+            diagnosis = result.diagnosis
+            if diagnosis is None:
+                continue
+            for node, code in diagnosis.node_codes.items():
+                if code is Code.UNSCHEDULABLE:
+                    resolvable.add(node)
+                else:
+                    unresolvable_nodes.add(node)
+            if not resolvable:
+                for reason, count in diagnosis.reasons.items():
+                    unresolvable_reasons[reason] = max(unresolvable_reasons.get(reason, 0), count)
+    return resolvable, unresolvable_reasons
+
+
+def _terminating_note(terminating: list[Placement]) -> str:
+    nodes = sorted({p.node_name for p in terminating})
+    count = _plural(len(terminating), "victim")
+    return f"waiting for {count} to terminate on {', '.join(nodes)}"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -1,0 +1,48 @@
+"""Pods nominated to a node while preemption makes room there (``status.nominatedNodeName``).
+
+A nominated pod counts on its node in the cache (an assumed pod), so that nobody else of ours
+takes the room meanwhile; it stays pending, and its group is planned again on every attempt
+(the loop gives the nominations up first, and the cycle hands them back while victims are
+still leaving). This store says which assumed pods are nominations, and for whom.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from koordgang.model.pod import PodInfo
+
+
+@dataclass(slots=True)
+class Nomination:
+    pod: PodInfo
+    node: str
+    #: The group it was nominated for ("" for a pod alone).
+    group: str
+
+
+class Nominations:
+    def __init__(self) -> None:
+        self._by_uid: dict[str, Nomination] = {}
+
+    def add(self, pod: PodInfo, node: str, group: str) -> None:
+        self._by_uid[pod.uid] = Nomination(pod, node, group)
+
+    def remove(self, uid: str) -> Nomination | None:
+        return self._by_uid.pop(uid, None)
+
+    def get(self, uid: str) -> Nomination | None:
+        return self._by_uid.get(uid)
+
+    def on_nodes(self, nodes: set[str]) -> list[Nomination]:
+        return [n for n in self._by_uid.values() if n.node in nodes]
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._by_uid
+
+    def __len__(self) -> int:
+        return len(self._by_uid)
+
+    def __iter__(self) -> Iterator[Nomination]:
+        return iter(list(self._by_uid.values()))
