@@ -51,6 +51,7 @@ def pod_body(
     affinity: Mapping[str, Any] | None = None,
     tolerations: Iterable[Mapping[str, Any]] = (),
     priority: int | None = None,
+    priority_class: str | None = None,
     init_requests: Mapping[str, str] | None = None,
     node_name: str | None = None,
 ) -> dict[str, Any]:
@@ -84,6 +85,9 @@ def pod_body(
         spec["tolerations"] = [dict(t) for t in tolerations]
     if priority is not None:
         spec["priority"] = priority
+    if priority_class is not None:
+        # The API server's Priority admission fills in spec.priority from the class.
+        spec["priorityClassName"] = priority_class
     if node_name:
         spec["nodeName"] = node_name
     metadata: dict[str, Any] = {"name": name}

@@ -128,4 +128,7 @@ def test_not_ready_nodes_take_no_pods(
     cluster.created_nodes.append("orphan")
     cluster.create_pod(namespace, pod_body("lonely", requests={"cpu": "1"}))
     message = _explanation(cluster, namespace, "lonely")
-    assert message == "0/1 nodes are available: 1 node(s) were not ready."
+    assert message == (
+        "0/1 nodes are available: 1 node(s) were not ready.; "
+        "preemption is not helpful: 1 node(s) were not ready"
+    )

@@ -140,7 +140,10 @@ def test_init_containers_and_pod_count_limit_are_respected(
         timeout=30,
         what="explanation",
     )
-    assert condition.message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert condition.message == (
+        "0/1 nodes are available: 1 Insufficient cpu.; "
+        "preemption is not helpful: no pod of lower priority to evict"
+    )
 
     for name in ("tiny-1", "tiny-2", "tiny-3"):
         cluster.create_pod(namespace, pod_body(name, requests={"cpu": "10m"}))

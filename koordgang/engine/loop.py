@@ -229,10 +229,13 @@ class SchedulingLoop(EnginePart):
 
     def _release_nominations(self, group: SchedulingGroup) -> None:
         """A group is planned afresh on every attempt: the room held for its nominated members
-        is given back first (the cycle hands it back while victims are still leaving)."""
+        is given back first (the cycle hands it back while victims are still leaving), and
+        the group is told where they were nominated, to try there first."""
         for member in group.members():
-            if self._nominations.remove(member.uid) is not None:
+            released = self._nominations.remove(member.uid)
+            if released is not None:
                 self._cache.forget(member.uid)
+                group.nominated[member.uid] = released.node
 
     def _preempt(self, outcome: CycleOutcome) -> None:
         """Holds the room for nominated members, evicts the victims, and takes nominations on

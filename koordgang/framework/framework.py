@@ -260,7 +260,7 @@ def place_members(group: SchedulingGroup, snapshot: Snapshot, placer: Placer) ->
     plans = [PartPlan(part) for part in group.parts]
     strict = any(part.strict for part in group.parts)
     for position, plan in enumerate(plans):
-        if _place_part(plan, snapshot, placer, strict):
+        if _place_part(plan, snapshot, placer, strict, group.nominated):
             continue
         for later in plans[position + 1 :]:
             later.skipped.extend(later.part.pending)
@@ -268,11 +268,24 @@ def place_members(group: SchedulingGroup, snapshot: Snapshot, placer: Placer) ->
     return GroupPlan(snapshot, plans)
 
 
-def _place_part(plan: PartPlan, snapshot: Snapshot, placer: Placer, strict: bool) -> bool:
-    """Places the members of one part; False if the whole attempt should stop (Strict)."""
+def _place_part(
+    plan: PartPlan,
+    snapshot: Snapshot,
+    placer: Placer,
+    strict: bool,
+    plan_nominated: dict[str, str],
+) -> bool:
+    """Places the members of one part (a nominated member on its node first, if it still
+    fits there); False if the whole attempt should stop (Strict)."""
     failed_shapes: dict[object, tuple[Status, Diagnosis | None]] = {}
     pending = plan.part.pending
     for position, pod in enumerate(pending):
+        nominated = plan_nominated.get(pod.uid)
+        if nominated is not None:
+            first = placer.place(pod, snapshot, within=frozenset((nominated,)))
+            if first.node is not None:
+                plan.placed.append(Placement(pod, first.node))
+                continue
         known = failed_shapes.get(pod.shape)
         if known is not None:
             plan.failed.append(_same_failure(pod, *known))

@@ -40,6 +40,9 @@ class SchedulingGroup:
     parts: list[GroupPart]
     #: The pod popped from the queue that started the cycle.
     trigger: PodInfo
+    #: Members nominated to a node by an earlier preemption (pod uid -> node): tried there
+    #: first, where the room was made for them.
+    nominated: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
     def single(pod: PodInfo) -> SchedulingGroup:

@@ -100,8 +100,8 @@ class Preemption:
         if not self.enabled or plan.satisfied:
             return PostFilterResult(SKIP)
         needed = _needed(plan)
-        if not needed:
-            return PostFilterResult(SKIP)
+        if not needed or not snapshot.nodes:
+            return PostFilterResult(SKIP)  # nothing to make room for, or nowhere to make it
         members = list(group.members())
         job = _job_name(group)
         if _never(members):
