@@ -121,6 +121,26 @@ class BenchCluster:
                 if not error.conflict:
                     raise
 
+    async def ensure_priority_classes(self, classes: Mapping[str, int]) -> None:
+        for name, value in classes.items():
+            body = {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+            try:
+                await self.api.request(
+                    "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body=body
+                )
+            except ApiError as error:
+                if not error.conflict:
+                    raise
+
+    async def count_pods(self, namespace: str) -> int:
+        pods, _ = await self.list_all(f"/api/v1/namespaces/{namespace}/pods", {}, names_only=True)
+        return len(pods)
+
     async def create_namespace(self, name: str) -> None:
         body = {"metadata": {"name": name, "labels": {BENCH_LABEL: "1"}}}
         await self.api.request("POST", "/api/v1/namespaces", body=body)

@@ -7,12 +7,17 @@ just before it is stopped.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import statistics
 import time
 import traceback
 from collections import defaultdict
+from pathlib import Path
 
 import aiohttp
 
+from e2e.bench import dry_run
 from e2e.bench.checks import check_cluster
 from e2e.bench.console import Ticker, say
 from e2e.bench.daemon import BenchDaemon, DaemonFailed
@@ -27,7 +32,7 @@ from e2e.bench.results import (
     timeline,
 )
 from e2e.bench.scenarios import Finish, Scenario
-from e2e.bench.stage import RunContext, set_stage, settle
+from e2e.bench.stage import RunContext, filler_namespace, set_stage, settle
 from e2e.bench.watch import BindWatcher
 from e2e.bench.workload import Workload
 
@@ -124,6 +129,8 @@ async def _measure(
         result.profile_top = top_entries(profiler.output)
     await watcher.stop()
 
+    if "victims_minimum" in workload.notes:
+        await _preemption_figures(ctx, workload, namespace, daemon.log_path, result)
     problems, final_pods = await check_cluster(ctx.cluster, namespace, workload.gangs)
     result.problems += problems
     result.bound = sum(1 for p in final_pods if (p.get("spec") or {}).get("nodeName"))
@@ -249,3 +256,45 @@ def scenario_line(result: ScenarioResult) -> str:
     if result.first_bind_after_start_s is not None:
         parts.append(f"first bind {result.first_bind_after_start_s:.2f} s after start")
     return ", ".join(parts)
+
+
+async def _preemption_figures(
+    ctx: RunContext, workload: Workload, namespace: str, log_path: Path, result: ScenarioResult
+) -> None:
+    """Victims evicted against the least possible number, and the dry-run time per job (from
+    the daemon's ``preempting`` log lines)."""
+    remaining = await ctx.cluster.count_pods(filler_namespace(namespace))
+    result.notes["victims_evicted"] = len(workload.fillers) - remaining
+    dry_runs = dry_run_times(log_path)
+    result.notes["preemptions"] = len(dry_runs)
+    if dry_runs:
+        result.notes["dry_run_ms_median"] = round(statistics.median(dry_runs), 1)
+        result.notes["dry_run_ms_max"] = round(max(dry_runs), 1)
+    seconds, victims = await asyncio.to_thread(dry_run.measure, 4096, 256)
+    result.notes["dry_run_ms_256_members_4096_nodes"] = round(seconds * 1000, 1)
+    result.notes["dry_run_victims_256_members_4096_nodes"] = victims
+    say(
+        f"preemption: dry run of one job of 256 on 4,096 nodes (in process): "
+        f"{seconds * 1000:.0f} ms, {victims} victims (least possible 256)"
+    )
+    say(
+        f"preemption: {result.notes['victims_evicted']} victims evicted "
+        f"(least possible {workload.notes['victims_minimum']}), {len(dry_runs)} preemptions, "
+        f"dry run median {result.notes.get('dry_run_ms_median')} ms, "
+        f"max {result.notes.get('dry_run_ms_max')} ms"
+    )
+
+
+def dry_run_times(log_path: Path) -> list[float]:
+    """Milliseconds of each preemption dry run, from the daemon's JSON log."""
+    times: list[float] = []
+    for line in log_path.read_text(errors="replace").splitlines():
+        if '"preempting"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("event") == "preempting" and "dry_run_ms" in record:
+            times.append(float(record["dry_run_ms"]))
+    return times

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from e2e.bench.workload import (
@@ -112,6 +112,23 @@ def _contention(scale: float) -> Workload:
     )
 
 
+PREEMPTION_NODE: Mapping[str, str] = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+
+
+def _preemption(scale: float) -> Workload:
+    """Every core taken by uniform low-priority pods (4 of 1 core per node); high-priority
+    gangs of 50 one-core members arrive: each member needs exactly one victim, so the least
+    number of victims is the number of members."""
+    nodes = node_specs("bench-pre", scaled(1_000, scale), PREEMPTION_NODE)
+    fillers = spread_bound(
+        "low", len(nodes) * 4, nodes, Requests("1", "1Gi"), FILLER_SCHEDULER, "bench-low"
+    )
+    pods = gang_pods(
+        "urgent", scaled(20, scale), 50, Requests("1", "1Gi"), priority_class="bench-high"
+    )
+    return Workload(nodes=nodes, pods=pods, fillers=fillers, notes={"victims_minimum": len(pods)})
+
+
 def _startup(scale: float) -> Workload:
     nodes = standard_nodes(scaled(1_000, scale))
     fillers = spread_bound(
@@ -135,6 +152,13 @@ SCENARIOS: Sequence[Scenario] = (
         "200 gangs x 8 (min 8), demand 1.5x the cluster",
         _contention,
         finish=Finish.CLUSTER_FULL,
+    ),
+    Scenario(
+        "preemption",
+        "1,000 nodes full of low-priority pods; 20 high-priority gangs of 50 arrive",
+        _preemption,
+        # Each preemption is logged at info, with its dry-run time: the figures come from there.
+        daemon_args=("--log-level", "info"),
     ),
     Scenario(
         "startup",

@@ -17,7 +17,7 @@ from e2e.bench.cluster import BenchCluster
 from e2e.bench.console import Ticker, say
 from e2e.bench.procstats import OTHERS, CpuSampler, describe_cores
 from e2e.bench.results import CeilingResult
-from e2e.bench.workload import Workload
+from e2e.bench.workload import PRIORITY_CLASSES, Workload
 
 #: The control plane is "quiet" when its processes use less than this many cores together.
 QUIET_CORES = 0.35
@@ -58,6 +58,8 @@ async def set_stage(ctx: RunContext, workload: Workload, namespace: str) -> None
     await cluster.delete_bench_namespaces()
     await cluster.reconcile_nodes(workload.nodes)
     await cluster.create_namespace(namespace)
+    if any(p.priority_class for p in [*workload.pods, *workload.fillers]):
+        await cluster.ensure_priority_classes(PRIORITY_CLASSES)
     if workload.fillers:
         fill = filler_namespace(namespace)
         await cluster.create_namespace(fill)

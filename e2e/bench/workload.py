@@ -25,6 +25,9 @@ GANG_NAME = "gang.scheduling.koordinator.sh/name"
 GANG_MIN = "gang.scheduling.koordinator.sh/min-available"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
+#: PriorityClasses the scenarios use, by name: value.
+PRIORITY_CLASSES: Mapping[str, int] = {"bench-low": 10, "bench-high": 1000}
+
 #: The usual fake node: 32 cores, 128 GiB, 110 pods.
 STANDARD_NODE: Mapping[str, str] = {"cpu": "32", "memory": "128Gi", "pods": "110"}
 
@@ -63,6 +66,8 @@ class PodPlan:
     scheduler: str = SCHEDULER
     gang: GangRef | None = None
     node_name: str = ""
+    #: A PriorityClass (see ``PRIORITY_CLASSES``); "" for none.
+    priority_class: str = ""
 
     def manifest(self) -> dict[str, Any]:
         metadata: dict[str, Any] = {"name": self.name, "labels": {BENCH_LABEL: "1"}}
@@ -84,6 +89,8 @@ class PodPlan:
         }
         if self.node_name:
             spec["nodeName"] = self.node_name
+        if self.priority_class:
+            spec["priorityClassName"] = self.priority_class
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
@@ -137,26 +144,46 @@ def plain_pods(
 
 
 def gang_pods(
-    prefix: str, gangs: int, size: int, requests: Requests, min_available: int | None = None
+    prefix: str,
+    gangs: int,
+    size: int,
+    requests: Requests,
+    min_available: int | None = None,
+    priority_class: str = "",
 ) -> list[PodPlan]:
     """``gangs`` gangs of ``size`` members each (min-available defaults to the size)."""
     pods: list[PodPlan] = []
     for g in range(gangs):
         ref = GangRef(name=f"{prefix}-{g:03d}", min_available=min_available or size)
         pods += [
-            PodPlan(name=f"{ref.name}-{m:04d}", requests=requests, gang=ref) for m in range(size)
+            PodPlan(
+                name=f"{ref.name}-{m:04d}",
+                requests=requests,
+                gang=ref,
+                priority_class=priority_class,
+            )
+            for m in range(size)
         ]
     return pods
 
 
 def spread_bound(
-    prefix: str, count: int, nodes: Sequence[NodeSpec], requests: Requests, scheduler: str
+    prefix: str,
+    count: int,
+    nodes: Sequence[NodeSpec],
+    requests: Requests,
+    scheduler: str,
+    priority_class: str = "",
 ) -> list[PodPlan]:
     """``count`` pods assigned round-robin to ``nodes`` (as created bound, or as bind targets)."""
     names = round_robin(nodes)
     return [
         PodPlan(
-            name=f"{prefix}-{i:05d}", requests=requests, scheduler=scheduler, node_name=next(names)
+            name=f"{prefix}-{i:05d}",
+            requests=requests,
+            scheduler=scheduler,
+            node_name=next(names),
+            priority_class=priority_class,
         )
         for i in range(count)
     ]

@@ -73,6 +73,8 @@ POD_CIDR = "10.244.0.1/16"
 # hostIP of every fake pod, from the documentation range (RFC 5737): clearly not a real host.
 FAKE_NODE_IP = "192.0.2.1"
 
+KWOK_STAGES = Path(__file__).resolve().parent / "kwok-stages.yaml"
+
 STARTUP_TIMEOUTS = {ETCD: 30.0, APISERVER: 90.0, KWOK: 30.0, CONTROLLER_MANAGER: 60.0}
 
 
@@ -393,6 +395,8 @@ class LocalControlPlane:
             # quiet. The API server creates the kube-node-lease namespace itself.
             "--node-lease-duration-seconds=40",
             f"--cidr={POD_CIDR}",
+            # Pod stages with a deletion delay a test can ask for (see the file).
+            f"--config={KWOK_STAGES}",
             f"--node-ip={FAKE_NODE_IP}",
             # Serves /healthz, which answers once kwok's controllers have started.
             f"--server-address=127.0.0.1:{e.kwok_port}",

@@ -260,6 +260,7 @@ class SchedulingLoop(EnginePart):
                 preemptor=outcome.preemptor,
                 victims=len(outcome.evict),
                 nodes=len({p.node_name for p in outcome.evict}),
+                dry_run_ms=round((outcome.dry_run_seconds or 0.0) * 1000, 1),
             )
         for uid in outcome.drop_nominations:
             dropped = self._nominations.remove(uid)

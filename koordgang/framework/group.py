@@ -80,13 +80,23 @@ class Placer(Protocol):
     """Places one pod on the best node of a snapshot (what a placement plugin builds on)."""
 
     def place(
-        self, pod: PodInfo, snapshot: Snapshot, *, within: frozenset[str] | None = None
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        within: frozenset[str] | None = None,
+        diagnose: bool = True,
     ) -> PodResult:
         """Runs PreFilter, Filter and Score for ``pod`` over the nodes of ``snapshot`` (or
         those named in ``within``) and, if one fits, adds the pod there."""
 
     def find(
-        self, pod: PodInfo, snapshot: Snapshot, *, within: frozenset[str] | None = None
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        within: frozenset[str] | None = None,
+        diagnose: bool = True,
     ) -> PodResult:
         """Like ``place``, without adding the pod."""
 

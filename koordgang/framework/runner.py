@@ -188,11 +188,16 @@ class PodRunner:
     # -- one pod -------------------------------------------------------------------------------
 
     def place(
-        self, pod: PodInfo, snapshot: Snapshot, *, within: frozenset[str] | None = None
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        within: frozenset[str] | None = None,
+        diagnose: bool = True,
     ) -> PodResult:
         """Finds the best node for ``pod`` in ``snapshot`` (among ``within``, if given) and adds
-        the pod there; says why not otherwise."""
-        result = self.find(pod, snapshot, within=within)
+        the pod there; says why not otherwise (node by node, unless ``diagnose`` is False)."""
+        result = self.find(pod, snapshot, within=within, diagnose=diagnose)
         if result.node is not None:
             node = snapshot.node(result.node)
             assert node is not None
@@ -200,7 +205,12 @@ class PodRunner:
         return result
 
     def find(
-        self, pod: PodInfo, snapshot: Snapshot, *, within: frozenset[str] | None = None
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        within: frozenset[str] | None = None,
+        diagnose: bool = True,
     ) -> PodResult:
         """Like ``place``, without adding the pod."""
         snapshot.check()  # before anything is cached against the cache's current node set
@@ -226,6 +236,8 @@ class PodRunner:
         )
         if best is not None:
             return PodResult(pod, best.name)
+        if not diagnose:
+            return PodResult(pod, None, Status(Code.UNSCHEDULABLE), None, monotone=False)
         diagnosis = self.explain(state, pod, snapshot, verdict, active, within)
         return PodResult(pod, None, Status(Code.UNSCHEDULABLE, (diagnosis.message(),)), diagnosis)
 

@@ -9,12 +9,13 @@ room for the members a job needs, and where each member would go.
 3. Reprieve: every victim, most expensive first, comes back if all members on its node
    still pass their filters with it there.
 
-A node's answer for a pod shape is remembered until the node changes in the fork, so a job of
-n members over N nodes costs about N + n filter runs, not n * N.
+A node's answer for a pod shape is remembered (in a heap, by cost) until the node changes in
+the fork, so a job of n members over N nodes costs about N + n filter runs, not n * N.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -62,36 +63,17 @@ def plan_room(
             result.freed.append(Placement(pod, name))
 
     chosen: dict[str, Placement] = {}
-    remembered: dict[tuple[object, str], tuple[int, list[PodInfo] | None]] = {}
+    search = _NodeSearch(work, placer, model, names, eligible, chosen)
     for member in members:
-        placed = placer.place(member, work)
+        placed = placer.place(member, work, diagnose=False)  # why not: asked below if needed
         if placed.node is not None:
             result.nominations[member.uid] = placed.node
             continue
-        reusable = member.pod_affinity is None and not member.spread_constraints
-        best: tuple[Cost, str, list[PodInfo]] | None = None
-        for name in names:
-            node = work.node(name)
-            assert node is not None
-            version = work.version_of(node)
-            key = (member.shape, name)
-            known = remembered.get(key) if reusable else None
-            if known is not None and known[0] == version:
-                needed = known[1]
-            else:
-                left = [p for p in eligible.get(name, ()) if p.uid not in chosen]
-                needed = _victims_to_fit(member, node, work, left, placer)
-                if reusable:
-                    remembered[key] = (version, needed)
-            if needed is None:
-                continue
-            cost = model.cost(needed)
-            if best is None or cost < best[0]:
-                best = (cost, name, needed)
+        best = search.cheapest(member)
         if best is None:
             result.failure = _why_not(member, work, placer, names, eligible, chosen)
             return result
-        _, name, needed = best
+        name, needed = best
         node = work.node(name)
         assert node is not None
         for victim in needed:
@@ -104,6 +86,66 @@ def plan_room(
     result.victims = list(chosen.values())
     result.cost = model.cost(p.pod for p in result.victims)
     return result
+
+
+class _NodeSearch:
+    """The node where room for a member costs least. For a member whose filters look at its
+    node alone, each node's answer is kept in a heap per pod shape, with the node's version:
+    only the node just used (whose version changed) is asked again, so n members over N
+    nodes cost N + n filter runs. A member with pod affinity or spreading is asked about
+    every node each time (its answer depends on the other nodes)."""
+
+    def __init__(
+        self,
+        work: Snapshot,
+        placer: Placer,
+        model: CostModel,
+        names: list[str],
+        eligible: dict[str, list[PodInfo]],
+        chosen: dict[str, Placement],
+    ) -> None:
+        self._work = work
+        self._placer = placer
+        self._model = model
+        self._names = names
+        self._eligible = eligible
+        self._chosen = chosen
+        self._heaps: dict[object, list[tuple[Cost, int, str, int, list[PodInfo]]]] = {}
+
+    def _ask(self, member: PodInfo, index: int) -> tuple[Cost, int, str, int, list[PodInfo]] | None:
+        name = self._names[index]
+        node = self._work.node(name)
+        assert node is not None
+        version = self._work.version_of(node)
+        left = [p for p in self._eligible.get(name, ()) if p.uid not in self._chosen]
+        needed = _victims_to_fit(member, node, self._work, left, self._placer)
+        if needed is None:
+            return None
+        return (self._model.cost(needed), index, name, version, needed)
+
+    def cheapest(self, member: PodInfo) -> tuple[str, list[PodInfo]] | None:
+        if member.pod_affinity is not None or member.spread_constraints:
+            answers = [a for i in range(len(self._names)) if (a := self._ask(member, i))]
+            if not answers:
+                return None
+            best = min(answers, key=lambda a: (a[0], a[1]))
+            return best[2], best[4]
+        heap = self._heaps.get(member.shape)
+        if heap is None:
+            heap = [a for i in range(len(self._names)) if (a := self._ask(member, i))]
+            heapq.heapify(heap)
+            self._heaps[member.shape] = heap
+        while heap:
+            top = heap[0]
+            node = self._work.node(top[2])
+            if node is not None and self._work.version_of(node) == top[3]:
+                return top[2], top[4]
+            fresh = self._ask(member, top[1]) if node is not None else None
+            if fresh is None:
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, fresh)
+        return None
 
 
 def _victims_to_fit(
