@@ -12,8 +12,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from kubernetes import config
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
 from e2e.controlplane import DEFAULT_NODES_FILE, LocalControlPlane
 from e2e.controlplane.crds import install_crds
@@ -30,12 +32,77 @@ def say(message: str) -> None:
     print(f"==> {message}", flush=True)
 
 
-PODGROUP = {
-    "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-    "kind": "PodGroup",
-    "metadata": {"name": "train"},
-    "spec": {"minMember": 4},
-}
+WHAT = "demo.koordgang/what"
+PG_API = ("scheduling.sigs.k8s.io", "v1alpha1")
+HIGH_PRIORITY = "demo-high"
+
+
+def podgroup(name: str, min_member: int) -> dict[str, object]:
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": min_member},
+    }
+
+
+def job(name: str, pods: int, template: dict[str, Any], what: str) -> dict[str, Any]:
+    """A Job of ``pods`` pods at once, as an ML engineer submits a training run."""
+    template["metadata"].setdefault("annotations", {})[WHAT] = what
+    template["spec"]["restartPolicy"] = "Never"
+    template = {"metadata": template["metadata"], "spec": template["spec"]}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"parallelism": pods, "completions": pods, "template": template},
+    }
+
+
+def deployment(name: str, replicas: int, template: dict[str, Any], what: str) -> dict[str, Any]:
+    template["metadata"].setdefault("labels", {})["app"] = name
+    template["metadata"].setdefault("annotations", {})[WHAT] = what
+    template = {"metadata": template["metadata"], "spec": template["spec"]}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": template,
+        },
+    }
+
+
+def controller_workloads() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(PodGroups, workloads made by controllers): a training Job as a PodGroup gang, and a
+    web Deployment of plain pods."""
+    train = pod_body("", requests={"cpu": "8", "memory": "32Gi"})
+    train["metadata"] = {"labels": {"pod-group.scheduling.sigs.k8s.io": "train"}}
+    # Long enough to be seen running (kwok completes Job pods at once otherwise).
+    train["metadata"]["annotations"] = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
+    web = pod_body("", requests={"cpu": "2", "memory": "4Gi"})
+    web["metadata"] = {}
+    return (
+        [podgroup("train", 4)],
+        [
+            job("train", 4, train, "Job as a PodGroup gang of 4: bound together"),
+            deployment("web", 6, web, "Deployment: plain pods, most free room wins"),
+        ],
+    )
+
+
+def urgent_job() -> tuple[dict[str, Any], dict[str, Any]]:
+    """A high-priority training Job that needs two nodes' worth of cpu: room is made for it."""
+    template = pod_body(
+        "",
+        requests={"cpu": "60", "memory": "64Gi"},
+        tolerations=[GPU_TOLERATION],
+        priority_class=HIGH_PRIORITY,
+    )
+    template["metadata"] = {"labels": {"pod-group.scheduling.sigs.k8s.io": "urgent"}}
+    return podgroup("urgent", 2), job("urgent", 2, template, "high-priority Job: preempts to fit")
 
 
 def _gang(name: str, gang: str, minimum: int, cpu: str, **extra: str) -> dict[str, object]:
@@ -50,13 +117,6 @@ def _gang(name: str, gang: str, minimum: int, cpu: str, **extra: str) -> dict[st
 def workloads() -> list[tuple[str, dict[str, object], str]]:
     """(name, pod body, what it shows)."""
     items: list[tuple[str, dict[str, object], str]] = []
-    for i in range(4):
-        body = pod_body(
-            f"train-{i}",
-            requests={"cpu": "8", "memory": "32Gi"},
-            labels={"pod-group.scheduling.sigs.k8s.io": "train"},
-        )
-        items.append((f"train-{i}", body, "PodGroup gang of 4: all bound together"))
     for i in range(3):
         items.append(
             (f"sweep-{i}", _gang(f"sweep-{i}", "sweep", 4, "1"), "gang of min 4, only 3 pods exist")
@@ -67,14 +127,6 @@ def workloads() -> list[tuple[str, dict[str, object], str]]:
                 f"huge-gang-{i}",
                 _gang(f"huge-gang-{i}", "huge-gang", 6, "24"),
                 "gang of 6 x 24 cpu: no room for all",
-            )
-        )
-    for i in range(6):
-        items.append(
-            (
-                f"web-{i}",
-                pod_body(f"web-{i}", requests={"cpu": "2", "memory": "4Gi"}),
-                "plain pods: most free room wins",
             )
         )
     for i in range(2):
@@ -123,7 +175,10 @@ def main() -> int:
     keep = os.environ.get("KEEP") == "1"
     plane = LocalControlPlane()
     started_here = not plane.is_up()
-    say("local control plane (kube-apiserver + etcd + kwok); the first build takes a few minutes")
+    say(
+        "local control plane (kube-apiserver, kube-controller-manager, etcd, kwok); "
+        "the first build takes a few minutes"
+    )
     kubeconfig = str(plane.up(nodes_file=DEFAULT_NODES_FILE))
     api_client = config.new_client_from_config(config_file=kubeconfig)
     install_crds(api_client)
@@ -136,44 +191,28 @@ def main() -> int:
     say("starting koordgang (log: " + str(daemon.log_path) + ")")
     daemon.start()
     try:
-        try:
-            cluster.core.read_namespace(NAMESPACE)
-            say(f"namespace {NAMESPACE} exists: clearing its pods")
-            cluster.delete_namespace_pods(NAMESPACE)
-            for group in cluster.custom.list_namespaced_custom_object(
-                "scheduling.sigs.k8s.io", "v1alpha1", NAMESPACE, "podgroups"
-            )["items"]:
-                cluster.custom.delete_namespaced_custom_object(
-                    "scheduling.sigs.k8s.io",
-                    "v1alpha1",
-                    NAMESPACE,
-                    "podgroups",
-                    group["metadata"]["name"],
-                )
-        except Exception:
-            cluster.create_namespace(NAMESPACE)
+        fresh_namespace(cluster)
         items = workloads()
-        say("creating PodGroup demo/train (minMember 4)")
-        cluster.custom.create_namespaced_custom_object(
-            "scheduling.sigs.k8s.io", "v1alpha1", NAMESPACE, "podgroups", PODGROUP
-        )
-        say(f"submitting {len(items)} pods with schedulerName koord-scheduler")
+        groups, made_by_controllers = controller_workloads()
+        for group in groups:
+            cluster.custom.create_namespaced_custom_object(*PG_API, NAMESPACE, "podgroups", group)
+        for workload in made_by_controllers:
+            say(f"creating {workload['kind']} {NAMESPACE}/{workload['metadata']['name']}")
+            create_workload(cluster, workload)
+        say(f"submitting {len(items)} more pods with schedulerName koord-scheduler")
         for _, body, _ in items:
             cluster.create_pod(NAMESPACE, body)
-
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            pods = cluster.pods(NAMESPACE)
-            waiting = [p for p in pods if not p.spec.node_name and scheduled_condition(p) is None]
-            placed = sum(1 for p in pods if p.spec.node_name)
-            print(
-                f"    {placed}/{len(pods)} bound, {len(waiting)} not yet decided",
-                flush=True,
-            )
-            if not waiting:
-                break
-            time.sleep(1)
+        expected = len(items) + 4 + 6
+        wait_decided(cluster, expected)
         report(cluster, items)
+
+        say("act 2: a high-priority Job arrives on a busy cluster (PriorityClass demo-high)")
+        ensure_priority_class(cluster, HIGH_PRIORITY, 1000)
+        group, urgent = urgent_job()
+        cluster.custom.create_namespaced_custom_object(*PG_API, NAMESPACE, "podgroups", group)
+        create_workload(cluster, urgent)
+        wait_urgent(cluster)
+        report_preemption(cluster)
         say("koordgang gangs (what the daemon knows of each gang)")
         print(
             render_table(
@@ -199,6 +238,92 @@ def main() -> int:
     return 0
 
 
+def fresh_namespace(cluster: Cluster) -> None:
+    """An empty demo namespace: one left from an earlier run is deleted first (the namespace
+    controller removes its Jobs, Deployments, pods and PodGroups)."""
+    try:
+        cluster.core.delete_namespace(NAMESPACE)
+        say(f"namespace {NAMESPACE} exists: deleting it and what is in it")
+    except ApiException as error:
+        if error.status != 404:
+            raise
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            cluster.core.read_namespace(NAMESPACE)
+        except ApiException as error:
+            if error.status == 404:
+                break
+            raise
+        time.sleep(1)
+    cluster.create_namespace(NAMESPACE)
+
+
+def create_workload(cluster: Cluster, body: dict[str, Any]) -> None:
+    if body["kind"] == "Job":
+        client.BatchV1Api(cluster.api_client).create_namespaced_job(NAMESPACE, body)
+    else:
+        client.AppsV1Api(cluster.api_client).create_namespaced_deployment(NAMESPACE, body)
+
+
+def ensure_priority_class(cluster: Cluster, name: str, value: int) -> None:
+    body = client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value)
+    try:
+        client.SchedulingV1Api(cluster.api_client).create_priority_class(body)
+    except ApiException as error:
+        if error.status != 409:
+            raise
+
+
+def wait_decided(cluster: Cluster, expected: int) -> None:
+    """Until every pod is bound or told why not (controllers create theirs meanwhile)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pods = cluster.pods(NAMESPACE)
+        waiting = [p for p in pods if not p.spec.node_name and scheduled_condition(p) is None]
+        placed = sum(1 for p in pods if p.spec.node_name)
+        print(f"    {placed}/{len(pods)} bound, {len(waiting)} not yet decided", flush=True)
+        if len(pods) >= expected and not waiting:
+            return
+        time.sleep(1)
+
+
+def urgent_pods(cluster: Cluster) -> list[Any]:
+    return cluster.pods(NAMESPACE, "pod-group.scheduling.sigs.k8s.io=urgent")
+
+
+def wait_urgent(cluster: Cluster) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pods = urgent_pods(cluster)
+        bound = [p for p in pods if p.spec.node_name]
+        nominated = [p for p in pods if p.status.nominated_node_name]
+        print(
+            f"    urgent: {len(bound)}/2 bound, {len(nominated)} nominated",
+            flush=True,
+        )
+        if len(pods) == 2 and len(bound) == 2:
+            return
+        time.sleep(1)
+
+
+def report_preemption(cluster: Cluster) -> None:
+    events = cluster.core.list_namespaced_event(NAMESPACE).items
+    preempted = sorted(
+        (e for e in events if e.reason == "Preempted"), key=lambda e: e.involved_object.name
+    )
+    print()
+    print(f"preempted for demo/urgent: {len(preempted)} pod(s)")
+    for event in preempted:
+        print(f"    {event.involved_object.name:<28} {event.message}")
+    for pod in sorted(urgent_pods(cluster), key=lambda p: p.metadata.name):
+        print(
+            f"    {pod.metadata.name:<28} nominated {pod.status.nominated_node_name or '-'}, "
+            f"bound {pod.spec.node_name or '-'}"
+        )
+    print()
+
+
 def report(cluster: Cluster, items: list[tuple[str, dict[str, object], str]]) -> None:
     what = {name: text for name, _, text in items}
     print()
@@ -210,7 +335,8 @@ def report(cluster: Cluster, items: list[tuple[str, dict[str, object], str]]) ->
         if not pod.spec.node_name:
             condition = scheduled_condition(pod)
             why = condition.message if condition is not None else "(no decision yet)"
-        print(f"{name:<20} {node:<10} {what.get(name, ''):<42} {why}")
+        shown = what.get(name) or (pod.metadata.annotations or {}).get(WHAT, "")
+        print(f"{name:<20} {node:<10} {shown:<42} {why}")
     print()
 
 
