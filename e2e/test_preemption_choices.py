@@ -164,3 +164,24 @@ def test_victims_still_terminating_are_waited_for_and_the_room_stays_held(
     assert cluster.pod(namespace, "hi").spec.node_name == "t-1"
     assert not cluster.pod(namespace, "medium").spec.node_name
     assert disrupted(cluster, namespace) == ["low-0", "low-1"]
+
+
+def test_pods_labelled_disable_preemptible_are_never_evicted(
+    clean_nodes: Cluster,
+    namespace: str,
+    daemon: Daemon,
+    priority_classes: None,  # noqa: F811
+    check_invariants: None,
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes(["l-1"], {"cpu": "1", "memory": "8Gi"})
+    label = {"scheduling.koordinator.sh/disable-preemptible": "true"}
+    cluster.create_pod(namespace, low("kept", "l-1", labels=label))
+    cluster.create_pod(namespace, high("hi"))
+    expected = (
+        "preemption is not helpful: the lower-priority pods there may not be evicted (label "
+        "scheduling.koordinator.sh/disable-preemptible=true, DaemonSet or static pods)"
+    )
+    wait_until(lambda: message_of(cluster, namespace, "hi").endswith(expected), what="explanation")
+    assert disrupted(cluster, namespace) == []
+    assert cluster.pod(namespace, "kept").metadata.deletion_timestamp is None

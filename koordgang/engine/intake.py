@@ -82,6 +82,8 @@ class Intake(EnginePart):
         self._cache.remove_pod(uid)
         self._queue.delete(uid)
         self._reporter.forget(uid)
+        if old is not None:
+            self._framework.on_pod_gone(old)
         if old is not None and old.node_name:
             self._signals.request_move()
 

@@ -4,6 +4,7 @@ preemption while victims are still there."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from koordgang.engine.conftest import FakeApi, Harness, MakeScheduler, bound, gang, node, pod
@@ -130,7 +131,8 @@ async def test_policy_never_equal_priority_and_the_label_evict_nothing(
     expected = {
         "never": "preemptionPolicy is Never",
         "equal": "preemption is not helpful: no pod of lower priority to evict",
-        "label": "preemption is not helpful: no pod of lower priority to evict",
+        "label": "preemption is not helpful: the lower-priority pods there may not be evicted "
+        "(label scheduling.koordinator.sh/disable-preemptible=true, DaemonSet or static pods)",
     }
     for case, (preemptor, labels) in cases.items():
         sched = make_scheduler()
@@ -161,3 +163,35 @@ async def test_a_gang_member_is_spared_for_a_lone_pod_of_the_same_priority(
     )
     await sched.run()
     assert deletes(api) == ["lone"]
+
+
+async def test_members_bind_as_soon_as_the_last_victim_is_gone(
+    sched: Harness, api: FakeApi
+) -> None:
+    victims_pool = low_pods({"n1": 2})
+    sched.list(nodes=[node("n1", cpu="2")], pods=[*victims_pool, *high_gang(2)])
+    await sched.run()
+    assert len(deletes(api)) == 2
+    sched.intake.on_pod_delete(victims_pool[0].uid)
+    await sched.run()
+    assert api.binds() == []  # one victim is still there
+    # No time passes: the members are not waiting out a backoff.
+    sched.intake.on_pod_delete(victims_pool[1].uid)
+    await sched.run()
+    assert sorted(api.binds()) == [("hi-0", "n1"), ("hi-1", "n1")]
+
+
+async def test_a_restarted_scheduler_holds_the_room_of_nominated_pods(
+    sched: Harness, api: FakeApi
+) -> None:
+    # As listed after a restart: a pod nominated to n1, where a lower-priority pod is leaving.
+    nominated = replace(pod("hi", priority=HIGH, cpu="2"), nominated_node_name="n1")
+    sched.list(nodes=[node("n1", cpu="2")], pods=[nominated])
+    # Before it is tried again, the room on n1 counts as taken.
+    assert sched.cache.node_of(nominated.uid) == "n1"
+    listed = sched.cache.pod(nominated.uid)
+    assert listed is not None and sched.scheduler.pending.is_pending(listed)
+    sched.add(pod("medium", priority=50, cpu="1"))
+    sched.step(1)
+    await sched.settle()
+    assert ("medium", "n1") not in api.binds()

@@ -24,6 +24,7 @@ from koordgang.framework.interfaces import (
     JobViewPlugin,
     PermitPlugin,
     Plugin,
+    PodGonePlugin,
     PostFilterPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
@@ -87,6 +88,7 @@ class Framework:
         self.event_handlers: list[EventHandlerPlugin] = _of(plugins, EventHandlerPlugin)
         self.status_sources: list[StatusSourcePlugin] = _of(plugins, StatusSourcePlugin)
         self.job_views: list[JobViewPlugin] = _of(plugins, JobViewPlugin)
+        self.pod_gone: list[PodGonePlugin] = _of(plugins, PodGonePlugin)
         self.pods = PodRunner(
             pre_filters=_of(plugins, PreFilterPlugin),
             filters=_of(plugins, FilterPlugin),
@@ -122,6 +124,10 @@ class Framework:
     def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
         for plugin in self.event_handlers:
             plugin.on_pod(old, pod)
+
+    def on_pod_gone(self, pod: PodInfo) -> None:
+        for plugin in self.pod_gone:
+            plugin.on_pod_gone(pod)
 
     def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
         moved = False

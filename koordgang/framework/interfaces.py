@@ -188,6 +188,12 @@ class PermitPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PodGonePlugin(Plugin, Protocol):
+    def on_pod_gone(self, pod: PodInfo) -> None:
+        """Any pod (ours or not) was deleted: preemption learns that a victim is gone."""
+
+
+@runtime_checkable
 class JobViewPlugin(Plugin, Protocol):
     def job_of(self, pod: PodInfo) -> JobRef | None:
         """The job a running pod belongs to (its gang), None if this plugin does not know."""

@@ -27,7 +27,11 @@ from koordgang.framework.results import PostFilterResult
 from koordgang.framework.status import SKIP, SUCCESS, Code, Status
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.preemption.dry_run import DryRun, plan_room
-from koordgang.plugins.preemption.victims import CostModel, not_a_victim
+from koordgang.plugins.preemption.victims import (
+    DISABLE_PREEMPTIBLE_LABEL,
+    CostModel,
+    not_a_victim,
+)
 from koordgang.state.snapshot import Placement, Snapshot
 
 NAME = "Preemption"
@@ -73,6 +77,15 @@ class Preemption:
         for key, attempt in list(self._attempts.items()):
             if attempt.nominations.pop(current.uid, None) is not None and not attempt.nominations:
                 del self._attempts[key]
+
+    def on_pod_gone(self, pod: PodInfo) -> None:
+        """When the last victim of an attempt is gone, its members are tried at once (not
+        after their backoff): the room is theirs now."""
+        for attempt in self._attempts.values():
+            if attempt.victims.pop(pod.uid, None) is not None and not attempt.victims:
+                cache = self.handle.cache
+                members = [p for uid in attempt.nominations if (p := cache.pod(uid)) is not None]
+                self.handle.activate(members)
 
     def on_object(self, kind: str, event: str, obj: Mapping[str, object]) -> bool:
         return False
@@ -184,6 +197,7 @@ class Preemption:
         model = CostModel(self.handle.job_of, self.handle.budgets_of)
         eligible: dict[str, list[PodInfo]] = {}
         anything = False
+        protected = False
         for name in candidates:
             node = snapshot.node(name)
             if node is None:
@@ -194,11 +208,20 @@ class Preemption:
             for pod in snapshot.pods_on(node):
                 if gone(pod):
                     anything = True
-                elif pod.node_name and not not_a_victim(pod, below):
-                    pods.append(pod)
+                elif pod.node_name:
+                    refusal = not_a_victim(pod, below)
+                    if not refusal:
+                        pods.append(pod)
+                    elif refusal != "priority not lower":
+                        protected = True
             if pods:
                 eligible[name] = sorted(pods, key=model.eviction_order)
         if not eligible and not anything:
+            if protected:
+                return None, (
+                    "the lower-priority pods there may not be evicted (label "
+                    f"{DISABLE_PREEMPTIBLE_LABEL}=true, DaemonSet or static pods)"
+                )
             return None, "no pod of lower priority to evict"
         run = plan_room(
             needed, snapshot, self.handle.placer, model, sorted(candidates), eligible, gone
