@@ -20,7 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from e2e.controlplane import DEFAULT_NODES_FILE, LocalControlPlane
 from e2e.controlplane.crds import install_crds
 from e2e.daemon import LocalDaemon
-from e2e.kube import Cluster, pod_body, scheduled_condition
+from e2e.kube import Cluster, deployment_body, job_body, pod_body, scheduled_condition
 from koordgang.gangs_view import fetch, render_table
 
 NAMESPACE = "demo"
@@ -46,63 +46,47 @@ def podgroup(name: str, min_member: int) -> dict[str, object]:
     }
 
 
-def job(name: str, pods: int, template: dict[str, Any], what: str) -> dict[str, Any]:
-    """A Job of ``pods`` pods at once, as an ML engineer submits a training run."""
+def described(body: dict[str, Any], what: str) -> dict[str, Any]:
+    """A workload whose pods say what they show (the report's middle column)."""
+    template = body["spec"]["template"]
     template["metadata"].setdefault("annotations", {})[WHAT] = what
-    template["spec"]["restartPolicy"] = "Never"
-    template = {"metadata": template["metadata"], "spec": template["spec"]}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {"parallelism": pods, "completions": pods, "template": template},
-    }
-
-
-def deployment(name: str, replicas: int, template: dict[str, Any], what: str) -> dict[str, Any]:
-    template["metadata"].setdefault("labels", {})["app"] = name
-    template["metadata"].setdefault("annotations", {})[WHAT] = what
-    template = {"metadata": template["metadata"], "spec": template["spec"]}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": template,
-        },
-    }
+    return body
 
 
 def controller_workloads() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(PodGroups, workloads made by controllers): a training Job as a PodGroup gang, and a
     web Deployment of plain pods."""
-    train = pod_body("", requests={"cpu": "8", "memory": "32Gi"})
-    train["metadata"] = {"labels": {"pod-group.scheduling.sigs.k8s.io": "train"}}
-    # Long enough to be seen running (kwok completes Job pods at once otherwise).
-    train["metadata"]["annotations"] = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
-    web = pod_body("", requests={"cpu": "2", "memory": "4Gi"})
-    web["metadata"] = {}
+    train = pod_body(
+        "train",
+        requests={"cpu": "8", "memory": "32Gi"},
+        labels={"pod-group.scheduling.sigs.k8s.io": "train"},
+        # Long enough to be seen running (kwok completes Job pods at once otherwise).
+        annotations={"pod-complete.stage.kwok.x-k8s.io/delay": "1h"},
+    )
+    web = pod_body("web", requests={"cpu": "2", "memory": "4Gi"})
     return (
         [podgroup("train", 4)],
         [
-            job("train", 4, train, "Job as a PodGroup gang of 4: bound together"),
-            deployment("web", 6, web, "Deployment: plain pods, most free room wins"),
+            described(job_body("train", 4, train), "Job as a PodGroup gang of 4: bound together"),
+            described(
+                deployment_body("web", 6, web), "Deployment: plain pods, most free room wins"
+            ),
         ],
     )
 
 
 def urgent_job() -> tuple[dict[str, Any], dict[str, Any]]:
     """A high-priority training Job that needs two nodes' worth of cpu: room is made for it."""
-    template = pod_body(
-        "",
-        requests={"cpu": "60", "memory": "64Gi"},
+    pod = pod_body(
+        "urgent",
+        requests={"cpu": "40", "memory": "64Gi"},
+        labels={"pod-group.scheduling.sigs.k8s.io": "urgent"},
         tolerations=[GPU_TOLERATION],
         priority_class=HIGH_PRIORITY,
     )
-    template["metadata"] = {"labels": {"pod-group.scheduling.sigs.k8s.io": "urgent"}}
-    return podgroup("urgent", 2), job("urgent", 2, template, "high-priority Job: preempts to fit")
+    return podgroup("urgent", 2), described(
+        job_body("urgent", 2, pod), "high-priority Job: preempts to fit"
+    )
 
 
 def _gang(name: str, gang: str, minimum: int, cpu: str, **extra: str) -> dict[str, object]:

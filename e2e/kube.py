@@ -98,6 +98,39 @@ def pod_body(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
+def _template(pod: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, Any]:
+    """A pod body (see ``pod_body``) as a controller's pod template, with ``labels`` added."""
+    metadata = {k: v for k, v in pod["metadata"].items() if k != "name"}
+    metadata["labels"] = {**metadata.get("labels", {}), **labels}
+    return {"metadata": metadata, "spec": dict(pod["spec"])}
+
+
+def deployment_body(name: str, replicas: int, pod: Mapping[str, Any]) -> dict[str, Any]:
+    """A Deployment of ``replicas`` pods like ``pod`` (selected by the label ``app=<name>``)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": _template(pod, {"app": name}),
+        },
+    }
+
+
+def job_body(name: str, pods: int, pod: Mapping[str, Any]) -> dict[str, Any]:
+    """A Job running ``pods`` pods like ``pod`` at once."""
+    template = _template(pod, {})
+    template["spec"]["restartPolicy"] = "Never"
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"parallelism": pods, "completions": pods, "template": template},
+    }
+
+
 class Cluster:
     """The test's handle on the API server, with cleanup of what it created."""
 

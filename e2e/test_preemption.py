@@ -18,7 +18,7 @@ from e2e.gangs import (
     gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     wait_bound,
 )
-from e2e.kube import Cluster, pod_body, wait_until
+from e2e.kube import Cluster, deployment_body, pod_body, wait_until
 
 PRIORITIES = {"e2e-low": 10, "e2e-medium": 50, "e2e-high": 100}
 CONDITION_MESSAGE = (
@@ -105,21 +105,6 @@ def apps(cluster: Cluster, namespace: str) -> Iterator[client.AppsV1Api]:
     )
 
 
-def filler_deployment(name: str, replicas: int, cpu: str) -> dict[str, Any]:
-    template = pod_body(name, requests={"cpu": cpu}, priority_class="e2e-low")
-    template["metadata"] = {"labels": {"app": name}}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": template["metadata"], "spec": template["spec"]},
-        },
-    }
-
-
 def test_a_high_priority_job_evicts_the_fewest_low_priority_pods_and_binds_whole(
     clean_nodes: Cluster,
     namespace: str,
@@ -132,7 +117,8 @@ def test_a_high_priority_job_evicts_the_fewest_low_priority_pods_and_binds_whole
 ) -> None:
     cluster = clean_nodes
     nodes = cluster.add_nodes([f"pre-{i}" for i in range(8)], {"cpu": "4", "memory": "32Gi"})
-    apps.create_namespaced_deployment(namespace, filler_deployment("filler", 32, "1"))
+    filler = pod_body("filler", requests={"cpu": "1"}, priority_class="e2e-low")
+    apps.create_namespaced_deployment(namespace, deployment_body("filler", 32, filler))
 
     def filler_bound() -> bool:
         pods = cluster.pods(namespace, "app=filler")
