@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.cycle_state import UNPLACED_MESSAGES, CycleState
 from koordgang.framework.framework import Framework
 from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.results import Decision, UnreserveReason
@@ -69,7 +69,8 @@ def run_cycle(
     if not status.is_success:
         outcome.status = status
         message = status.message()
-        outcome.unplaced = {pod.uid: message for pod in group.members()}
+        own = state.read(UNPLACED_MESSAGES, dict) or {}
+        outcome.unplaced = {pod.uid: own.get(pod.uid, message) for pod in group.members()}
         return outcome
 
     # A pod alone needs no fork: whatever it does not keep, it did not place.

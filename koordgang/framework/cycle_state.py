@@ -6,6 +6,10 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+#: A GroupPreFilter that rejects a group may leave here what each member is told
+#: (``dict[pod uid, str]``); members it does not name are told the rejection's message.
+UNPLACED_MESSAGES = "framework/unplaced-messages"
+
 
 class CycleState:
     """A typed bag of values, created anew for every scheduling attempt.

@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 
-from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.cycle_state import UNPLACED_MESSAGES, CycleState
 from koordgang.framework.group import GroupPart, GroupPlan, PartPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import SortKey
@@ -231,11 +231,21 @@ class Coscheduling:
         gang = self.gangs.gang_of(group.trigger.uid)
         if gang is None:
             return SKIP
-        verdict = check_group(gang, self.gangs.group(gang))
+        partners = self.gangs.group(gang)
+        verdict = check_group(gang, partners)
         if not verdict.ready:
-            for _, other in self.gangs.group(gang):
-                if other is not None:
-                    other.last_message = verdict.message
+            # Each member hears it from its own gang's side ("gang a waits for b ...").
+            told: dict[str, str] = {}
+            for _, other in partners:
+                if other is None:
+                    continue
+                seen = verdict if other is gang else check_group(other, partners)
+                other.last_message = seen.message if not seen.ready else verdict.message
+                text = say.with_notes(other, other.last_message)
+                for pod in group.members():
+                    if pod.uid in other.members:
+                        told[pod.uid] = text
+            state.write(UNPLACED_MESSAGES, told)
             return Status.unschedulable(self.name, say.with_notes(gang, verdict.message))
         active = self._gangs_of(group.key)
         for member in active:

@@ -714,8 +714,13 @@ def test_a_gang_whose_partner_has_too_few_members_waits_before_any_filtering() -
     message = "gang ns/a waits for ns/b in its group: ns/b 1/2 members created, min 2"
     assert outcome.plan is None
     assert outcome.status.code is Code.UNSCHEDULABLE
-    assert told(scheduler, outcome.unplaced) == dict.fromkeys(["a-0", "a-1", "b-0"], message)
-    assert gang_of(scheduler.gangs, "ns/b").last_message == message
+    # Each member hears it from its own gang's side.
+    assert told(scheduler, outcome.unplaced) == {
+        "a-0": message,
+        "a-1": message,
+        "b-0": "gang ns/b: 1/2 members created, min 2",
+    }
+    assert gang_of(scheduler.gangs, "ns/b").last_message == "gang ns/b: 1/2 members created, min 2"
 
 
 # -- total number, member order ----------------------------------------------------------------
