@@ -195,3 +195,25 @@ async def test_a_restarted_scheduler_holds_the_room_of_nominated_pods(
     sched.step(1)
     await sched.settle()
     assert ("medium", "n1") not in api.binds()
+
+
+async def test_a_higher_priority_pod_takes_over_room_being_made_and_evicts_nothing_more(
+    sched: Harness, api: FakeApi
+) -> None:
+    victims_pool = low_pods({"n1": 2})
+    sched.list(
+        nodes=[node("n1", cpu="2")], pods=[*victims_pool, pod("medium", priority=50, cpu="2")]
+    )
+    await sched.run()
+    assert len(deletes(api)) == 2
+    # Before the victims are gone, a pod of higher priority arrives: the victims already going
+    # count as gone, the medium pod's nomination is taken over; nothing more is evicted.
+    sched.add(pod("top", priority=HIGH, cpu="2"))
+    await sched.run()
+    assert len(deletes(api)) == 2
+    assert status_patches(api, "top")[-1]["nominatedNodeName"] == "n1"
+    assert status_patches(api, "medium")[-1]["nominatedNodeName"] is None
+    for victim in victims_pool:
+        sched.intake.on_pod_delete(victim.uid)
+    await sched.run()
+    assert api.binds() == [("top", "n1")]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.diagnosis import counted
@@ -47,7 +47,6 @@ class _Attempt:
     nominations: dict[str, str]
     at: float
     evicted: int = 0
-    nodes: set[str] = field(default_factory=set)
 
 
 class Preemption:
@@ -151,8 +150,13 @@ class Preemption:
             count = len(dry_run.victims)
             on = len({p.node_name for p in dry_run.victims})
             note = f"preempting {_plural(count, 'pod')} on {_plural(on, 'node')} for {job}"
+        elif any(p.pod.node_name for p in dry_run.freed):
+            # Running pods that count as gone: terminating, or being evicted already.
+            note = _terminating_note([p for p in dry_run.freed if p.pod.node_name])
         else:
-            note = _terminating_note([p for p in dry_run.freed if p.pod.is_terminating])
+            # Room only lower-priority nominations held: it is taken over, nothing evicted.
+            where = ", ".join(sorted(set(nominated.values())))
+            note = f"nominated to {where}, where lower-priority pods held room"
         self._attempts[key] = _Attempt(
             victims={
                 p.pod.uid: p.node_name
@@ -162,7 +166,6 @@ class Preemption:
             nominations=nominated,
             at=now,
             evicted=len(dry_run.victims),
-            nodes=nodes,
         )
         lowest = min(p.priority for p in members)
         dropped = [
@@ -191,8 +194,14 @@ class Preemption:
         below = min(p.priority for p in group.members())
         nominations = self.handle.nominations
 
+        evicting = {uid for attempt in self._attempts.values() for uid in attempt.victims}
+
         def gone(pod: PodInfo) -> bool:
-            return pod.is_terminating or (pod.uid in nominations and pod.priority < below)
+            return (
+                pod.is_terminating
+                or pod.uid in evicting
+                or (pod.uid in nominations and pod.priority < below)
+            )
 
         model = CostModel(self.handle.job_of, self.handle.budgets_of)
         eligible: dict[str, list[PodInfo]] = {}
