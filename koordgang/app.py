@@ -28,6 +28,7 @@ from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
 from koordgang.plugins.coscheduling import gang_rows
 from koordgang.plugins.coscheduling.plugin import PODGROUP_KIND
+from koordgang.plugins.networktopology.plugin import KIND as TOPOLOGY_KIND
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.gangs import GangRegistry
@@ -112,6 +113,7 @@ class App:
             start=self.start,
             stop=self.stop,
             on_podgroup=lambda event, obj: intake.on_object(PODGROUP_KIND, event, obj),
+            on_topology=lambda event, obj: intake.on_object(TOPOLOGY_KIND, event, obj),
         )
         await run_operator(build_registry(hooks), self.stop_flag)
         return 1 if self.failed else 0

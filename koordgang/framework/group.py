@@ -43,6 +43,9 @@ class SchedulingGroup:
     #: Members nominated to a node by an earlier preemption (pod uid -> node): tried there
     #: first, where the room was made for them.
     nominated: dict[str, str] = field(default_factory=dict)
+    #: What the grouping plugin tells placement plugins about the group as a whole (the
+    #: network-topology spec, by its annotation key).
+    hints: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
     def single(pod: PodInfo) -> SchedulingGroup:

@@ -602,6 +602,12 @@ class GatherRule:
 
     layer: str
     strategy: str  # "PreferGather" or "MustGather"
+    #: Members per domain of the layer must be a multiple of this.
+    pod_count_multiple: int = 1
+
+    @property
+    def must(self) -> bool:
+        return self.strategy == "MustGather"
 
 
 def _parse_topology_spec(text: str) -> tuple[tuple[GatherRule, ...] | None, str | None]:
@@ -626,7 +632,10 @@ def _parse_topology_spec(text: str) -> tuple[tuple[GatherRule, ...] | None, str 
         strategy = entry.get("strategy")
         if strategy not in _GATHER_STRATEGIES:
             return None, f"has {where}.strategy that is not PreferGather or MustGather"
-        rules.append(GatherRule(layer, strategy))
+        multiple = entry.get("podCountMultiple", 1)
+        if type(multiple) is not int or multiple < 1:
+            return None, f"has {where}.podCountMultiple that is not a positive integer"
+        rules.append(GatherRule(layer, strategy, multiple))
     return tuple(rules), None
 
 

@@ -7,6 +7,7 @@ import random
 from koordgang.framework.framework import Framework
 from koordgang.plugins.coscheduling import Coscheduling
 from koordgang.plugins.interpodaffinity import InterPodAffinity
+from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.nodeaffinity import NodeAffinity
 from koordgang.plugins.nodeports import NodePorts
 from koordgang.plugins.noderesources import Fit, ResourceScore
@@ -31,6 +32,8 @@ def default_framework(
             # Gates first: a gated pod hears about its gates, not about its gang.
             SchedulingGates(),
             Coscheduling(gangs),
+            # Places gang groups that carry a network-topology spec inside one domain.
+            NetworkTopology(),
             VolumeBinding(),
             NodeUnschedulable(),
             NodeAffinity(),

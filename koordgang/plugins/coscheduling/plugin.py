@@ -38,6 +38,7 @@ from koordgang.framework.results import (
 )
 from koordgang.framework.status import SKIP, SUCCESS, Status
 from koordgang.model.gang import (
+    NETWORK_TOPOLOGY_SPEC_KEY,
     TIMEOUT_KEY,
     GangMode,
     is_timed_out,
@@ -211,11 +212,16 @@ class Coscheduling:
             for g in gangs
         ]
         key = "\n".join(sorted(by_gang))
+        hints = {}
+        specs = [g.spec.network_topology_spec for g in sorted(gangs, key=lambda g: g.key)]
+        topology = next((text for text in specs if text), None)
+        if topology:
+            hints[NETWORK_TOPOLOGY_SPEC_KEY] = topology
         self._groups[key] = tuple(by_gang)
         self._groups.move_to_end(key)
         if len(self._groups) > _GROUPS_REMEMBERED:
             self._groups.popitem(last=False)
-        return SchedulingGroup(key, parts, pod)
+        return SchedulingGroup(key, parts, pod, hints=hints)
 
     def _gangs_of(self, group_key: str) -> list[Gang]:
         keys = self._groups.get(group_key) or tuple(group_key.split("\n"))

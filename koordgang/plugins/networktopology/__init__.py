@@ -1,0 +1,6 @@
+"""Network-topology-aware gang placement (the gather algorithm) and the ClusterNetworkTopology
+status."""
+
+from koordgang.plugins.networktopology.plugin import NetworkTopology
+
+__all__ = ["NetworkTopology"]

@@ -1,0 +1,202 @@
+"""The gather algorithm through the framework: the seed's spine/block cluster, binpack among
+blocks, MustGather never spreads, PreferGather does, rank order follows the network, the
+ClusterNetworkTopology status; and synthetic trees of thousands of nodes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from koordgang.model.gang import NETWORK_TOPOLOGY_INDEX_KEY, NETWORK_TOPOLOGY_SPEC_KEY, GatherRule
+from koordgang.model.node import NodeInfo, parse_node
+from koordgang.model.pod import PodInfo
+from koordgang.model.topology import TopologyTree, parse_topology_spec
+from koordgang.plugins.coscheduling.test_plugin import Scheduler
+from koordgang.plugins.networktopology import NetworkTopology
+from koordgang.plugins.networktopology.gather import choose, domain_offers
+from koordgang.state.test_gangs import member
+
+SPINE = "network.topology.nvidia.com/spine"
+BLOCK = "network.topology.nvidia.com/block"
+CNT = {
+    "metadata": {"name": "default", "uid": "cnt-uid"},
+    "spec": {
+        "networkTopologySpec": [
+            {"labelKey": [SPINE], "topologyLayer": "SpineLayer"},
+            {
+                "labelKey": [BLOCK],
+                "parentTopologyLayer": "SpineLayer",
+                "topologyLayer": "BlockLayer",
+            },
+            {"parentTopologyLayer": "BlockLayer", "topologyLayer": "NodeTopologyLayer"},
+        ]
+    },
+}
+LAYOUT = [("s1", "b1")] * 2 + [("s1", "b2")] * 2 + [("s2", "b3")] * 2 + [("s2", "b4")] * 2
+
+
+def topo_node(name: str, spine: str | None, block: str | None, cpu: str = "2") -> NodeInfo:
+    labels = {}
+    if spine:
+        labels[SPINE] = spine
+    if block:
+        labels[BLOCK] = block
+    return parse_node(
+        {
+            "metadata": {"name": name, "labels": labels},
+            "status": {
+                "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
+
+
+def seed_nodes(cpu: str = "2") -> list[NodeInfo]:
+    return [topo_node(f"node-{i}", s, b, cpu) for i, (s, b) in enumerate(LAYOUT)]
+
+
+def spec(*rules: tuple[str, str]) -> str:
+    return json.dumps(
+        {"gatherStrategy": [{"layer": layer, "strategy": how} for layer, how in rules]}
+    )
+
+
+def job(name: str, count: int, rules: str, cpu: str = "1", ranked: bool = True) -> list[PodInfo]:
+    pods = []
+    for i in range(count):
+        annotations = {NETWORK_TOPOLOGY_SPEC_KEY: rules}
+        if ranked:
+            annotations[NETWORK_TOPOLOGY_INDEX_KEY] = str(count - 1 - i)  # reverse of names
+        pods.append(
+            member(f"{name}-{i}", name, min_available=str(count), annotations=annotations, cpu=cpu)
+        )
+    return pods
+
+
+def scheduler(pods: list[PodInfo], nodes: list[NodeInfo]) -> Scheduler:
+    sched = Scheduler(pods, nodes)
+    sched.framework.on_object("ClusterNetworkTopology", "ADDED", CNT)
+    return sched
+
+
+def blocks_of(sched: Scheduler, outcome: Any) -> list[str]:
+    layout = dict(zip((f"node-{i}" for i in range(8)), LAYOUT, strict=True))
+    return [layout[p.node_name][1] for p in outcome.bind]
+
+
+def test_a_job_that_fits_one_block_lands_in_one_block() -> None:
+    sched = scheduler(job("a", 4, spec(("BlockLayer", "PreferGather"))), seed_nodes())
+    outcome = sched.cycle("a-0")
+    assert len(outcome.bind) == 4
+    assert len(set(blocks_of(sched, outcome))) == 1
+
+
+def test_binpack_picks_the_block_whose_offer_is_closest_to_the_need() -> None:
+    # b1 is half used (offers 2), the others offer 4: a job of 2 goes to b1.
+    used = [member(f"busy-{i}", None, node=f"node-{i}", cpu="1") for i in range(2)]
+    sched = scheduler([*used, *job("a", 2, spec(("BlockLayer", "PreferGather")))], seed_nodes())
+    outcome = sched.cycle("a-0")
+    assert blocks_of(sched, outcome) == ["b1", "b1"]
+
+
+def test_must_gather_on_a_spine_never_spreads_and_says_why() -> None:
+    # A spine offers 8 (4 nodes x 2 cpu); a job of 10 cannot be held by one.
+    sched = scheduler(job("a", 10, spec(("SpineLayer", "MustGather"))), seed_nodes())
+    outcome = sched.cycle("a-0")
+    assert outcome.bind == [] and outcome.hold == []
+    message = next(iter(outcome.unplaced.values()))
+    assert "no SpineLayer domain can hold 10 members (best: s1 offers 8)" in message
+
+
+def test_prefer_gather_spreads_when_no_domain_can_hold_the_job() -> None:
+    sched = scheduler(job("a", 10, spec(("SpineLayer", "PreferGather"))), seed_nodes())
+    outcome = sched.cycle("a-0")
+    assert len(outcome.bind) == 10
+
+
+def test_members_fill_blocks_in_rank_order() -> None:
+    # 1 cpu per node: a job of 4 takes a whole spine; ranks 0-1 in its first block, 2-3 in
+    # the second (names run the other way round).
+    sched = scheduler(job("a", 4, spec(("SpineLayer", "MustGather"))), seed_nodes(cpu="1"))
+    outcome = sched.cycle("a-0")
+    rank = {p.name: int(p.annotations[NETWORK_TOPOLOGY_INDEX_KEY]) for p in outcome.group.members()}
+    by_rank = sorted(outcome.bind, key=lambda p: rank[p.pod.name])
+    layout = dict(zip((f"node-{i}" for i in range(8)), LAYOUT, strict=True))
+    assert [layout[p.node_name] for p in by_rank] == [
+        ("s1", "b1"), ("s1", "b1"), ("s1", "b2"), ("s1", "b2")
+    ]  # fmt: skip
+
+
+def test_must_gather_without_a_topology_keeps_the_job_pending() -> None:
+    sched = Scheduler(job("a", 2, spec(("BlockLayer", "MustGather"))), seed_nodes())
+    outcome = sched.cycle("a-0")
+    assert outcome.bind == []
+    assert "no ClusterNetworkTopology named default exists" in next(iter(outcome.unplaced.values()))
+    sched = Scheduler(job("b", 2, spec(("BlockLayer", "PreferGather"))), seed_nodes())
+    assert len(sched.cycle("b-0").bind) == 2
+
+
+def test_the_status_lists_the_domains_and_follows_the_nodes() -> None:
+    sched = scheduler([], seed_nodes())
+    [plugin] = [p for p in sched.framework.plugins if isinstance(p, NetworkTopology)]
+    [update] = plugin.status_updates()
+    assert update.plural == "clusternetworktopologies" and update.namespace == ""
+    assert len(update.status["detailStatus"]) == 7
+    assert update.status["conditions"][0]["status"] == "True"
+    sched.add_node(topo_node("node-8", "s3", "b5"))
+    [update] = plugin.status_updates()
+    assert len(update.status["detailStatus"]) == 9
+
+
+def test_a_spec_with_a_cycle_is_not_used_and_says_so() -> None:
+    sched = Scheduler([], seed_nodes())
+    broken = {
+        "metadata": {"name": "default"},
+        "spec": {
+            "networkTopologySpec": [
+                {"topologyLayer": "A", "parentTopologyLayer": "B", "labelKey": ["a"]},
+                {"topologyLayer": "B", "parentTopologyLayer": "A", "labelKey": ["b"]},
+            ]
+        },
+    }
+    sched.framework.on_object("ClusterNetworkTopology", "ADDED", broken)
+    [plugin] = [p for p in sched.framework.plugins if isinstance(p, NetworkTopology)]
+    [update] = plugin.status_updates()
+    condition = update.status["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("False", "InvalidTopologySpec")
+    assert "cycle" in condition["message"]
+    assert "detailStatus" not in update.status
+
+
+def test_synthetic_tree_of_thousands_of_nodes_with_ties_fragments_and_multiples() -> None:
+    # 4 spines x 8 blocks x 32 nodes; some nodes lack labels; offers are made up per node.
+    spec_obj = parse_topology_spec(CNT)
+    nodes = []
+    offers: dict[str, int] = {}
+    for s in range(4):
+        for b in range(8):
+            for n in range(32):
+                name = f"s{s}-b{b}-n{n}"
+                nodes.append((name, {SPINE: f"s{s}", BLOCK: f"b{b}"}))
+                # Fragmented: block b0 of every spine is nearly full.
+                offers[name] = 0 if (b == 0 and n % 4) else 1
+    nodes.append(("stray", {}))
+    offers["stray"] = 100
+    tree = TopologyTree(spec_obj, nodes)
+    by_domain = domain_offers(tree, offers, {})
+    assert by_domain[("s0", "b0")] == 8 and by_domain[("s0", "b1")] == 32
+    # A job of 8: the fragmented b0 blocks offer exactly 8; the first (s0/b0) wins the tie.
+    choice = choose(tree, [GatherRule("BlockLayer", "PreferGather")], by_domain, 8)
+    assert choice.domain is not None and choice.domain.path == ("s0", "b0")
+    # A job of 40 fits no block: the smallest spine that can (all offer 232) -> s0.
+    choice = choose(tree, [GatherRule("BlockLayer", "PreferGather"),
+                           GatherRule("SpineLayer", "MustGather")], by_domain, 40)  # fmt: skip
+    assert choice.domain is not None and choice.domain.path == ("s0",)
+    # podCountMultiple 16 on blocks: a fragmented block offers 0, a full one 32.
+    rounded = domain_offers(tree, offers, {1: 16})
+    assert rounded[("s0", "b0")] == 0 and rounded[("s0", "b1")] == 32
+    # Too large for any spine under MustGather: the best one is named.
+    choice = choose(tree, [GatherRule("SpineLayer", "MustGather")], by_domain, 500)
+    assert choice.failure == "no SpineLayer domain can hold 500 members (best: s0 offers 232)"
+    assert choice.domain is None
