@@ -1,0 +1,132 @@
+"""Network-topology-aware placement on a real API server: the seed's two-spine, four-block,
+8-node cluster, its ClusterNetworkTopology status, a job gathered in one block, and a
+MustGather job too large for one spine that stays pending and is never spread."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from e2e.daemon import Daemon
+from e2e.gangs import (
+    PREFIX,
+    GangBook,
+    bound_members,
+    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
+    wait_bound,
+    wait_explained,
+)
+from e2e.kube import Cluster, wait_until
+
+SPINE = "network.topology.nvidia.com/spine"
+BLOCK = "network.topology.nvidia.com/block"
+GROUP, VERSION, PLURAL = "scheduling.koordinator.sh", "v1alpha1", "clusternetworktopologies"
+SPEC_KEY = PREFIX + "network-topology-spec"
+LAYOUT = {
+    "topo-0": ("s1", "b1"),
+    "topo-1": ("s1", "b1"),
+    "topo-2": ("s1", "b2"),
+    "topo-3": ("s1", "b2"),
+    "topo-4": ("s2", "b3"),
+    "topo-5": ("s2", "b3"),
+    "topo-6": ("s2", "b4"),
+    "topo-7": ("s2", "b4"),
+}
+CNT = {
+    "apiVersion": f"{GROUP}/{VERSION}",
+    "kind": "ClusterNetworkTopology",
+    "metadata": {"name": "default"},
+    "spec": {
+        "networkTopologySpec": [
+            {"labelKey": [SPINE], "topologyLayer": "SpineLayer"},
+            {
+                "labelKey": [BLOCK],
+                "parentTopologyLayer": "SpineLayer",
+                "topologyLayer": "BlockLayer",
+            },
+            {"parentTopologyLayer": "BlockLayer", "topologyLayer": "NodeTopologyLayer"},
+        ]
+    },
+}
+
+
+def spec(*rules: tuple[str, str]) -> str:
+    return json.dumps({"gatherStrategy": [{"layer": a, "strategy": b} for a, b in rules]})
+
+
+@pytest.fixture
+def topology(clean_nodes: Cluster) -> Iterator[Cluster]:
+    """The seed's cluster: 8 nodes of 2 cores in 2 spines x 2 blocks, and its topology."""
+    cluster = clean_nodes
+    for name, (spine, block) in LAYOUT.items():
+        cluster.add_nodes(
+            [name], {"cpu": "2", "memory": "8Gi"}, labels={SPINE: spine, BLOCK: block}
+        )
+    _delete_topology(cluster)
+    cluster.custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, CNT)
+    yield cluster
+    _delete_topology(cluster)
+
+
+def _delete_topology(cluster: Cluster) -> None:
+    try:
+        cluster.custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, "default")
+    except ApiException as error:
+        if error.status != 404:
+            raise
+
+
+def _key(entry: dict[str, Any]) -> tuple[str, str]:
+    info = entry["topologyInfo"]
+    return info["topologyLayer"], info["topologyName"]
+
+
+def test_the_seed_cluster_gets_the_seed_status_and_a_job_lands_in_one_block(
+    topology: Cluster, namespace: str, daemon: Daemon, gang_book: GangBook, check_invariants: None
+) -> None:
+    cluster = topology
+
+    def detail() -> list[dict[str, Any]]:
+        obj = cluster.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, "default")
+        return list((obj.get("status") or {}).get("detailStatus") or [])
+
+    status = wait_until(lambda: len(detail()) == 7 and detail(), what="detailStatus")
+    by_key = {_key(e): e for e in status}
+    assert by_key[("ClusterTopologyLayer", "")]["nodeNum"] == 8
+    assert by_key[("ClusterTopologyLayer", "")]["childTopologyNames"] == ["s1", "s2"]
+    assert by_key[("SpineLayer", "s1")]["childTopologyNames"] == ["b1", "b2"]
+    assert by_key[("SpineLayer", "s2")]["parentTopologyInfo"] == {
+        "topologyLayer": "ClusterTopologyLayer",
+        "topologyName": "",
+    }
+    assert by_key[("BlockLayer", "b3")] == {
+        "topologyInfo": {"topologyLayer": "BlockLayer", "topologyName": "b3"},
+        "parentTopologyInfo": {"topologyLayer": "SpineLayer", "topologyName": "s2"},
+        "childTopologyLayer": "NodeTopologyLayer",
+        "nodeNum": 2,
+    }
+
+    rules = {SPEC_KEY: spec(("BlockLayer", "PreferGather"), ("SpineLayer", "PreferGather"))}
+    gang = gang_book.gang("train", 4, way="podgroup", options=rules, requests={"cpu": "1"})
+    gang_book.create(gang)
+    members = wait_bound(cluster, gang)
+    assert len({LAYOUT[p.spec.node_name] for p in members}) == 1, [
+        p.spec.node_name for p in members
+    ]
+
+
+def test_must_gather_on_a_spine_keeps_a_job_too_large_pending_and_never_spreads(
+    topology: Cluster, namespace: str, daemon: Daemon, gang_book: GangBook, check_invariants: None
+) -> None:
+    cluster = topology
+    rules = {SPEC_KEY: spec(("SpineLayer", "MustGather"))}
+    gang = gang_book.gang("big", 10, way="podgroup", options=rules, requests={"cpu": "1"})
+    names = gang_book.create(gang)
+    wait_explained(
+        cluster, namespace, names, "no SpineLayer domain can hold 10 members (best: s1 offers 8)"
+    )
+    assert bound_members(cluster, gang) == []
