@@ -600,10 +600,14 @@ def _resolve_match_policy(text: str | None, issues: list[ConfigIssue]) -> MatchP
 class GatherRule:
     """One entry of a network-topology spec's ``gatherStrategy``."""
 
+    #: A layer of the ClusterNetworkTopology ("" when the rule names a node label instead).
     layer: str
     strategy: str  # "PreferGather" or "MustGather"
     #: Members per domain of the layer must be a multiple of this.
     pod_count_multiple: int = 1
+    #: A node label whose values are the domains (one GPU model per job, say), instead of a
+    #: layer.
+    label_key: str = ""
 
     @property
     def must(self) -> bool:
@@ -626,16 +630,21 @@ def _parse_topology_spec(text: str) -> tuple[tuple[GatherRule, ...] | None, str 
         where = f"gatherStrategy[{index}]"
         if not isinstance(entry, dict):
             return None, f"has {where} that is not an object"
-        layer = entry.get("layer")
-        if not isinstance(layer, str) or not layer:
-            return None, f"has {where}.layer that is not a non-empty string"
+        layer = entry.get("layer", "")
+        label_key = entry.get("labelKey", "")
+        if not isinstance(label_key, str):
+            return None, f"has {where}.labelKey that is not a string"
+        if not isinstance(layer, str) or (not layer and not label_key):
+            return None, f"has {where}.layer that is not a non-empty string (nor a labelKey)"
+        if layer and label_key:
+            return None, f"has {where} naming both a layer and a labelKey"
         strategy = entry.get("strategy")
         if strategy not in _GATHER_STRATEGIES:
             return None, f"has {where}.strategy that is not PreferGather or MustGather"
         multiple = entry.get("podCountMultiple", 1)
         if type(multiple) is not int or multiple < 1:
             return None, f"has {where}.podCountMultiple that is not a positive integer"
-        rules.append(GatherRule(layer, strategy, multiple))
+        rules.append(GatherRule(layer, strategy, multiple, label_key))
     return tuple(rules), None
 
 

@@ -885,7 +885,7 @@ def test_gather_rules_keep_each_layer_and_its_strategy_in_order() -> None:
         ('{"gatherStrategy": ["L"]}', "has gatherStrategy[0] that is not an object"),
         (
             '{"gatherStrategy": [{"strategy": "MustGather"}]}',
-            "has gatherStrategy[0].layer that is not a non-empty string",
+            "has gatherStrategy[0].layer that is not a non-empty string (nor a labelKey)",
         ),
         (
             '{"gatherStrategy": [{"layer": "A", "strategy": "MustGather"},'

@@ -184,6 +184,26 @@ class TopologyTree:
                 current = child
             self.path_of[name] = path
 
+    def restricted(self, names: Iterable[str]) -> TopologyTree:
+        """The tree of a subset of the nodes (keeping their paths)."""
+        keep = set(names)
+        tree = TopologyTree(self.spec, ())
+        for name in self.root.nodes:
+            if name not in keep:
+                continue
+            tree.root.nodes.append(name)
+            current = tree.root
+            path = self.path_of.get(name, ())
+            for depth in range(len(path)):
+                value = path[depth]
+                child = current.children.get(value)
+                if child is None:
+                    child = current.children[value] = Domain(depth, path[: depth + 1])
+                child.nodes.append(name)
+                current = child
+            tree.path_of[name] = path
+        return tree
+
     def domains(self, depth: int) -> list[Domain]:
         """The domains of one layer, in depth-first order."""
         return [d for d in self.root.walk() if d.depth == depth]

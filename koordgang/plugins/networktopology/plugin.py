@@ -19,7 +19,12 @@ from koordgang.framework.group import GroupPlan, PartPlan, Placer, PodResult, Sc
 from koordgang.framework.handle import Handle
 from koordgang.framework.report import Report, StatusUpdate
 from koordgang.framework.status import Code, Status
-from koordgang.model.gang import NETWORK_TOPOLOGY_SPEC_KEY, gather_rules, topology_index
+from koordgang.model.gang import (
+    NETWORK_TOPOLOGY_SPEC_KEY,
+    GatherRule,
+    gather_rules,
+    topology_index,
+)
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo
 from koordgang.model.topology import (
@@ -137,26 +142,80 @@ class NetworkTopology:
         members = sorted(group.members(), key=_rank)
         if not members:
             return None
-        tree = self.tree(snapshot)
-        must = [r for r in rules if r.must]
-        if tree is None:
-            if not must:
-                return None  # PreferGather without a topology: placed as if it had none
-            why = self._problem or f"no ClusterNetworkTopology named {DEFAULT_NAME} exists"
-            return _all_failed(group, snapshot, f"network-topology spec cannot be met: {why}")
+        network = [r for r in rules if not r.label_key]
+        labelled = [r for r in rules if r.label_key]
+        tree = self.tree(snapshot) if network else None
+        if network and tree is None:
+            if any(r.must for r in network):
+                why = self._problem or f"no ClusterNetworkTopology named {DEFAULT_NAME} exists"
+                return _all_failed(group, snapshot, f"network-topology spec cannot be met: {why}")
+            network = []  # PreferGather without a topology: placed as if it had none
+        if not network and not labelled:
+            return None
         offers = node_offers(members, snapshot.nodes, snapshot, placer)
-        multiples = {
-            tree.spec.depth(r.layer): r.pod_count_multiple
-            for r in rules
-            if r.pod_count_multiple > 1 and tree.spec.depth(r.layer) >= 0
-        }
-        by_domain = domain_offers(tree, offers, multiples)
-        choice = choose(tree, rules, by_domain, len(members))
-        if choice.failure:
-            return _all_failed(group, snapshot, choice.failure)
-        if choice.domain is None:
-            return None  # PreferGather and no domain can hold the group: spread
-        return _fill(group, members, snapshot, placer, fill_order(choice.domain))
+        need = len(members)
+        candidates: list[tuple[int, int, list[list[str]]]] = []
+        failures: list[str] = []
+        for order, (value, names) in enumerate(_partitions(snapshot, labelled)):
+            total = sum(offers.get(n, 0) for n in names)
+            if not network:
+                if total >= need:
+                    candidates.append((total, order, [sorted(names)]))
+                else:
+                    failures.append(f"{value} offers {total}")
+                continue
+            assert tree is not None
+            sub = tree if not labelled else tree.restricted(names)
+            multiples = {
+                sub.spec.depth(r.layer): r.pod_count_multiple
+                for r in network
+                if r.pod_count_multiple > 1 and sub.spec.depth(r.layer) >= 0
+            }
+            by_domain = domain_offers(sub, offers, multiples)
+            choice = choose(sub, network, by_domain, need)
+            if choice.failure:
+                failures.append(choice.failure)
+            elif choice.domain is not None:
+                candidates.append((by_domain[choice.domain.path], order, fill_order(choice.domain)))
+            elif total >= need:
+                candidates.append((total, order, [sorted(names)]))  # PreferGather: spread
+        if candidates:
+            _, _, node_sets = min(candidates, key=lambda c: (c[0], c[1]))
+            if not labelled and len(node_sets) == 1 and set(node_sets[0]) == set(offers):
+                return None  # spread over the whole cluster: the default placement does that
+            return _fill(group, members, snapshot, placer, node_sets)
+        if labelled and any(r.must for r in labelled):
+            keys = ", ".join(r.label_key for r in labelled)
+            detail = f" ({'; '.join(failures)})" if failures else ""
+            return _all_failed(
+                group, snapshot, f"no nodes of one {keys} value can hold {need} members{detail}"
+            )
+        if failures and not labelled:
+            return _all_failed(group, snapshot, failures[0])
+        return None  # only PreferGather rules, and no domain can hold the group: spread
+
+
+def _partitions(snapshot: Snapshot, labelled: list[GatherRule]) -> list[tuple[str, list[str]]]:
+    """The node sets a group may be confined to by rules naming node labels: one per value (or
+    combination of values) of the labels; the whole cluster when there are none. Nodes missing
+    a label of a MustGather rule are in no set; PreferGather label rules add the whole cluster
+    as the last resort."""
+    names = [n.name for n in snapshot.nodes if n.info is not None]
+    if not labelled:
+        return [("the cluster", names)]
+    keys = [r.label_key for r in labelled]
+    by_value: dict[tuple[str, ...], list[str]] = {}
+    for node in snapshot.nodes:
+        if node.info is None:
+            continue
+        labels = node.info.labels
+        if any(key not in labels for key in keys):
+            continue
+        by_value.setdefault(tuple(labels[key] for key in keys), []).append(node.name)
+    parts = [("/".join(v), by_value[v]) for v in sorted(by_value)]
+    if not any(r.must for r in labelled):
+        parts.append(("the cluster", names))
+    return parts
 
 
 def _rank(pod: PodInfo) -> tuple[int, int, str]:

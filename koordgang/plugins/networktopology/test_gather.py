@@ -200,3 +200,64 @@ def test_synthetic_tree_of_thousands_of_nodes_with_ties_fragments_and_multiples(
     choice = choose(tree, [GatherRule("SpineLayer", "MustGather")], by_domain, 500)
     assert choice.failure == "no SpineLayer domain can hold 500 members (best: s0 offers 232)"
     assert choice.domain is None
+
+
+GPU_MODEL = "nvidia.com/gpu.product"
+
+
+def gpu_node(name: str, model: str, spine: str = "s1", block: str = "b1") -> NodeInfo:
+    info = topo_node(name, spine, block, cpu="2")
+    return parse_node(
+        {
+            "metadata": {"name": name, "labels": {**info.labels, GPU_MODEL: model}},
+            "status": {
+                "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
+
+
+def label_spec(strategy: str = "MustGather", *network: tuple[str, str]) -> str:
+    entries: list[dict[str, str]] = [{"labelKey": GPU_MODEL, "strategy": strategy}]
+    entries += [{"layer": layer, "strategy": how} for layer, how in network]
+    return json.dumps({"gatherStrategy": entries})
+
+
+def test_one_gpu_model_per_job_never_mixed() -> None:
+    # 2 P100 nodes (4 slots) and 3 V100 nodes (6 slots): a job of 5 fits only on V100s.
+    nodes = [gpu_node(f"p{i}", "P100") for i in range(2)] + [
+        gpu_node(f"v{i}", "V100") for i in range(3)
+    ]
+    sched = scheduler(job("a", 5, label_spec()), nodes)
+    outcome = sched.cycle("a-0")
+    assert sorted({p.node_name[0] for p in outcome.bind}) == ["v"]
+    assert len(outcome.bind) == 5
+
+
+def test_a_job_no_single_gpu_model_can_hold_waits_and_says_so() -> None:
+    nodes = [gpu_node(f"p{i}", "P100") for i in range(2)] + [
+        gpu_node(f"v{i}", "V100") for i in range(2)
+    ]
+    sched = scheduler(job("a", 6, label_spec()), nodes)
+    outcome = sched.cycle("a-0")
+    assert outcome.bind == []
+    message = next(iter(outcome.unplaced.values()))
+    assert "no nodes of one nvidia.com/gpu.product value can hold 6 members" in message
+    assert "P100 offers 4" in message and "V100 offers 4" in message
+
+
+def test_the_gpu_model_rule_combines_with_the_network_rules() -> None:
+    # V100 nodes in two blocks; binpack inside the V100 nodes picks the block that fits best.
+    nodes = [
+        gpu_node("v0", "V100", "s1", "b1"),
+        gpu_node("v1", "V100", "s1", "b1"),
+        gpu_node("v2", "V100", "s1", "b2"),
+        gpu_node("p0", "P100", "s1", "b3"),
+        gpu_node("p1", "P100", "s1", "b3"),
+    ]
+    sched = scheduler(job("a", 2, label_spec("MustGather", ("BlockLayer", "MustGather"))), nodes)
+    outcome = sched.cycle("a-0")
+    # b2 holds one V100 node (offer 2, exactly the need): binpack picks it over b1 (offer 4)
+    # and over the P100 block b3 (offer 4).
+    assert {p.node_name for p in outcome.bind} == {"v2"}
