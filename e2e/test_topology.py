@@ -13,10 +13,12 @@ from kubernetes.client.exceptions import ApiException
 
 from e2e.daemon import Daemon
 from e2e.gangs import (
+    GROUPS,
     PREFIX,
     GangBook,
     bound_members,
     gang_book_fixture,  # noqa: F401 (the gang_book fixture)
+    groups_value,
     wait_bound,
     wait_explained,
 )
@@ -130,3 +132,65 @@ def test_must_gather_on_a_spine_keeps_a_job_too_large_pending_and_never_spreads(
         cluster, namespace, names, "no SpineLayer domain can hold 10 members (best: s1 offers 8)"
     )
     assert bound_members(cluster, gang) == []
+
+
+INDEX_KEY = PREFIX + "network-topology-index"
+
+
+def test_a_master_and_worker_gang_group_is_gathered_as_one_job(
+    topology: Cluster, namespace: str, daemon: Daemon, gang_book: GangBook, check_invariants: None
+) -> None:
+    cluster = topology
+    rules = spec(("BlockLayer", "PreferGather"))
+    group = groups_value(f"{namespace}/master", f"{namespace}/worker")
+    options = {SPEC_KEY: rules, GROUPS: group}
+    master = gang_book.gang("master", 1, way="podgroup", options=options, requests={"cpu": "1"})
+    worker = gang_book.gang("worker", 3, way="podgroup", options=options, requests={"cpu": "1"})
+    gang_book.create_podgroup(master)
+    gang_book.create_podgroup(worker)
+    gang_book.create_pods(master)
+    gang_book.create_pods(worker)
+    placed = [*wait_bound(cluster, master), *wait_bound(cluster, worker)]
+    assert len({LAYOUT[p.spec.node_name] for p in placed}) == 1, [p.spec.node_name for p in placed]
+
+
+def test_members_in_rank_order_are_neighbours_in_the_network(
+    topology: Cluster, namespace: str, daemon: Daemon, gang_book: GangBook, check_invariants: None
+) -> None:
+    cluster = topology
+    rules = {SPEC_KEY: spec(("SpineLayer", "MustGather"))}
+    gang = gang_book.gang("ranked", 8, way="podgroup", options=rules, requests={"cpu": "1"})
+    gang_book.create_podgroup(gang)
+    for i in range(8):
+        # Ranks run against the names, so that name order cannot pass for rank order.
+        body = gang.pod(i)
+        body["metadata"].setdefault("annotations", {})[INDEX_KEY] = str(7 - i)
+        cluster.create_pod(namespace, body)
+    placed = wait_bound(cluster, gang)
+    by_rank = sorted(placed, key=lambda p: int(p.metadata.annotations[INDEX_KEY]))
+    layout = [LAYOUT[p.spec.node_name] for p in by_rank]
+    assert len({spine for spine, _ in layout}) == 1
+    blocks = [block for _, block in layout]
+    assert blocks[:4] == [blocks[0]] * 4 and blocks[4:] == [blocks[4]] * 4
+    assert blocks[0] < blocks[4]  # the first block by name takes the first ranks
+
+
+def test_one_gpu_model_per_job_never_mixed(
+    clean_nodes: Cluster,
+    namespace: str,
+    daemon: Daemon,
+    gang_book: GangBook,
+    check_invariants: None,
+) -> None:
+    cluster = clean_nodes
+    model = "nvidia.com/gpu.product"
+    for name in ("p100-0", "p100-1"):
+        cluster.add_nodes([name], {"cpu": "2", "memory": "8Gi"}, labels={model: "Tesla-P100"})
+    for name in ("v100-0", "v100-1", "v100-2"):
+        cluster.add_nodes([name], {"cpu": "2", "memory": "8Gi"}, labels={model: "Tesla-V100"})
+    rules = json.dumps({"gatherStrategy": [{"labelKey": model, "strategy": "MustGather"}]})
+    # 5 workers of 1 core: only the V100 nodes (6 cores) can take them all.
+    gang = gang_book.gang("batch", 5, way="podgroup", options={SPEC_KEY: rules})
+    gang_book.create(gang)
+    placed = wait_bound(cluster, gang)
+    assert {p.spec.node_name.split("-")[0] for p in placed} == {"v100"}
