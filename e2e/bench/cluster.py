@@ -137,6 +137,17 @@ class BenchCluster:
                 if not error.conflict:
                     raise
 
+    async def set_topology(self, body: Mapping[str, Any] | None) -> None:
+        """The ClusterNetworkTopology ``default``: replaced by ``body``, or deleted (None)."""
+        path = "/apis/scheduling.koordinator.sh/v1alpha1/clusternetworktopologies"
+        try:
+            await self.api.request("DELETE", f"{path}/default")
+        except ApiError as error:
+            if not error.not_found:
+                raise
+        if body is not None:
+            await self.api.request("POST", path, body=dict(body))
+
     async def count_pods(self, namespace: str) -> int:
         pods, _ = await self.list_all(f"/api/v1/namespaces/{namespace}/pods", {}, names_only=True)
         return len(pods)
@@ -238,7 +249,12 @@ class BenchCluster:
             name = node["metadata"]["name"]
             spec = wanted.get(name)
             capacity = (node.get("status") or {}).get("capacity") or {}
-            if spec is not None and _same_quantities(capacity, spec.full_capacity()):
+            labels = node["metadata"].get("labels") or {}
+            if (
+                spec is not None
+                and _same_quantities(capacity, spec.full_capacity())
+                and all(labels.get(k) == v for k, v in spec.labels.items())
+            ):
                 keep.add(name)
             else:
                 stale.append(name)

@@ -14,10 +14,11 @@ import time
 import traceback
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
-from e2e.bench import dry_run
+from e2e.bench import dry_run, gather_time
 from e2e.bench.checks import check_cluster
 from e2e.bench.console import Ticker, say
 from e2e.bench.daemon import BenchDaemon, DaemonFailed
@@ -31,10 +32,10 @@ from e2e.bench.results import (
     set_share_of_ceiling,
     timeline,
 )
-from e2e.bench.scenarios import Finish, Scenario
+from e2e.bench.scenarios import BLOCK, SPINE, Finish, Scenario
 from e2e.bench.stage import RunContext, filler_namespace, set_stage, settle
 from e2e.bench.watch import BindWatcher
-from e2e.bench.workload import Workload
+from e2e.bench.workload import GANG_NAME, Workload
 
 #: A cluster-full scenario is over after this long without a bind.
 QUIET_SECONDS = 3.0
@@ -133,6 +134,15 @@ async def _measure(
         await _preemption_figures(ctx, workload, namespace, daemon.log_path, result)
     problems, final_pods = await check_cluster(ctx.cluster, namespace, workload.gangs)
     result.problems += problems
+    if workload.notes.get("placement_quality"):
+        _placement_quality(workload, final_pods, result)
+        if scenario.name == "topology":
+            seconds, placed = await asyncio.to_thread(gather_time.measure, 4096, 256)
+            result.notes["gather_ms_256_members_4096_nodes"] = round(seconds * 1000, 1)
+            say(
+                f"topology: gather for one job of 256 on 4,096 nodes (in process): "
+                f"{seconds * 1000:.0f} ms, {placed} members placed"
+            )
     result.bound = sum(1 for p in final_pods if (p.get("spec") or {}).get("nodeName"))
     _sum_up(ctx, workload, watcher, sampler, spawned, t0, end, result)
 
@@ -298,3 +308,28 @@ def dry_run_times(log_path: Path) -> list[float]:
         if record.get("event") == "preempting" and "dry_run_ms" in record:
             times.append(float(record["dry_run_ms"]))
     return times
+
+
+def _placement_quality(
+    workload: Workload, final_pods: list[dict[str, Any]], result: ScenarioResult
+) -> None:
+    """The share of jobs whose members all run inside one block, and inside one spine."""
+    where = {n.name: (n.labels.get(SPINE, ""), n.labels.get(BLOCK, "")) for n in workload.nodes}
+    spines: dict[str, set[str]] = defaultdict(set)
+    blocks: dict[str, set[str]] = defaultdict(set)
+    for pod in final_pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        gang = ((pod.get("metadata") or {}).get("annotations") or {}).get(GANG_NAME)
+        if not node or not gang or node not in where:
+            continue
+        spines[gang].add(where[node][0])
+        blocks[gang].add(where[node][1])
+    jobs = len(workload.gangs) or 1
+    in_block = sum(1 for g in blocks.values() if len(g) == 1)
+    in_spine = sum(1 for g in spines.values() if len(g) == 1)
+    result.notes["jobs_in_one_block_pct"] = round(100 * in_block / jobs, 1)
+    result.notes["jobs_in_one_spine_pct"] = round(100 * in_spine / jobs, 1)
+    say(
+        f"{result.name}: {in_block}/{jobs} jobs inside one block, {in_spine}/{jobs} inside "
+        "one spine"
+    )

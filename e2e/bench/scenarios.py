@@ -9,13 +9,19 @@ Sizes are written at full scale and multiplied by ``--scale``.
 from __future__ import annotations
 
 import enum
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from e2e.bench.workload import (
     CEILING_SCHEDULER,
     FILLER_SCHEDULER,
+    TOPOLOGY_INDEX,
+    TOPOLOGY_SPEC,
+    GangRef,
+    PodPlan,
     Requests,
     Workload,
     gang_pods,
@@ -25,6 +31,7 @@ from e2e.bench.workload import (
     spread_bound,
     standard_nodes,
 )
+from e2e.controlplane import NodeSpec
 
 
 class Finish(enum.Enum):
@@ -129,6 +136,77 @@ def _preemption(scale: float) -> Workload:
     return Workload(nodes=nodes, pods=pods, fillers=fillers, notes={"victims_minimum": len(pods)})
 
 
+TOPOLOGY_NODE: Mapping[str, str] = {"cpu": "8", "memory": "64Gi", "pods": "110"}
+SPINE = "network.topology.nvidia.com/spine"
+BLOCK = "network.topology.nvidia.com/block"
+BENCH_TOPOLOGY: Mapping[str, Any] = {
+    "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+    "kind": "ClusterNetworkTopology",
+    "metadata": {"name": "default"},
+    "spec": {
+        "networkTopologySpec": [
+            {"topologyLayer": "SpineLayer", "labelKey": [SPINE]},
+            {
+                "topologyLayer": "BlockLayer",
+                "parentTopologyLayer": "SpineLayer",
+                "labelKey": [BLOCK],
+            },
+            {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "BlockLayer"},
+        ]
+    },
+}
+GATHER = json.dumps(
+    {
+        "gatherStrategy": [
+            {"layer": "BlockLayer", "strategy": "PreferGather"},
+            {"layer": "SpineLayer", "strategy": "PreferGather"},
+        ]
+    }
+)
+JOB_SIZES = (16, 32, 64, 128)
+
+
+def topology_nodes(scale: float) -> list[NodeSpec]:
+    """4 spines x 8 blocks x 32 nodes (fewer nodes per block when scaled down)."""
+    per_block = scaled(32, scale, minimum=2)
+    return [
+        NodeSpec(
+            name=f"bench-topo-s{s}-b{b}-n{n:02d}",
+            capacity=dict(TOPOLOGY_NODE),
+            labels={SPINE: f"s{s}", BLOCK: f"s{s}-b{b}"},
+        )
+        for s in range(4)
+        for b in range(8)
+        for n in range(per_block)
+    ]
+
+
+def _topology_jobs(scale: float, with_spec: bool) -> Workload:
+    nodes = topology_nodes(scale)
+    pods: list[PodPlan] = []
+    for j in range(scaled(64, scale, minimum=4)):
+        size = max(2, round(JOB_SIZES[j % len(JOB_SIZES)] * min(1.0, scale * 4)))
+        ref = GangRef(name=f"topo-{j:03d}", min_available=size)
+        for m in range(size):
+            annotations = {}
+            if with_spec:
+                annotations = {TOPOLOGY_SPEC: GATHER, TOPOLOGY_INDEX: str(m)}
+            pods.append(
+                PodPlan(
+                    name=f"{ref.name}-{m:04d}",
+                    requests=Requests("1", "2Gi"),
+                    gang=ref,
+                    annotations=annotations,
+                )
+            )
+    return Workload(
+        nodes=nodes,
+        pods=pods,
+        topology=BENCH_TOPOLOGY,
+        notes={"placement_quality": True},
+    )
+
+
 def _startup(scale: float) -> Workload:
     nodes = standard_nodes(scaled(1_000, scale))
     fillers = spread_bound(
@@ -159,6 +237,16 @@ SCENARIOS: Sequence[Scenario] = (
         _preemption,
         # Each preemption is logged at info, with its dry-run time: the figures come from there.
         daemon_args=("--log-level", "info"),
+    ),
+    Scenario(
+        "topology",
+        "64 gangs of 16-128 preferring one block, on 4 spines x 8 blocks x 32 nodes",
+        lambda scale: _topology_jobs(scale, with_spec=True),
+    ),
+    Scenario(
+        "topology-plain",
+        "the same gangs without a network-topology spec (the baseline for placement quality)",
+        lambda scale: _topology_jobs(scale, with_spec=False),
     ),
     Scenario(
         "startup",

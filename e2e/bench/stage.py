@@ -57,6 +57,7 @@ async def set_stage(ctx: RunContext, workload: Workload, namespace: str) -> None
     await cluster.delete_bench_pods()
     await cluster.delete_bench_namespaces()
     await cluster.reconcile_nodes(workload.nodes)
+    await cluster.set_topology(workload.topology)
     await cluster.create_namespace(namespace)
     if any(p.priority_class for p in [*workload.pods, *workload.fillers]):
         await cluster.ensure_priority_classes(PRIORITY_CLASSES)

@@ -23,6 +23,8 @@ FILLER_SCHEDULER = "bench-filler"
 BENCH_LABEL = "koordgang-bench"
 GANG_NAME = "gang.scheduling.koordinator.sh/name"
 GANG_MIN = "gang.scheduling.koordinator.sh/min-available"
+TOPOLOGY_SPEC = "gang.scheduling.koordinator.sh/network-topology-spec"
+TOPOLOGY_INDEX = "gang.scheduling.koordinator.sh/network-topology-index"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
 #: PriorityClasses the scenarios use, by name: value.
@@ -68,14 +70,16 @@ class PodPlan:
     node_name: str = ""
     #: A PriorityClass (see ``PRIORITY_CLASSES``); "" for none.
     priority_class: str = ""
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
     def manifest(self) -> dict[str, Any]:
         metadata: dict[str, Any] = {"name": self.name, "labels": {BENCH_LABEL: "1"}}
+        annotations = dict(self.annotations)
         if self.gang is not None:
-            metadata["annotations"] = {
-                GANG_NAME: self.gang.name,
-                GANG_MIN: str(self.gang.min_available),
-            }
+            annotations[GANG_NAME] = self.gang.name
+            annotations[GANG_MIN] = str(self.gang.min_available)
+        if annotations:
+            metadata["annotations"] = annotations
         spec: dict[str, Any] = {
             "schedulerName": self.scheduler,
             "terminationGracePeriodSeconds": 0,
@@ -109,6 +113,8 @@ class Workload:
     fillers: Sequence[PodPlan] = ()
     capacity_pods: int | None = None
     notes: Mapping[str, Any] = field(default_factory=dict)
+    #: The ClusterNetworkTopology to create (None: there is none).
+    topology: Mapping[str, Any] | None = None
 
     @property
     def gangs(self) -> dict[str, int]:

@@ -1,0 +1,130 @@
+"""The gather algorithm for one large job, in process (no API server): 4,096 nodes of 8 cores
+in 4 spines x 32 blocks x 32 nodes, a quarter of the blocks partly used; one job of 256
+one-core members that prefers one block and must stay in one spine.
+
+``python -m e2e.bench.gather_time [--nodes N] [--members M]`` prints the time; the bench's
+``topology`` scenario reports it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.group import GroupPart, SchedulingGroup
+from koordgang.model.gang import NETWORK_TOPOLOGY_SPEC_KEY
+from koordgang.model.node import parse_node
+from koordgang.model.pod import PodInfo, parse_pod
+from koordgang.plugins.networktopology import NetworkTopology
+from koordgang.plugins.profile import default_framework
+from koordgang.settings import Settings
+from koordgang.state.cache import SchedulerCache
+from koordgang.state.gangs import GangRegistry
+from koordgang.state.snapshot import Snapshot
+
+SPINE = "network.topology.nvidia.com/spine"
+BLOCK = "network.topology.nvidia.com/block"
+TOPOLOGY = {
+    "metadata": {"name": "default"},
+    "spec": {
+        "networkTopologySpec": [
+            {"topologyLayer": "SpineLayer", "labelKey": [SPINE]},
+            {
+                "topologyLayer": "BlockLayer",
+                "parentTopologyLayer": "SpineLayer",
+                "labelKey": [BLOCK],
+            },
+            {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "BlockLayer"},
+        ]
+    },
+}
+RULES = json.dumps(
+    {
+        "gatherStrategy": [
+            {"layer": "BlockLayer", "strategy": "PreferGather"},
+            {"layer": "SpineLayer", "strategy": "MustGather"},
+        ]
+    }
+)
+
+
+def _pod(name: str, node: str = "") -> PodInfo:
+    spec: dict[str, object] = {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]
+    }
+    if node:
+        spec["nodeName"] = node
+    return parse_pod(
+        {
+            "metadata": {"name": name, "namespace": "bench", "uid": name},
+            "spec": spec,
+            "status": {"phase": "Running" if node else "Pending"},
+        }
+    )
+
+
+def measure(nodes: int = 4096, members: int = 256) -> tuple[float, int]:
+    """(seconds for one placement of the job, members placed)."""
+    spines, blocks_per_spine = 4, 32
+    per_block = max(1, nodes // (spines * blocks_per_spine))
+    cache = SchedulerCache()
+    infos = []
+    busy = []
+    for s in range(spines):
+        for b in range(blocks_per_spine):
+            for n in range(per_block):
+                name = f"s{s}-b{b:02d}-n{n:02d}"
+                infos.append(
+                    parse_node(
+                        {
+                            "metadata": {
+                                "name": name,
+                                "labels": {SPINE: f"s{s}", BLOCK: f"b{b:02d}"},
+                            },
+                            "status": {
+                                "allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"},
+                                "conditions": [{"type": "Ready", "status": "True"}],
+                            },
+                        }
+                    )
+                )
+                if b % 4 == 0:  # a quarter of the blocks half full
+                    busy += [_pod(f"busy-{name}-{k}", name) for k in range(4)]
+    cache.replace_nodes(infos)
+    cache.replace_pods(busy)
+    framework = default_framework(Settings(), GangRegistry(600.0))
+    [plugin] = [p for p in framework.plugins if isinstance(p, NetworkTopology)]
+    plugin.on_object("ClusterNetworkTopology", "ADDED", TOPOLOGY)
+    job = [_pod(f"job-{m:03d}") for m in range(members)]
+    group = SchedulingGroup(
+        "bench/job",
+        [GroupPart("bench/job", job, minimum=members)],
+        job[0],
+        hints={NETWORK_TOPOLOGY_SPEC_KEY: RULES},
+    )
+    snapshot = Snapshot(cache)
+    plugin.tree(snapshot)  # built once per node change, not per job
+    started = time.perf_counter()
+    plan = plugin.place_group(CycleState(), group, snapshot.fork(), framework.placer)
+    seconds = time.perf_counter() - started
+    placed = 0 if plan is None else len(plan.placements())
+    return seconds, placed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m e2e.bench.gather_time", description=__doc__)
+    parser.add_argument("--nodes", type=int, default=4096)
+    parser.add_argument("--members", type=int, default=256)
+    args = parser.parse_args()
+    print(f"building {args.nodes} nodes ...", flush=True)
+    seconds, placed = measure(args.nodes, args.members)
+    print(
+        f"gather for one job of {args.members} on {args.nodes} nodes: {seconds * 1000:.0f} ms, "
+        f"{placed} members placed"
+    )
+
+
+if __name__ == "__main__":
+    main()
