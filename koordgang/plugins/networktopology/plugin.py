@@ -20,6 +20,7 @@ from koordgang.framework.handle import Handle
 from koordgang.framework.report import Report, StatusUpdate
 from koordgang.framework.status import Code, Status
 from koordgang.model.gang import (
+    NETWORK_TOPOLOGY_INDEX_KEY,
     NETWORK_TOPOLOGY_SPEC_KEY,
     GatherRule,
     gather_rules,
@@ -130,6 +131,56 @@ class NetworkTopology:
                 status["detailStatus"] = self._detail[1]
         return [StatusUpdate(API_VERSION, PLURAL, "", DEFAULT_NAME, status)]
 
+    # -- what users are told --------------------------------------------------------------------
+
+    def _tell_about_layers(self, pod: PodInfo, rules: list[GatherRule], spec: TopologySpec) -> None:
+        for rule in rules:
+            layer = spec.layer(rule.layer)
+            if layer is None and not rule.must:
+                _say(
+                    self,
+                    pod,
+                    "Warning",
+                    "TopologyRuleSkipped",
+                    f"{NETWORK_TOPOLOGY_SPEC_KEY}: layer {rule.layer} is not in "
+                    f"ClusterNetworkTopology {DEFAULT_NAME}; this PreferGather rule is skipped",
+                )
+            elif layer is not None and layer.name != rule.layer:
+                _say(
+                    self,
+                    pod,
+                    "Normal",
+                    "TopologyLayerMatched",
+                    f"{NETWORK_TOPOLOGY_SPEC_KEY}: layer {rule.layer} taken as {layer.name}",
+                )
+
+    def _tell_about_ranks(self, pod: PodInfo, members: list[PodInfo]) -> None:
+        seen: dict[int, str] = {}
+        unranked: list[str] = []
+        duplicated: list[str] = []
+        for member in members:
+            index = topology_index(member.annotations)[0]
+            if index is None:
+                unranked.append(member.name)
+            elif index in seen:
+                duplicated.append(f"{member.name} ({index}, as {seen[index]})")
+            else:
+                seen[index] = member.name
+        if seen and (unranked or duplicated):
+            parts = []
+            if unranked:
+                parts.append(f"without an index: {', '.join(unranked)}")
+            if duplicated:
+                parts.append(f"with a duplicate index: {', '.join(duplicated)}")
+            _say(
+                self,
+                pod,
+                "Warning",
+                "TopologyIndexIncomplete",
+                f"{NETWORK_TOPOLOGY_INDEX_KEY}: members {'; '.join(parts)} are placed after "
+                "the indexed ones, by name",
+            )
+
     # -- GroupPlacement ------------------------------------------------------------------------
 
     def place_group(
@@ -139,7 +190,7 @@ class NetworkTopology:
         rules = gather_rules(text)
         if not rules:
             return None
-        members = sorted(group.members(), key=_rank)
+        members = _ranked(list(group.members()))
         if not members:
             return None
         network = [r for r in rules if not r.label_key]
@@ -150,6 +201,9 @@ class NetworkTopology:
                 why = self._problem or f"no ClusterNetworkTopology named {DEFAULT_NAME} exists"
                 return _all_failed(group, snapshot, f"network-topology spec cannot be met: {why}")
             network = []  # PreferGather without a topology: placed as if it had none
+        if tree is not None:
+            self._tell_about_layers(group.trigger, network, tree.spec)
+        self._tell_about_ranks(group.trigger, members)
         if not network and not labelled:
             return None
         offers = node_offers(members, snapshot.nodes, snapshot, placer)
@@ -218,9 +272,23 @@ def _partitions(snapshot: Snapshot, labelled: list[GatherRule]) -> list[tuple[st
     return parts
 
 
-def _rank(pod: PodInfo) -> tuple[int, int, str]:
-    index = topology_index(pod.annotations)[0]
-    return (0 if index is not None else 1, index or 0, pod.name)
+def _say(self: NetworkTopology, pod: PodInfo, event_type: str, reason: str, text: str) -> None:
+    self.handle.report(Report.for_pod(pod, event_type, reason, text))
+
+
+def _ranked(members: list[PodInfo]) -> list[PodInfo]:
+    """Members by index; those without one, or with an index an earlier name already has,
+    after them by name."""
+    taken: set[int] = set()
+    keys: dict[str, tuple[int, int, str]] = {}
+    for pod in sorted(members, key=lambda p: p.name):
+        index = topology_index(pod.annotations)[0]
+        if index is not None and index not in taken:
+            taken.add(index)
+            keys[pod.uid] = (0, index, pod.name)
+        else:
+            keys[pod.uid] = (1, 0, pod.name)
+    return sorted(members, key=lambda p: keys[p.uid])
 
 
 def _plans(group: SchedulingGroup) -> tuple[list[PartPlan], dict[str, PartPlan]]:

@@ -261,3 +261,24 @@ def test_the_gpu_model_rule_combines_with_the_network_rules() -> None:
     # b2 holds one V100 node (offer 2, exactly the need): binpack picks it over b1 (offer 4)
     # and over the P100 block b3 (offer 4).
     assert {p.node_name for p in outcome.bind} == {"v2"}
+
+
+def test_users_hear_of_skipped_rules_matched_layer_names_and_incomplete_ranks() -> None:
+    rules = spec(("RackLayer", "PreferGather"), ("blocklayer", "PreferGather"))
+    pods = job("a", 3, rules)
+    # a-2 loses its index; a-1 gets a-0's.
+    pods[2] = member("a-2", "a", min_available="3", annotations={NETWORK_TOPOLOGY_SPEC_KEY: rules})
+    pods[1] = member(
+        "a-1",
+        "a",
+        min_available="3",
+        annotations={NETWORK_TOPOLOGY_SPEC_KEY: rules, NETWORK_TOPOLOGY_INDEX_KEY: "2"},
+    )
+    sched = scheduler(pods, seed_nodes())
+    outcome = sched.cycle("a-0")
+    assert len(outcome.bind) == 3  # the job schedules
+    said = {r.reason: r.message for r in sched.handle.reports}
+    assert "layer RackLayer is not in ClusterNetworkTopology default" in said["TopologyRuleSkipped"]
+    assert "layer blocklayer taken as BlockLayer" in said["TopologyLayerMatched"]
+    assert "without an index: a-2" in said["TopologyIndexIncomplete"]
+    assert "with a duplicate index: a-1 (2, as a-0)" in said["TopologyIndexIncomplete"]
