@@ -81,6 +81,11 @@ class EngineHandle:
     def job_of(self, pod: PodInfo) -> JobRef | None:
         return self._framework.job_of(pod)
 
+    def placement_scopes(
+        self, group: SchedulingGroup, snapshot: Snapshot
+    ) -> list[frozenset[str]] | None:
+        return self._framework.placement_scopes(group, snapshot)
+
     def budgets_of(self, pod: PodInfo) -> Sequence[Budget]:
         return [Budget(b.key, b.disruptions_allowed) for b in self._cache.budgets_of(pod)]
 

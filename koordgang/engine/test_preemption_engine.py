@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from koordgang.engine.conftest import FakeApi, Harness, MakeScheduler, bound, gang, node, pod
+from koordgang.model.gang import NETWORK_TOPOLOGY_SPEC_KEY
 
 LOW, HIGH = 0, 100
 
@@ -217,3 +218,47 @@ async def test_a_higher_priority_pod_takes_over_room_being_made_and_evicts_nothi
         sched.intake.on_pod_delete(victim.uid)
     await sched.run()
     assert api.binds() == [("top", "n1")]
+
+
+SPINE = "network.topology.nvidia.com/spine"
+TOPOLOGY = {
+    "metadata": {"name": "default"},
+    "spec": {
+        "networkTopologySpec": [
+            {"topologyLayer": "SpineLayer", "labelKey": [SPINE]},
+            {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "SpineLayer"},
+        ]
+    },
+}
+
+
+async def test_a_must_gather_job_makes_room_inside_one_domain_only(
+    sched: Harness, api: FakeApi
+) -> None:
+    # Two spines of two full nodes; the victims in s2 are cheaper (lower priority).
+    nodes = [
+        node("a1", cpu="2", labels={SPINE: "s1"}),
+        node("a2", cpu="2", labels={SPINE: "s1"}),
+        node("b1", cpu="2", labels={SPINE: "s2"}),
+        node("b2", cpu="2", labels={SPINE: "s2"}),
+    ]
+    running = [
+        bound(
+            pod(f"{n.name}-low-{i}", priority=10 if n.name < "b" else 5, scheduler="other"), n.name
+        )
+        for n in nodes
+        for i in range(2)
+    ]
+    rules = '{"gatherStrategy": [{"layer": "SpineLayer", "strategy": "MustGather"}]}'
+    members = [
+        pod(p.name, priority=HIGH, annotations={**p.annotations, NETWORK_TOPOLOGY_SPEC_KEY: rules})
+        for p in gang("hi", 3, 3)
+    ]
+    sched.list(nodes=nodes, pods=[*running, *members])
+    sched.intake.on_object("ClusterNetworkTopology", "ADDED", TOPOLOGY)
+    await sched.run()
+    evicted = deletes(api)
+    assert len(evicted) == 3
+    assert all(name.startswith("b") for name in evicted), evicted
+    for member in members:
+        assert status_patches(api, member.name)[-1]["nominatedNodeName"] in ("b1", "b2")

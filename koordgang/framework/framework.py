@@ -23,6 +23,7 @@ from koordgang.framework.interfaces import (
     GroupPreFilterPlugin,
     JobViewPlugin,
     PermitPlugin,
+    PlacementScopePlugin,
     Plugin,
     PodGonePlugin,
     PostFilterPlugin,
@@ -89,6 +90,7 @@ class Framework:
         self.status_sources: list[StatusSourcePlugin] = _of(plugins, StatusSourcePlugin)
         self.job_views: list[JobViewPlugin] = _of(plugins, JobViewPlugin)
         self.pod_gone: list[PodGonePlugin] = _of(plugins, PodGonePlugin)
+        self.scopes: list[PlacementScopePlugin] = _of(plugins, PlacementScopePlugin)
         self.pods = PodRunner(
             pre_filters=_of(plugins, PreFilterPlugin),
             filters=_of(plugins, FilterPlugin),
@@ -198,6 +200,15 @@ class Framework:
             if result.status.code is not Code.SKIP:
                 merged.status = result.status
         return merged
+
+    def placement_scopes(
+        self, group: SchedulingGroup, snapshot: Snapshot
+    ) -> list[frozenset[str]] | None:
+        for plugin in self.scopes:
+            scopes = plugin.placement_scopes(group, snapshot)
+            if scopes is not None:
+                return scopes
+        return None
 
     def job_of(self, pod: PodInfo) -> JobRef | None:
         """The job a running pod belongs to, as the plugins that know say it."""

@@ -60,6 +60,11 @@ class Handle(Protocol):
     def job_of(self, pod: PodInfo) -> JobRef | None:
         """The job a running pod belongs to (its gang), if a plugin knows it."""
 
+    def placement_scopes(
+        self, group: SchedulingGroup, snapshot: Snapshot
+    ) -> list[frozenset[str]] | None:
+        """The node sets ``group`` must stay inside one of (None: anywhere)."""
+
     def budgets_of(self, pod: PodInfo) -> Sequence[Budget]:
         """The PodDisruptionBudgets that cover ``pod``."""
 

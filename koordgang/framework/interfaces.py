@@ -151,6 +151,15 @@ class GroupPlacementPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PlacementScopePlugin(Plugin, Protocol):
+    def placement_scopes(
+        self, group: SchedulingGroup, snapshot: Snapshot
+    ) -> list[frozenset[str]] | None:
+        """The node sets the group must be placed inside one of (a MustGather rule's domains);
+        None: anywhere. Preemption makes room inside one of them only."""
+
+
+@runtime_checkable
 class ReclaimPlugin(Plugin, Protocol):
     def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
         """Resources that removing lower-priority pods could free for ``group`` (preemption

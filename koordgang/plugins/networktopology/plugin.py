@@ -181,6 +181,31 @@ class NetworkTopology:
                 "the indexed ones, by name",
             )
 
+    # -- PlacementScope: where preemption may make room ---------------------------------------
+
+    def placement_scopes(
+        self, group: SchedulingGroup, snapshot: Snapshot
+    ) -> list[frozenset[str]] | None:
+        rules = gather_rules(group.hints.get(NETWORK_TOPOLOGY_SPEC_KEY))
+        network = [r for r in rules if r.must and not r.label_key]
+        labelled = [r for r in rules if r.must and r.label_key]
+        if not network and not labelled:
+            return None
+        partitions = [frozenset(names) for _, names in _partitions(snapshot, labelled)]
+        if not network:
+            return partitions
+        tree = self.tree(snapshot)
+        if tree is None:
+            return []
+        depths = [tree.spec.depth(r.layer) for r in network]
+        if min(depths) < 0:
+            return []
+        scopes = []
+        for domain in tree.domains(min(depths)):
+            nodes = frozenset(domain.nodes)
+            scopes += [nodes & part for part in partitions if nodes & part]
+        return scopes
+
     # -- GroupPlacement ------------------------------------------------------------------------
 
     def place_group(

@@ -49,6 +49,7 @@ def plan_room(
     candidates: Iterable[str],
     eligible: dict[str, list[PodInfo]],
     gone: Callable[[PodInfo], bool],
+    within: frozenset[str] | None = None,
 ) -> DryRun:
     """``eligible``: per candidate node, the pods that may be evicted there, in eviction order
     (see ``CostModel.eviction_order``); ``gone``: pods that count as gone already."""
@@ -65,13 +66,14 @@ def plan_room(
     chosen: dict[str, Placement] = {}
     search = _NodeSearch(work, placer, model, names, eligible, chosen)
     for member in members:
-        placed = placer.place(member, work, diagnose=False)  # why not: asked below if needed
+        # Why not: asked below, if it comes to that.
+        placed = placer.place(member, work, within=within, diagnose=False)
         if placed.node is not None:
             result.nominations[member.uid] = placed.node
             continue
         best = search.cheapest(member)
         if best is None:
-            result.failure = _why_not(member, work, placer, names, eligible, chosen)
+            result.failure = _why_not(member, work, placer, names, eligible, chosen, within)
             return result
         name, needed = best
         node = work.node(name)
@@ -206,6 +208,7 @@ def _why_not(
     names: list[str],
     eligible: dict[str, list[PodInfo]],
     chosen: dict[str, Placement],
+    within: frozenset[str] | None,
 ) -> str:
     """What still stops ``member`` with every eligible victim gone."""
     empty = work.fork()
@@ -213,7 +216,7 @@ def _why_not(
         for pod in eligible.get(name, ()):
             if pod.uid not in chosen:
                 empty.remove(pod)
-    found = placer.find(member, empty)
+    found = placer.find(member, empty, within=within)
     if found.diagnosis is not None and found.diagnosis.reasons:
         return counted(found.diagnosis.reasons.items())
     return found.message or "no node has room even without lower-priority pods"

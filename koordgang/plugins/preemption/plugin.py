@@ -187,13 +187,38 @@ class Preemption:
         self, group: SchedulingGroup, plan: GroupPlan, needed: list[PodInfo], snapshot: Snapshot
     ) -> tuple[DryRun | None, str]:
         """Runs the dry run over the nodes where removing pods could help; (None, why) when
-        there is no such node."""
-        candidates, unresolvable = _candidates(plan)
-        if not candidates:
-            return None, counted(unresolvable.items()) or "no node could make room"
+        there is no such node. A group that must stay inside one domain (a MustGather rule)
+        makes room inside one domain only: the one whose victims cost least."""
+        scopes = self.handle.placement_scopes(group, snapshot)
+        if scopes is None:
+            candidates, unresolvable = _candidates(plan)
+            if not candidates:
+                return None, counted(unresolvable.items()) or "no node could make room"
+            return self._dry_run_in(group, needed, snapshot, candidates, None)
+        best: DryRun | None = None
+        reasons: list[str] = []
+        for scope in scopes:
+            run, reason = self._dry_run_in(group, needed, snapshot, set(scope), scope)
+            if run is None or run.failure:
+                reasons.append(reason)
+            elif best is None or run.cost < best.cost:
+                best = run
+        if best is not None:
+            return best, ""
+        if not scopes:
+            return None, "no domain of the MustGather rule exists"
+        return None, f"no single domain can make room ({reasons[0]})" if reasons else ""
+
+    def _dry_run_in(
+        self,
+        group: SchedulingGroup,
+        needed: list[PodInfo],
+        snapshot: Snapshot,
+        candidates: set[str],
+        within: frozenset[str] | None,
+    ) -> tuple[DryRun | None, str]:
         below = min(p.priority for p in group.members())
         nominations = self.handle.nominations
-
         evicting = {uid for attempt in self._attempts.values() for uid in attempt.victims}
 
         def gone(pod: PodInfo) -> bool:
@@ -233,7 +258,14 @@ class Preemption:
                 )
             return None, "no pod of lower priority to evict"
         run = plan_room(
-            needed, snapshot, self.handle.placer, model, sorted(candidates), eligible, gone
+            needed,
+            snapshot,
+            self.handle.placer,
+            model,
+            sorted(candidates),
+            eligible,
+            gone,
+            within,
         )
         return run, run.failure
 
