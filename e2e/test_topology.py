@@ -22,7 +22,7 @@ from e2e.gangs import (
     wait_bound,
     wait_explained,
 )
-from e2e.kube import Cluster, wait_until
+from e2e.kube import Cluster, pod_body, wait_until
 
 SPINE = "network.topology.nvidia.com/spine"
 BLOCK = "network.topology.nvidia.com/block"
@@ -194,3 +194,25 @@ def test_one_gpu_model_per_job_never_mixed(
     gang_book.create(gang)
     placed = wait_bound(cluster, gang)
     assert {p.spec.node_name.split("-")[0] for p in placed} == {"v100"}
+
+
+def test_binpack_picks_the_partly_used_block_and_prefer_gather_spreads_when_it_must(
+    topology: Cluster, namespace: str, daemon: Daemon, gang_book: GangBook, check_invariants: None
+) -> None:
+    cluster = topology
+    # b3 is half used: it offers 2 slots, every other block 4.
+    for node in ("topo-4", "topo-5"):
+        cluster.create_pod(
+            namespace, pod_body(f"busy-{node}", requests={"cpu": "1"}, node_name=node)
+        )
+    rules = {SPEC_KEY: spec(("BlockLayer", "PreferGather"))}
+    small = gang_book.gang("small", 2, way="podgroup", options=rules, requests={"cpu": "1"})
+    gang_book.create(small)
+    assert {LAYOUT[p.spec.node_name] for p in wait_bound(cluster, small)} == {("s2", "b3")}
+
+    # 10 members, no spine holds them (each offers 8 or less): PreferGather spreads.
+    wide = {SPEC_KEY: spec(("SpineLayer", "PreferGather"))}
+    big = gang_book.gang("wide", 10, way="podgroup", options=wide, requests={"cpu": "1"})
+    gang_book.create(big)
+    placed = wait_bound(cluster, big)
+    assert {LAYOUT[p.spec.node_name][0] for p in placed} == {"s1", "s2"}
