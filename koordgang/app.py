@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import structlog
 
@@ -28,9 +29,11 @@ from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
 from koordgang.plugins.coscheduling import gang_rows
 from koordgang.plugins.coscheduling.plugin import PODGROUP_KIND
+from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.networktopology.plugin import KIND as TOPOLOGY_KIND
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
+from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import GangRegistry
 
 log = structlog.get_logger("koordgang.app")
@@ -73,10 +76,21 @@ class App:
                 problems=self.supervisor.problems,
                 is_ready=lambda: self.scheduler.ready,
                 render_metrics=self.scheduler.metrics.render,
-                render_gangs=lambda: gang_rows(gangs, cache),
+                render_gangs=lambda: self._gang_rows(gangs, cache),
             )
         self.stop_flag = asyncio.Event()
         self.failed = False
+
+    def _gang_rows(self, gangs: GangRegistry, cache: SchedulerCache) -> list[dict[str, Any]]:
+        """The gang view, with the network domain each gathered gang was placed in."""
+        rows = gang_rows(gangs, cache)
+        topology = next(
+            (p for p in self.scheduler.framework.plugins if isinstance(p, NetworkTopology)), None
+        )
+        if topology is not None:
+            for row in rows:
+                row["domain"] = topology.domain_of(row["gang"])
+        return rows
 
     def _fatal(self, task: str, error: str) -> None:
         """A guarded task failed more often than it may: stop, and exit non-zero."""

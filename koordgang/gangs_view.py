@@ -8,7 +8,18 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-COLUMNS = ("GANG", "GROUP", "MODE", "MIN", "CREATED", "PLACED", "BOUND", "STATE", "WAITING FOR")
+COLUMNS = (
+    "GANG",
+    "GROUP",
+    "MODE",
+    "MIN",
+    "CREATED",
+    "PLACED",
+    "BOUND",
+    "STATE",
+    "DOMAIN",
+    "WAITING FOR",
+)
 
 
 class ViewError(Exception):
@@ -42,6 +53,7 @@ def _row(gang: dict[str, Any]) -> tuple[str, ...]:
         str(gang.get("placed", 0)),
         str(gang.get("bound", 0)),
         str(gang.get("state", "")),
+        str(gang.get("domain") or "-"),
         str(gang.get("waitingFor") or "-"),
     )
 

@@ -24,6 +24,7 @@ GANGS = [
         "placed": 6,
         "bound": 0,
         "state": "Pending",
+        "domain": "SpineLayer s1 / BlockLayer b2",
         "waitingFor": "gang default/train: 6/8 members placed, min 8",
     },
     {
@@ -52,6 +53,7 @@ def test_the_table_has_a_line_per_gang_with_partners_counts_and_reason() -> None
         "PLACED",
         "BOUND",
         "STATE",
+        "DOMAIN",
         "WAITING",
         "FOR",
     ]
@@ -65,6 +67,7 @@ def test_the_table_has_a_line_per_gang_with_partners_counts_and_reason() -> None
         "0",
         "Pending",
     ]
+    assert "SpineLayer s1 / BlockLayer b2" in lines[1]
     assert lines[1].endswith("gang default/train: 6/8 members placed, min 8")
     # An unusable min-available shows as "?", no reason as "-".
     assert lines[2].split() == [
@@ -76,6 +79,7 @@ def test_the_table_has_a_line_per_gang_with_partners_counts_and_reason() -> None
         "0",
         "0",
         "Invalid",
+        "-",
         "-",
     ]
 

@@ -58,6 +58,12 @@ class NetworkTopology:
         self._tree: TopologyTree | None = None
         self._tree_generation: object = None
         self._detail: tuple[TopologyTree, list[dict[str, Any]]] | None = None
+        #: gang key -> the domain its group was last placed in (for the gang view).
+        self._placed_in: dict[str, str] = {}
+
+    def domain_of(self, gang_key: str) -> str:
+        """Where the gang's group was last gathered ("" if it was not)."""
+        return self._placed_in.get(gang_key, "")
 
     def attach(self, handle: Handle) -> None:
         self._handle = handle
@@ -233,13 +239,13 @@ class NetworkTopology:
             return None
         offers = node_offers(members, snapshot.nodes, snapshot, placer)
         need = len(members)
-        candidates: list[tuple[int, int, list[list[str]]]] = []
+        candidates: list[tuple[int, int, list[list[str]], str]] = []
         failures: list[str] = []
         for order, (value, names) in enumerate(_partitions(snapshot, labelled)):
             total = sum(offers.get(n, 0) for n in names)
             if not network:
                 if total >= need:
-                    candidates.append((total, order, [sorted(names)]))
+                    candidates.append((total, order, [sorted(names)], value))
                 else:
                     failures.append(f"{value} offers {total}")
                 continue
@@ -255,13 +261,22 @@ class NetworkTopology:
             if choice.failure:
                 failures.append(choice.failure)
             elif choice.domain is not None:
-                candidates.append((by_domain[choice.domain.path], order, fill_order(choice.domain)))
+                candidates.append(
+                    (
+                        by_domain[choice.domain.path],
+                        order,
+                        fill_order(choice.domain),
+                        _describe(sub, choice.domain.depth, choice.domain.path, value),
+                    )
+                )
             elif total >= need:
-                candidates.append((total, order, [sorted(names)]))  # PreferGather: spread
+                candidates.append((total, order, [sorted(names)], value))  # PreferGather: spread
         if candidates:
-            _, _, node_sets = min(candidates, key=lambda c: (c[0], c[1]))
+            _, _, node_sets, where = min(candidates, key=lambda c: (c[0], c[1]))
             if not labelled and len(node_sets) == 1 and set(node_sets[0]) == set(offers):
                 return None  # spread over the whole cluster: the default placement does that
+            for part in group.parts:
+                self._placed_in[part.key] = where
             return _fill(group, members, snapshot, placer, node_sets)
         if labelled and any(r.must for r in labelled):
             keys = ", ".join(r.label_key for r in labelled)
@@ -299,6 +314,15 @@ def _partitions(snapshot: Snapshot, labelled: list[GatherRule]) -> list[tuple[st
 
 def _say(self: NetworkTopology, pod: PodInfo, event_type: str, reason: str, text: str) -> None:
     self.handle.report(Report.for_pod(pod, event_type, reason, text))
+
+
+def _describe(tree: TopologyTree, depth: int, path: tuple[str, ...], value: str) -> str:
+    """``SpineLayer s1 / BlockLayer b2`` (with the label value first, when there is one)."""
+    layers = tree.spec.layers
+    parts = [f"{layers[i].name} {name}" for i, name in enumerate(path[: depth + 1])]
+    if value != "the cluster":
+        parts.insert(0, value)
+    return " / ".join(parts)
 
 
 def _ranked(members: list[PodInfo]) -> list[PodInfo]:

@@ -282,3 +282,12 @@ def test_users_hear_of_skipped_rules_matched_layer_names_and_incomplete_ranks() 
     assert "layer blocklayer taken as BlockLayer" in said["TopologyLayerMatched"]
     assert "without an index: a-2" in said["TopologyIndexIncomplete"]
     assert "with a duplicate index: a-1 (2, as a-0)" in said["TopologyIndexIncomplete"]
+
+
+def test_the_domain_a_gang_went_to_is_remembered_for_the_gang_view() -> None:
+    sched = scheduler(job("a", 4, spec(("BlockLayer", "PreferGather"))), seed_nodes())
+    outcome = sched.cycle("a-0")
+    [plugin] = [p for p in sched.framework.plugins if isinstance(p, NetworkTopology)]
+    block = blocks_of(sched, outcome)[0]
+    spine = {"b1": "s1", "b2": "s1", "b3": "s2", "b4": "s2"}[block]
+    assert plugin.domain_of("ns/a") == f"SpineLayer {spine} / BlockLayer {block}"
