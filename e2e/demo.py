@@ -7,6 +7,7 @@ stops it at the end, unless KEEP=1 is set (then explore with
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
@@ -197,6 +199,8 @@ def main() -> int:
         create_workload(cluster, urgent)
         wait_urgent(cluster)
         report_preemption(cluster)
+        say("act 3: a training job that wants one network block (ClusterNetworkTopology default)")
+        topology_act(cluster)
         say("koordgang gangs (what the daemon knows of each gang)")
         print(
             render_table(
@@ -241,6 +245,69 @@ def fresh_namespace(cluster: Cluster) -> None:
             raise
         time.sleep(1)
     cluster.create_namespace(NAMESPACE)
+
+
+TOPOLOGY_EXAMPLE = (
+    Path(__file__).resolve().parent.parent / "manifests/examples/network-topology.yaml"
+)
+SPINE = "network.topology.nvidia.com/spine"
+BLOCK = "network.topology.nvidia.com/block"
+INDEX = "gang.scheduling.koordinator.sh/network-topology-index"
+
+
+def topology_act(cluster: Cluster) -> None:
+    """Applies the example topology, submits a 4-member job preferring one block, and draws
+    where its members went: spine -> block -> node -> pods (by rank)."""
+    body = yaml.safe_load(TOPOLOGY_EXAMPLE.read_text())
+    api = ("scheduling.koordinator.sh", "v1alpha1", "clusternetworktopologies")
+    try:
+        cluster.custom.delete_cluster_custom_object(*api, "default")
+    except ApiException as error:
+        if error.status != 404:
+            raise
+    cluster.custom.create_cluster_custom_object(*api, body)
+    group = podgroup("topo", 4)
+    group["metadata"]["annotations"] = {
+        "gang.scheduling.koordinator.sh/network-topology-spec": json.dumps(
+            {"gatherStrategy": [{"layer": "BlockLayer", "strategy": "PreferGather"}]}
+        )
+    }
+    cluster.custom.create_namespaced_custom_object(*PG_API, NAMESPACE, "podgroups", group)
+    for rank in range(4):
+        pod = pod_body(
+            f"topo-{rank}",
+            requests={"cpu": "2", "memory": "2Gi"},
+            labels={"pod-group.scheduling.sigs.k8s.io": "topo"},
+            annotations={INDEX: str(rank)},
+            tolerations=[GPU_TOLERATION],
+        )
+        cluster.create_pod(NAMESPACE, pod)
+    deadline = time.monotonic() + 30
+    pods: list[Any] = []
+    while time.monotonic() < deadline:
+        pods = cluster.pods(NAMESPACE, "pod-group.scheduling.sigs.k8s.io=topo")
+        if len(pods) == 4 and all(p.spec.node_name for p in pods):
+            break
+        time.sleep(1)
+    labels = {n.metadata.name: n.metadata.labels or {} for n in cluster.core.list_node().items}
+    tree: dict[str, dict[str, dict[str, list[str]]]] = {}
+    for pod in sorted(pods, key=lambda p: int(p.metadata.annotations[INDEX])):
+        node = pod.spec.node_name or "(pending)"
+        spine = labels.get(node, {}).get(SPINE, "?")
+        block = labels.get(node, {}).get(BLOCK, "?")
+        rank = pod.metadata.annotations[INDEX]
+        tree.setdefault(spine, {}).setdefault(block, {}).setdefault(node, []).append(
+            f"{pod.metadata.name} (rank {rank})"
+        )
+    print()
+    print("ClusterTopologyLayer")
+    for spine, blocks in sorted(tree.items()):
+        print(f"└── SpineLayer: {spine}")
+        for block, nodes in sorted(blocks.items()):
+            print(f"    └── BlockLayer: {block}")
+            for node, members in sorted(nodes.items()):
+                print(f"        └── {node}: {', '.join(members)}")
+    print()
 
 
 def create_workload(cluster: Cluster, body: dict[str, Any]) -> None:
