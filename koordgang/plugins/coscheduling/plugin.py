@@ -213,10 +213,23 @@ class Coscheduling:
         ]
         key = "\n".join(sorted(by_gang))
         hints = {}
-        specs = [g.spec.network_topology_spec for g in sorted(gangs, key=lambda g: g.key)]
-        topology = next((text for text in specs if text), None)
-        if topology:
-            hints[NETWORK_TOPOLOGY_SPEC_KEY] = topology
+        ordered = sorted(gangs, key=lambda g: g.key)
+        specs = [(g.key, g.spec.network_topology_spec) for g in ordered]
+        chosen = next(((key, text) for key, text in specs if text), None)
+        if chosen is not None:
+            hints[NETWORK_TOPOLOGY_SPEC_KEY] = chosen[1]
+            others = sorted({key for key, text in specs if text and text != chosen[1]})
+            if others:
+                self.handle.report(
+                    Report.for_pod(
+                        pod,
+                        "Warning",
+                        "TopologySpecsDiffer",
+                        f"{NETWORK_TOPOLOGY_SPEC_KEY} differs between the gangs of one group "
+                        f"({', '.join(others)} differ from {chosen[0]}); the group uses "
+                        f"{chosen[0]}'s",
+                    )
+                )
         self._groups[key] = tuple(by_gang)
         self._groups.move_to_end(key)
         if len(self._groups) > _GROUPS_REMEMBERED:

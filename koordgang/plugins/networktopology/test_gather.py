@@ -291,3 +291,26 @@ def test_the_domain_a_gang_went_to_is_remembered_for_the_gang_view() -> None:
     block = blocks_of(sched, outcome)[0]
     spine = {"b1": "s1", "b2": "s1", "b3": "s2", "b4": "s2"}[block]
     assert plugin.domain_of("ns/a") == f"SpineLayer {spine} / BlockLayer {block}"
+
+
+def test_gangs_of_one_group_with_differing_specs_use_the_first_and_are_told() -> None:
+    group = "gang.scheduling.koordinator.sh/groups"
+    members = json.dumps(["ns/a", "ns/b"])
+    a = [
+        member(f"a-{i}", "a", min_available="1", annotations={
+            group: members, NETWORK_TOPOLOGY_SPEC_KEY: spec(("BlockLayer", "MustGather"))
+        })
+        for i in range(1)
+    ]  # fmt: skip
+    b = [
+        member(f"b-{i}", "b", min_available="1", annotations={
+            group: members, NETWORK_TOPOLOGY_SPEC_KEY: spec(("SpineLayer", "PreferGather"))
+        })
+        for i in range(1)
+    ]  # fmt: skip
+    sched = scheduler([*a, *b], seed_nodes())
+    outcome = sched.cycle("a-0")
+    assert len(outcome.bind) == 2
+    assert len(set(blocks_of(sched, outcome))) == 1  # a's MustGather on blocks held
+    said = [r.message for r in sched.handle.reports if r.reason == "TopologySpecsDiffer"]
+    assert said and "ns/b differ from ns/a" in said[0]
