@@ -148,8 +148,12 @@ class Framework:
     def build_group(self, pod: PodInfo, pending: Sequence[PodInfo] | None) -> SchedulingGroup:
         """The group of this cycle: ``pod`` alone when ``pending`` is None (it has no group),
         else as the grouping plugin builds it from the pending pods taken out of the queue."""
-        if self.grouping is None or pending is None:
+        if self.grouping is None:
             return SchedulingGroup.single(pod)
+        if pending is None:
+            group = SchedulingGroup.single(pod)
+            group.hints.update(self.grouping.hints_for(pod))
+            return group
         return self.grouping.build_group(pod, pending)
 
     def run_group_pre_filter(

@@ -18,6 +18,11 @@ from koordgang.model.pod import PodInfo
 from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Placement, Snapshot
 
+#: A hint of a pod that goes alone although its gang exists (the gang was satisfied once): the
+#: nodes its gang's running members are on, comma-separated. A placement plugin may prefer
+#: their neighbourhood; it must not require it.
+RUNNING_NODES_HINT = "koordgang/running-nodes"
+
 
 @dataclass(slots=True)
 class GroupPart:

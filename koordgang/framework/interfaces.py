@@ -131,6 +131,9 @@ class GroupingPlugin(Plugin, Protocol):
     def build_group(self, pod: PodInfo, pending: Sequence[PodInfo]) -> SchedulingGroup:
         """The group of this cycle, from ``pod`` and the pending pods taken out of the queue."""
 
+    def hints_for(self, pod: PodInfo) -> dict[str, str]:
+        """Hints for placement plugins about a pod that goes alone (see ``SchedulingGroup``)."""
+
 
 @runtime_checkable
 class GroupPreFilterPlugin(Plugin, Protocol):

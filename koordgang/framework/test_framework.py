@@ -177,6 +177,9 @@ class Grouper:
             return None
         return [p for p in self.pending if p.labels.get("team") == pod.labels["team"]]
 
+    def hints_for(self, pod: PodInfo) -> dict[str, str]:
+        return {}
+
     def build_group(self, pod: PodInfo, pending: Sequence[PodInfo]) -> SchedulingGroup:
         members = [pod, *pending]
         return SchedulingGroup(

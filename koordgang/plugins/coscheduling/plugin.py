@@ -24,7 +24,13 @@ from typing import Any
 import structlog
 
 from koordgang.framework.cycle_state import UNPLACED_MESSAGES, CycleState
-from koordgang.framework.group import GroupPart, GroupPlan, PartPlan, SchedulingGroup
+from koordgang.framework.group import (
+    RUNNING_NODES_HINT,
+    GroupPart,
+    GroupPlan,
+    PartPlan,
+    SchedulingGroup,
+)
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import SortKey
 from koordgang.framework.jobs import JobRef
@@ -189,6 +195,20 @@ class Coscheduling:
             for member in g.pending_members()
             if member.uid != pod.uid and is_pending(member)
         ]
+
+    def hints_for(self, pod: PodInfo) -> dict[str, str]:
+        """A replacement in a gang that was satisfied once goes alone; with a network-topology
+        spec, it is told where the gang's running members are, to be placed near them."""
+        gang = self.gangs.gang_of(pod.uid)
+        if gang is None or not gang.exempt() or not gang.spec.network_topology_spec:
+            return {}
+        nodes = sorted({p.node_name for p in gang.bound_members()})
+        if not nodes:
+            return {}
+        return {
+            NETWORK_TOPOLOGY_SPEC_KEY: gang.spec.network_topology_spec,
+            RUNNING_NODES_HINT: ",".join(nodes),
+        }
 
     def build_group(self, pod: PodInfo, pending: Sequence[PodInfo]) -> SchedulingGroup:
         gang = self.gangs.gang_of(pod.uid)

@@ -15,7 +15,14 @@ from typing import Any
 import structlog
 
 from koordgang.framework.cycle_state import CycleState
-from koordgang.framework.group import GroupPlan, PartPlan, Placer, PodResult, SchedulingGroup
+from koordgang.framework.group import (
+    RUNNING_NODES_HINT,
+    GroupPlan,
+    PartPlan,
+    Placer,
+    PodResult,
+    SchedulingGroup,
+)
 from koordgang.framework.handle import Handle
 from koordgang.framework.report import Report, StatusUpdate
 from koordgang.framework.status import Code, Status
@@ -192,6 +199,8 @@ class NetworkTopology:
     def placement_scopes(
         self, group: SchedulingGroup, snapshot: Snapshot
     ) -> list[frozenset[str]] | None:
+        if RUNNING_NODES_HINT in group.hints:
+            return None  # a replacement prefers its gang's domain, never requires it
         rules = gather_rules(group.hints.get(NETWORK_TOPOLOGY_SPEC_KEY))
         network = [r for r in rules if r.must and not r.label_key]
         labelled = [r for r in rules if r.must and r.label_key]
@@ -214,6 +223,40 @@ class NetworkTopology:
 
     # -- GroupPlacement ------------------------------------------------------------------------
 
+    def _near(
+        self,
+        group: SchedulingGroup,
+        rules: tuple[GatherRule, ...],
+        running: list[str],
+        snapshot: Snapshot,
+        placer: Placer,
+    ) -> GroupPlan | None:
+        """A replacement in a gathered gang: inside the lowest ruled domain that holds most of
+        the gang's running members, if it fits there; else wherever the default placement
+        puts it."""
+        tree = self.tree(snapshot)
+        depths = [tree.spec.depth(r.layer) for r in rules if not r.label_key] if tree else []
+        known = [d for d in depths if d >= 0]
+        if tree is None or not known:
+            return None
+        depth = max(known)
+        counts: dict[tuple[str, ...], int] = {}
+        for name in running:
+            path = tree.path_of.get(name, ())
+            if len(path) > depth:
+                counts[path[: depth + 1]] = counts.get(path[: depth + 1], 0) + 1
+        if not counts:
+            return None
+        target = max(sorted(counts), key=lambda p: counts[p])
+        nodes = frozenset(n for n, path in tree.path_of.items() if path[: depth + 1] == target)
+        pod = group.trigger
+        result = placer.place(pod, snapshot, within=nodes, diagnose=False)
+        if result.node is None:
+            return None
+        plans, by_uid = _plans(group)
+        by_uid[pod.uid].placed.append(Placement(pod, result.node))
+        return GroupPlan(snapshot, plans)
+
     def place_group(
         self, state: CycleState, group: SchedulingGroup, snapshot: Snapshot, placer: Placer
     ) -> GroupPlan | None:
@@ -221,6 +264,9 @@ class NetworkTopology:
         rules = gather_rules(text)
         if not rules:
             return None
+        running = group.hints.get(RUNNING_NODES_HINT)
+        if running:
+            return self._near(group, rules, running.split(","), snapshot, placer)
         members = _ranked(list(group.members()))
         if not members:
             return None

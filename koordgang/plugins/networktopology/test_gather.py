@@ -314,3 +314,21 @@ def test_gangs_of_one_group_with_differing_specs_use_the_first_and_are_told() ->
     assert len(set(blocks_of(sched, outcome))) == 1  # a's MustGather on blocks held
     said = [r.message for r in sched.handle.reports if r.reason == "TopologySpecsDiffer"]
     assert said and "ns/b differ from ns/a" in said[0]
+
+
+def test_a_replacement_in_a_gathered_gang_prefers_the_gangs_block() -> None:
+    from dataclasses import replace
+
+    # Room for the whole job of 2 in every block; b3's node-4 keeps one core free later.
+    sched = scheduler(job("a", 2, spec(("BlockLayer", "PreferGather"))), seed_nodes())
+    outcome = sched.cycle("a-0")
+    for placement in outcome.bind:  # the informer shows the bindings
+        sched.add(replace(placement.pod, node_name=placement.node_name, phase="Running"))
+    first_block = blocks_of(sched, outcome)[0]
+    sched.delete("a-1")
+    rules = spec(("BlockLayer", "PreferGather"))
+    sched.add(member("a-9", "a", min_available="2", annotations={NETWORK_TOPOLOGY_SPEC_KEY: rules}))
+    again = sched.cycle("a-9")
+    assert [p.pod.name for p in again.bind] == ["a-9"]
+    layout = dict(zip((f"node-{i}" for i in range(8)), LAYOUT, strict=True))
+    assert layout[again.bind[0].node_name][1] == first_block
