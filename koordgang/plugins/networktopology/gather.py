@@ -150,13 +150,21 @@ def choose(
     return choice
 
 
-def fill_order(domain: Domain) -> list[list[str]]:
-    """The node sets members fill one after another: the lowest domains under ``domain`` in
-    depth-first order, then its nodes that belong to none of them."""
+def fill_order(
+    domain: Domain, offers: dict[tuple[str, ...], int] | None = None
+) -> list[tuple[list[str], int | None]]:
+    """The node sets members fill one after another, each with how many it may take (None: as
+    many as fit): the lowest domains under ``domain`` in depth-first order, each up to its
+    offer (a multiple of ``podCountMultiple`` where a rule asks for one), then the domain's
+    nodes that belong to none of them."""
     leaves = [d for d in domain.walk() if not d.children]
     covered = {n for leaf in leaves for n in leaf.nodes}
-    groups = [sorted(leaf.nodes) for leaf in leaves if leaf.nodes]
+    groups: list[tuple[list[str], int | None]] = [
+        (sorted(leaf.nodes), None if offers is None else offers.get(leaf.path))
+        for leaf in leaves
+        if leaf.nodes
+    ]
     rest = sorted(n for n in domain.nodes if n not in covered)
     if rest:
-        groups.append(rest)
+        groups.append((rest, None))
     return groups

@@ -285,13 +285,13 @@ class NetworkTopology:
             return None
         offers = node_offers(members, snapshot.nodes, snapshot, placer)
         need = len(members)
-        candidates: list[tuple[int, int, list[list[str]], str]] = []
+        candidates: list[tuple[int, int, list[tuple[list[str], int | None]], str]] = []
         failures: list[str] = []
         for order, (value, names) in enumerate(_partitions(snapshot, labelled)):
             total = sum(offers.get(n, 0) for n in names)
             if not network:
                 if total >= need:
-                    candidates.append((total, order, [sorted(names)], value))
+                    candidates.append((total, order, [(sorted(names), None)], value))
                 else:
                     failures.append(f"{value} offers {total}")
                 continue
@@ -311,15 +311,16 @@ class NetworkTopology:
                     (
                         by_domain[choice.domain.path],
                         order,
-                        fill_order(choice.domain),
+                        fill_order(choice.domain, by_domain if multiples else None),
                         _describe(sub, choice.domain.depth, choice.domain.path, value),
                     )
                 )
             elif total >= need:
-                candidates.append((total, order, [sorted(names)], value))  # PreferGather: spread
+                # PreferGather: spread.
+                candidates.append((total, order, [(sorted(names), None)], value))
         if candidates:
             _, _, node_sets, where = min(candidates, key=lambda c: (c[0], c[1]))
-            if not labelled and len(node_sets) == 1 and set(node_sets[0]) == set(offers):
+            if not labelled and len(node_sets) == 1 and set(node_sets[0][0]) == set(offers):
                 return None  # spread over the whole cluster: the default placement does that
             for part in group.parts:
                 self._placed_in[part.key] = where
@@ -405,19 +406,24 @@ def _fill(
     members: list[PodInfo],
     snapshot: Snapshot,
     placer: Placer,
-    node_sets: list[list[str]],
+    node_sets: list[tuple[list[str], int | None]],
 ) -> GroupPlan:
     plans, by_uid = _plans(group)
-    sets = [frozenset(names) for names in node_sets]
-    everywhere = frozenset(n for names in node_sets for n in names)
+    sets = [frozenset(names) for names, _ in node_sets]
+    caps = [cap for _, cap in node_sets]
+    taken = [0] * len(sets)
+    everywhere = frozenset(n for names, _ in node_sets for n in names)
     current = 0
     for member in members:
         placed = None
         while current < len(sets):
-            result = placer.place(member, snapshot, within=sets[current], diagnose=False)
-            if result.node is not None:
-                placed = result.node
-                break
+            cap = caps[current]
+            if cap is None or taken[current] < cap:
+                result = placer.place(member, snapshot, within=sets[current], diagnose=False)
+                if result.node is not None:
+                    placed = result.node
+                    taken[current] += 1
+                    break
             current += 1
         plan = by_uid[member.uid]
         if placed is not None:

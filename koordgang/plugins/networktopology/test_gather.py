@@ -332,3 +332,21 @@ def test_a_replacement_in_a_gathered_gang_prefers_the_gangs_block() -> None:
     assert [p.pod.name for p in again.bind] == ["a-9"]
     layout = dict(zip((f"node-{i}" for i in range(8)), LAYOUT, strict=True))
     assert layout[again.bind[0].node_name][1] == first_block
+
+
+def test_pod_count_multiple_caps_what_each_block_receives() -> None:
+    # b1 has 3 free cores (one is used), which counts as 2 with podCountMultiple 2.
+    rules = json.dumps(
+        {
+            "gatherStrategy": [
+                {"layer": "BlockLayer", "strategy": "PreferGather", "podCountMultiple": 2},
+                {"layer": "SpineLayer", "strategy": "MustGather"},
+            ]
+        }
+    )
+    busy = member("busy", None, node="node-0", cpu="1")
+    sched = scheduler([busy, *job("a", 6, rules)], seed_nodes())
+    outcome = sched.cycle("a-0")
+    blocks = blocks_of(sched, outcome)
+    # s1 offers 2 + 4 = 6 (binpack over s2's 8); b1 takes 2, not 3.
+    assert sorted(blocks) == ["b1", "b1", "b2", "b2", "b2", "b2"]
