@@ -117,10 +117,15 @@ def test_health_endpoints_and_metrics(
     wait_until(lambda: cluster.pod(namespace, "fits").spec.node_name, what="bound")
     wait_until(lambda: scheduled_condition(cluster.pod(namespace, "too-big")), what="explained")
     text = daemon.metrics()
-    assert 'koordgang_schedule_attempts_total{result="scheduled"} 1.0' in text
-    assert 'koordgang_schedule_attempts_total{result="unschedulable"}' in text
+    # kube-scheduler's names and labels, so that its dashboards work.
+    attempts = 'scheduler_schedule_attempts_total{profile="koord-scheduler",result='
+    assert attempts + '"scheduled"} 1.0' in text
+    assert attempts + '"unschedulable"}' in text
+    assert 'scheduler_pod_scheduling_sli_duration_seconds_count{attempts="1"} 1.0' in text
+    assert "scheduler_pod_scheduling_attempts_count 1.0" in text
     assert "koordgang_binding_duration_seconds_bucket" in text
-    assert 'koordgang_pending_pods{queue="unschedulable"}' in text
+    assert 'scheduler_pending_pods{queue="unschedulable"}' in text
+    assert 'koordgang_gangs{phase="Satisfied"} 0.0' in text
 
 
 def test_kopf_writes_nothing_to_pods(

@@ -19,11 +19,11 @@ from e2e.bench import procstats
 from e2e.daemon import REPO, free_port
 
 #: Counters worth keeping per scenario: what the daemon did besides binding.
-COUNTERS = ("koordgang_binds", "koordgang_schedule_attempts", "koordgang_api_writes")
+COUNTERS = ("koordgang_binds", "scheduler_schedule_attempts", "koordgang_api_writes")
 #: Histograms whose mean is worth keeping: how long a bind and a scheduling cycle take.
 HISTOGRAMS = (
     "koordgang_binding_duration_seconds",
-    "koordgang_scheduling_attempt_duration_seconds",
+    "scheduler_scheduling_attempt_duration_seconds",
 )
 
 

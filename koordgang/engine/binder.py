@@ -122,7 +122,7 @@ class Binder:
         self._metrics.binds.labels(outcome).inc()
         if outcome == BindOutcome.OK:
             self._metrics.binding_duration.observe(finished - started)
-            self._metrics.e2e_duration.observe(finished - request.enqueued_at)
+            self._metrics.scheduled(finished - request.enqueued_at, request.attempts)
         self._listener.bind_done(request, outcome, detail)
 
     async def drain(self, timeout: float) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from koordgang.engine.intake import Intake
+from koordgang.engine.metrics import Metrics
 from koordgang.engine.pending import PendingRule
 from koordgang.engine.reporter import Reporter
 from koordgang.engine.signals import Signals
@@ -31,7 +32,9 @@ class EngineHandle:
         signals: Signals,
         clock: Callable[[], float],
         wall: Callable[[], float],
+        metrics: Metrics,
     ) -> None:
+        self._metrics = metrics
         self._cache = cache
         self._framework = framework
         self._intake = intake
@@ -57,6 +60,9 @@ class EngineHandle:
 
     def report(self, report: Report) -> None:
         self._reporter.report(report)
+
+    def record(self, metric: str, value: float = 1.0) -> None:
+        self._metrics.record(metric, value)
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
         self._intake.activate(pods)

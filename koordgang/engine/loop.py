@@ -134,7 +134,7 @@ class SchedulingLoop(EnginePart):
             self.schedule(entry, members)
         except Exception:
             log.exception("scheduling attempt failed", pod=entry.pod.key)
-            self._metrics.attempts.labels("error").inc()
+            self._metrics.attempts.labels("error", self._metrics.profile).inc()
             now = self._clock()
             for queued in members.values():
                 if queued.state is QueueState.IN_FLIGHT:
@@ -299,6 +299,7 @@ class SchedulingLoop(EnginePart):
         self._metrics.report_backlog.set(self._reporter.backlog)
         self._metrics.held_pods.set(len(self._waiting))
         self._metrics.nominated_pods.set(len(self._nominations))
+        self._metrics.set_gauges(self._framework.gauges())
 
 
 def _nomination_change(pod: PodInfo, nominated: dict[str, str]) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -24,23 +25,29 @@ _LATENCY_BUCKETS = (
     30,
     60,
 )
+#: The phases ``koordgang_gangs`` reports (every one, 0 when none is in it).
+GANG_PHASES = ("Pending", "Waiting", "Satisfied", "TimedOut", "Invalid")
 _E2E_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
 
 class Metrics:
-    def __init__(self) -> None:
+    """kube-scheduler's names and labels where it has the metric (dashboards built for it
+    work), ``koordgang_`` names for the rest."""
+
+    def __init__(self, profile: str = "koord-scheduler") -> None:
         self.registry = CollectorRegistry()
+        self.profile = profile
         self._attempt_children: dict[str, tuple[Any, Any]] = {}
         self.attempts = Counter(
-            "koordgang_schedule_attempts",
-            "Scheduling attempts by result (scheduled, unschedulable, error).",
-            ["result"],
+            "scheduler_schedule_attempts",
+            "Scheduling attempts by result (scheduled, unschedulable, error) and profile.",
+            ["result", "profile"],
             registry=self.registry,
         )
         self.attempt_duration = Histogram(
-            "koordgang_scheduling_attempt_duration_seconds",
+            "scheduler_scheduling_attempt_duration_seconds",
             "Time of one scheduling cycle (filter, score, assume), without binding.",
-            ["result"],
+            ["result", "profile"],
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
@@ -51,9 +58,28 @@ class Metrics:
             registry=self.registry,
         )
         self.e2e_duration = Histogram(
-            "koordgang_pod_scheduling_duration_seconds",
-            "Time from a pod entering the queue to its binding.",
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "Time from a pod entering the queue to its binding, by the attempts it took.",
+            ["attempts"],
             buckets=_E2E_BUCKETS,
+            registry=self.registry,
+        )
+        self.gangs = Gauge("koordgang_gangs", "Gangs by phase.", ["phase"], registry=self.registry)
+        self.gang_wait = Histogram(
+            "koordgang_gang_wait_seconds",
+            "Time from a gang's creation to the moment its group reached its minimum.",
+            buckets=_E2E_BUCKETS,
+            registry=self.registry,
+        )
+        self.gang_timeouts = Counter(
+            "koordgang_gang_timeouts",
+            "Gangs that held reservations past their waiting time.",
+            registry=self.registry,
+        )
+        self.pod_attempts = Histogram(
+            "scheduler_pod_scheduling_attempts",
+            "Attempts it took to schedule a pod.",
+            buckets=(1, 2, 4, 8, 16),
             registry=self.registry,
         )
         self.binds = Counter(
@@ -63,8 +89,8 @@ class Metrics:
             registry=self.registry,
         )
         self.queue_depth = Gauge(
-            "koordgang_pending_pods",
-            "Pods waiting in the queue, by part.",
+            "scheduler_pending_pods",
+            "Pods waiting in the queue, by queue (active, backoff, unschedulable, gated).",
             ["queue"],
             registry=self.registry,
         )
@@ -123,10 +149,32 @@ class Metrics:
         once: ``labels()`` takes a lock and builds a key on every call."""
         children = self._attempt_children.get(result)
         if children is None:
-            children = (self.attempts.labels(result), self.attempt_duration.labels(result))
+            children = (
+                self.attempts.labels(result, self.profile),
+                self.attempt_duration.labels(result, self.profile),
+            )
             self._attempt_children[result] = children
         children[0].inc()
         children[1].observe(seconds)
+
+    def record(self, metric: str, value: float = 1.0) -> None:
+        """A plugin's event (see ``Handle.record``); unknown names are ignored."""
+        if metric == "gang_wait_seconds":
+            self.gang_wait.observe(value)
+        elif metric == "gang_timeouts":
+            self.gang_timeouts.inc(value)
+
+    def set_gauges(self, values: Mapping[str, Mapping[str, float]]) -> None:
+        gangs = values.get("gangs")
+        if gangs is not None:
+            for phase in GANG_PHASES:
+                self.gangs.labels(phase).set(gangs.get(phase, 0))
+
+    def scheduled(self, seconds: float, attempts: int) -> None:
+        """A pod got bound ``seconds`` after entering the queue, at attempt ``attempts``."""
+        label = str(attempts) if attempts < 16 else "16+"
+        self.e2e_duration.labels(label).observe(seconds)
+        self.pod_attempts.observe(attempts)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

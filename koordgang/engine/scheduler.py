@@ -51,7 +51,7 @@ class Scheduler:
     ) -> None:
         self.settings = settings
         self.framework = framework
-        self.metrics = metrics or Metrics()
+        self.metrics = metrics or Metrics(settings.scheduler_name)
         self.clock = clock
         self.cache = SchedulerCache()
         self.queue = SchedulingQueue(
@@ -113,6 +113,7 @@ class Scheduler:
                 signals=self.signals,
                 clock=clock,
                 wall=wall,
+                metrics=self.metrics,
             )
         )
 

@@ -247,3 +247,21 @@ async def test_after_a_restart_members_annotated_timed_out_are_never_scheduled(
     condition = api.condition("x-9")
     assert condition is not None and condition["reason"] == "GangTimeout"
     assert uid_of("x-9") not in sched.queue
+
+
+async def test_gang_metrics_count_phases_waits_and_timeouts(
+    sched: Harness, clock: FakeClock
+) -> None:
+    sched.list(
+        nodes=[node("n1", cpu="3")],
+        pods=[*gang("ok", 2, 2), *gang("x", 4, 4, mode="NonStrict", waiting_time="10s")],
+    )
+    await sched.run()
+    clock.advance(11)
+    await sched.run()
+    sched.scheduler.loop.tick(clock())
+    text = sched.scheduler.metrics.render().decode()
+    assert "koordgang_gang_wait_seconds_count 1.0" in text
+    assert "koordgang_gang_timeouts_total 1.0" in text
+    assert 'koordgang_gangs{phase="Satisfied"} 1.0' in text
+    assert 'koordgang_gangs{phase="TimedOut"} 1.0' in text

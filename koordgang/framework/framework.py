@@ -18,6 +18,7 @@ from koordgang.framework.interfaces import (
     ClusterScorePlugin,
     EventHandlerPlugin,
     FilterPlugin,
+    GaugeSourcePlugin,
     GroupingPlugin,
     GroupPlacementPlugin,
     GroupPreFilterPlugin,
@@ -91,6 +92,7 @@ class Framework:
         self.job_views: list[JobViewPlugin] = _of(plugins, JobViewPlugin)
         self.pod_gone: list[PodGonePlugin] = _of(plugins, PodGonePlugin)
         self.scopes: list[PlacementScopePlugin] = _of(plugins, PlacementScopePlugin)
+        self.gauge_sources: list[GaugeSourcePlugin] = _of(plugins, GaugeSourcePlugin)
         self.pods = PodRunner(
             pre_filters=_of(plugins, PreFilterPlugin),
             filters=_of(plugins, FilterPlugin),
@@ -136,6 +138,9 @@ class Framework:
         for plugin in self.event_handlers:
             moved = plugin.on_object(kind, event, obj) or moved
         return moved
+
+    def gauges(self) -> dict[str, Mapping[str, float]]:
+        return {name: values for p in self.gauge_sources for name, values in p.gauges().items()}
 
     def status_updates(self) -> list[StatusUpdate]:
         return [u for source in self.status_sources for u in source.status_updates()]

@@ -37,6 +37,10 @@ class Handle(Protocol):
     def report(self, report: Report) -> None:
         """Queues a write of what a user should read (condition, Event, annotations)."""
 
+    def record(self, metric: str, value: float = 1.0) -> None:
+        """A plugin's event for the metrics: ``gang_wait_seconds`` (an observation),
+        ``gang_timeouts`` (a count)."""
+
     def activate(self, pods: Iterable[PodInfo]) -> None:
         """These pods may be schedulable now: PreEnqueue again, then the active queue."""
 

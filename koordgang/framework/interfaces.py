@@ -212,6 +212,13 @@ class JobViewPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class GaugeSourcePlugin(Plugin, Protocol):
+    def gauges(self) -> Mapping[str, Mapping[str, float]]:
+        """Gauge values by metric and label (``{"gangs": {"Pending": 3}}``), asked once a
+        second."""
+
+
+@runtime_checkable
 class StatusSourcePlugin(Plugin, Protocol):
     def status_updates(self) -> list[StatusUpdate]:
         """Statuses of custom resources that may have changed since last asked (PodGroups);

@@ -372,6 +372,7 @@ class Coscheduling:
     def _time_out(self, gang: Gang) -> None:
         message = say.timed_out(gang)
         gang.mark_timed_out()
+        self.handle.record("gang_timeouts")
         gang.last_message = message
         self._dirty.add(gang.key)
         log.warning("gang timed out", gang=gang.key, waiting_time=gang.spec.waiting_time)
@@ -400,6 +401,10 @@ class Coscheduling:
         if plan.satisfied:
             held = tuple(w.pod.uid for g in gangs for w in waiting.in_part(g.key))
             for gang in gangs:
+                if not gang.satisfied:
+                    self.handle.record(
+                        "gang_wait_seconds", max(0.0, self.handle.wall() - gang.created_at())
+                    )
                 gang.mark_satisfied()
                 gang.last_message = ""
                 self._dirty.add(gang.key)
@@ -418,6 +423,12 @@ class Coscheduling:
         return PermitResult(Decision.WAIT, deadline=deadline, messages=messages, plugin=self.name)
 
     # -- status --------------------------------------------------------------------------------
+
+    def gauges(self) -> Mapping[str, Mapping[str, float]]:
+        phases: dict[str, float] = {}
+        for gang in self.gangs.gangs():
+            phases[gang.state.value] = phases.get(gang.state.value, 0) + 1
+        return {"gangs": phases}
 
     def job_of(self, pod: PodInfo) -> JobRef | None:
         """A running pod's gang: evicting it breaks the gang when its running members would

@@ -170,6 +170,7 @@ class FakeHandle(Handle):
         self._gangs = gangs
         self.clock = clock
         self.reports: list[Report] = []
+        self.recorded: list[tuple[str, float]] = []
         self.activated: list[str] = []
         self.moves = 0
 
@@ -189,6 +190,9 @@ class FakeHandle(Handle):
 
     def report(self, report: Report) -> None:
         self.reports.append(report)
+
+    def record(self, metric: str, value: float = 1.0) -> None:
+        self.recorded.append((metric, value))
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
         self.activated.extend(pod.name for pod in pods)
