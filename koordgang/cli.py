@@ -5,10 +5,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-from koordgang.settings import LogFormat, ScoreStrategy, Settings
+from koordgang.cli_config import (
+    OPTIONS,
+    SettingsError,
+    default_of,
+    parse_flag,
+    read_env,
+    read_file,
+    resolve,
+)
+from koordgang.settings import Settings
 
 DESCRIPTION = """\
 koordgang schedules the pods that ask for it (spec.schedulerName) with gang semantics:
@@ -16,8 +25,8 @@ all members of a gang are bound together or none is. Every other pod in the clus
 watched too, because it uses node capacity."""
 
 EPILOG = """\
-Every flag can also be set through the environment variable shown in brackets; a flag
-given on the command line wins.
+Every setting can come from a --config file, from the environment variable shown in
+brackets, or from its flag; a flag wins over the environment, the environment over the file.
 
 examples:
   koordgang run                                  # in a cluster, with its service account
@@ -38,7 +47,6 @@ def _package_version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    defaults = Settings()
     parser = argparse.ArgumentParser(
         prog="koordgang",
         description=DESCRIPTION,
@@ -54,76 +62,20 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
-        "--scheduler-name",
-        default=_env("KOORDGANG_SCHEDULER_NAME", defaults.scheduler_name),
-        help="schedule pods whose spec.schedulerName is this [KOORDGANG_SCHEDULER_NAME] "
-        "(default: %(default)s)",
+        "--config",
+        metavar="FILE",
+        help="a YAML file of settings (keys: "
+        + ", ".join(option.key for option in OPTIONS)
+        + "); the environment and flags override it [KOORDGANG_CONFIG]",
     )
-    run.add_argument(
-        "--kubeconfig",
-        default=_env("KUBECONFIG", defaults.kubeconfig),
-        help="kubeconfig file; without one, the in-cluster service account is used, then "
-        "~/.kube/config [KUBECONFIG]",
-    )
-    run.add_argument(
-        "--log-format",
-        type=LogFormat,
-        choices=list(LogFormat),
-        default=LogFormat(_env("KOORDGANG_LOG_FORMAT", defaults.log_format.value)),
-        help="json (one object per line, for log collectors) or console (for people) "
-        "[KOORDGANG_LOG_FORMAT] (default: %(default)s)",
-    )
-    run.add_argument(
-        "--log-level",
-        default=_env("KOORDGANG_LOG_LEVEL", defaults.log_level),
-        choices=["debug", "info", "warning", "error"],
-        help="[KOORDGANG_LOG_LEVEL] (default: %(default)s)",
-    )
-    run.add_argument(
-        "--score-strategy",
-        type=ScoreStrategy,
-        choices=list(ScoreStrategy),
-        default=ScoreStrategy(_env("KOORDGANG_SCORE_STRATEGY", defaults.score_strategy.value)),
-        help="LeastAllocated spreads pods over nodes; MostAllocated packs them (keeps whole "
-        "nodes free for big jobs) [KOORDGANG_SCORE_STRATEGY] (default: %(default)s)",
-    )
-    run.add_argument(
-        "--preemption",
-        type=_boolean,
-        default=_boolean(_env("KOORDGANG_PREEMPTION", str(defaults.preemption).lower())),
-        metavar="true|false",
-        help="evict lower-priority pods to make room for a job of ours that does not fit "
-        "[KOORDGANG_PREEMPTION] (default: %(default)s)",
-    )
-    run.add_argument(
-        "--bind-concurrency",
-        type=int,
-        default=int(_env("KOORDGANG_BIND_CONCURRENCY", str(defaults.bind_concurrency))),
-        help="Binding requests in flight at once [KOORDGANG_BIND_CONCURRENCY] "
-        "(default: %(default)s)",
-    )
-    run.add_argument(
-        "--scheduled-event-rate",
-        type=float,
-        default=float(
-            _env("KOORDGANG_SCHEDULED_EVENT_RATE", str(defaults.scheduled_events_per_second))
-        ),
-        help="most 'Scheduled' Events per second (burst 500); above it they are dropped so that "
-        "binding keeps the API server's capacity; 0 writes none [KOORDGANG_SCHEDULED_EVENT_RATE] "
-        "(default: %(default)s)",
-    )
-    run.add_argument(
-        "--http-port",
-        type=int,
-        default=int(_env("KOORDGANG_HTTP_PORT", str(defaults.http_port))),
-        help="port for /healthz, /readyz and /metrics; 0 turns them off [KOORDGANG_HTTP_PORT] "
-        "(default: %(default)s)",
-    )
-    run.add_argument(
-        "--http-host",
-        default=_env("KOORDGANG_HTTP_HOST", defaults.http_host),
-        help="address the HTTP endpoints listen on [KOORDGANG_HTTP_HOST] (default: %(default)s)",
-    )
+    for option in OPTIONS:
+        run.add_argument(
+            option.flag,
+            dest=option.field,
+            metavar=option.metavar,
+            default=None,
+            help=f"{option.help} [{option.env}] (default: {default_of(option)})",
+        )
     gangs = commands.add_parser(
         "gangs",
         help="list the gangs a running daemon knows and why each waits",
@@ -143,25 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def settings_from_args(args: argparse.Namespace) -> Settings:
-    if args.bind_concurrency < 1:
-        raise SystemExit("koordgang: --bind-concurrency must be at least 1")
-    if args.scheduled_event_rate < 0:
-        raise SystemExit("koordgang: --scheduled-event-rate must not be negative")
-    if not 0 <= args.http_port <= 65535:
-        raise SystemExit("koordgang: --http-port must be between 0 and 65535")
-    return Settings(
-        scheduler_name=args.scheduler_name,
-        kubeconfig=args.kubeconfig,
-        log_format=args.log_format,
-        log_level=args.log_level,
-        score_strategy=args.score_strategy,
-        preemption=args.preemption,
-        bind_concurrency=args.bind_concurrency,
-        scheduled_events_per_second=args.scheduled_event_rate,
-        http_port=args.http_port,
-        http_host=args.http_host,
-    )
+def settings_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """Defaults, then the ``--config`` file, then the environment, then flags."""
+    environ = os.environ if environ is None else environ
+    path = args.config or environ.get("KOORDGANG_CONFIG")
+    from_file = read_file(path) if path else {}
+    flags = {
+        option.field: parse_flag(option, getattr(args, option.field))
+        for option in OPTIONS
+        if getattr(args, option.field, None) is not None
+    }
+    return resolve(from_file, read_env(environ), flags)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -184,7 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(render_table(gangs))
         return 0
-    settings = settings_from_args(args)
+    try:
+        settings = settings_from_args(args)
+    except SettingsError as error:
+        print(f"koordgang: {error}", file=sys.stderr)
+        return 2
     from koordgang.app import run  # late: keeps `--help` fast
     from koordgang.clients.config import ConfigError
     from koordgang.logs import configure_logging
@@ -199,12 +149,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def _boolean(text: str) -> bool:
-    value = text.strip().lower()
-    if value in ("true", "1", "yes", "on"):
-        return True
-    if value in ("false", "0", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")

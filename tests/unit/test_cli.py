@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from koordgang.cli import build_parser, settings_from_args
+from koordgang.cli_config import SettingsError
 from koordgang.settings import LogFormat, ScoreStrategy, Settings
 
 
@@ -46,21 +48,73 @@ def test_a_flag_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["run", "--bind-concurrency", "0"], "--bind-concurrency must be at least 1"),
-        (["run", "--http-port", "70000"], "--http-port must be between 0 and 65535"),
+        (["run", "--bind-concurrency", "0"], "--bind-concurrency) must be at least 1"),
+        (["run", "--http-port", "70000"], "--http-port) must be between 0 and 65535"),
+        (["run", "--bind-concurrency", "lots"], "--bind-concurrency: 'lots' is not usable"),
+        (["run", "--max-backoff", "0.5s"], "maxBackoff must not be less than initialBackoff"),
     ],
 )
 def test_out_of_range_values_are_refused_with_a_clear_message(
     argv: list[str], message: str
 ) -> None:
-    with pytest.raises(SystemExit) as raised:
+    with pytest.raises(SettingsError) as raised:
         _settings(argv)
     assert message in str(raised.value)
 
 
 def test_an_unknown_score_strategy_is_refused() -> None:
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["run", "--score-strategy", "Random"])
+    with pytest.raises(SettingsError, match="expected one of LeastAllocated, MostAllocated"):
+        _settings(["run", "--score-strategy", "Random"])
+
+
+def test_a_config_file_sets_everything_and_env_and_flags_override_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "koordgang.yaml"
+    config.write_text(
+        "schedulerName: from-file\n"
+        "defaultGangWaitingTime: 10m\n"
+        "initialBackoff: 2\n"
+        "maxBackoff: 30s\n"
+        "unschedulableRetryInterval: 1m30s\n"
+        "shutdownGrace: 5\n"
+        "preemption: false\n"
+        "bindConcurrency: 16\n"
+    )
+    monkeypatch.setenv("KOORDGANG_BIND_CONCURRENCY", "32")
+    settings = _settings(["run", "--config", str(config), "--initial-backoff", "3s"])
+    assert settings.scheduler_name == "from-file"
+    assert settings.default_gang_waiting_time == 600.0
+    assert settings.max_backoff == 30.0
+    assert settings.unschedulable_retry_interval == 90.0
+    assert settings.shutdown_grace == 5.0
+    assert settings.preemption is False
+    assert settings.bind_concurrency == 32  # the environment over the file
+    assert settings.initial_backoff == 3.0  # the flag over the file
+
+
+def test_unknown_keys_and_bad_values_in_the_file_are_refused(tmp_path: Path) -> None:
+    config = tmp_path / "koordgang.yaml"
+    config.write_text("schedulerName: x\nbindConcurency: 3\n")
+    with pytest.raises(SettingsError, match="unknown keys bindConcurency"):
+        _settings(["run", "--config", str(config)])
+    config.write_text("maxBackoff: soon\n")
+    with pytest.raises(SettingsError, match="maxBackoff: 'soon' is not usable"):
+        _settings(["run", "--config", str(config)])
+
+
+def test_a_bad_config_file_stops_the_daemon_with_a_message(tmp_path: Path) -> None:
+    config = tmp_path / "koordgang.yaml"
+    config.write_text("httpPort: [1, 2]\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "koordgang", "run", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "httpPort: [1, 2] is not usable" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_help_names_every_flag_and_its_environment_variable() -> None:

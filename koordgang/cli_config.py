@@ -1,0 +1,222 @@
+"""Where the daemon's settings come from: a YAML file (``--config``), the environment, and
+flags, each overriding the one before, over the defaults of ``Settings``.
+
+One table (``OPTIONS``) names every setting once: its key in the file, its flag, its
+environment variable, how its text is read and what it means. Unknown keys and bad values are
+refused with a message naming them, before the daemon starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from koordgang.model.errors import ModelError
+from koordgang.model.time import parse_go_duration
+from koordgang.settings import LogFormat, ScoreStrategy, Settings
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used; the message names where it came from."""
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected an integer")
+    if isinstance(value, int):
+        return value
+    return int(str(value).strip())
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("expected a number")
+    if isinstance(value, int | float):
+        return float(value)
+    return float(str(value).strip())
+
+
+def _seconds(value: Any) -> float:
+    """A duration: a number of seconds, or a Go duration (``90s``, ``10m``, ``1h30m``)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    try:
+        return parse_go_duration(str(value).strip())
+    except ModelError as error:
+        raise ValueError(error.detail) from None
+
+
+def _choice(kind: type[Any]) -> Callable[[Any], Any]:
+    def parse(value: Any) -> Any:
+        try:
+            return kind(str(value))
+        except ValueError:
+            allowed = ", ".join(str(v.value) for v in kind)
+            raise ValueError(f"expected one of {allowed}") from None
+
+    return parse
+
+
+def _level(value: Any) -> str:
+    text = str(value).strip().lower()
+    if text not in ("debug", "info", "warning", "error"):
+        raise ValueError("expected one of debug, info, warning, error")
+    return text
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("expected a string")
+    return value
+
+
+@dataclass(frozen=True)
+class Option:
+    field: str
+    key: str
+    flag: str
+    env: str
+    parse: Callable[[Any], Any]
+    help: str
+    metavar: str | None = None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("scheduler_name", "schedulerName", "--scheduler-name", "KOORDGANG_SCHEDULER_NAME",
+           _text, "schedule pods whose spec.schedulerName is this"),
+    Option("kubeconfig", "kubeconfig", "--kubeconfig", "KUBECONFIG", _text,
+           "kubeconfig file; without one, the in-cluster service account is used, then "
+           "~/.kube/config"),
+    Option("log_format", "logFormat", "--log-format", "KOORDGANG_LOG_FORMAT",
+           _choice(LogFormat), "json (one object per line, for log collectors) or console",
+           "json|console"),
+    Option("log_level", "logLevel", "--log-level", "KOORDGANG_LOG_LEVEL", _level,
+           "debug, info, warning or error"),
+    Option("score_strategy", "scoreStrategy", "--score-strategy", "KOORDGANG_SCORE_STRATEGY",
+           _choice(ScoreStrategy), "LeastAllocated spreads pods over nodes; MostAllocated packs "
+           "them (keeps whole nodes free for big jobs)", "LeastAllocated|MostAllocated"),
+    Option("preemption", "preemption", "--preemption", "KOORDGANG_PREEMPTION", _boolean,
+           "evict lower-priority pods to make room for a job of ours that does not fit",
+           "true|false"),
+    Option("bind_concurrency", "bindConcurrency", "--bind-concurrency",
+           "KOORDGANG_BIND_CONCURRENCY", _integer, "Binding requests in flight at once"),
+    Option("scheduled_events_per_second", "scheduledEventRate", "--scheduled-event-rate",
+           "KOORDGANG_SCHEDULED_EVENT_RATE", _number,
+           "most 'Scheduled' Events per second (burst 500); above it they are dropped so that "
+           "binding keeps the API server's capacity; 0 writes none"),
+    Option("http_port", "httpPort", "--http-port", "KOORDGANG_HTTP_PORT", _integer,
+           "port for /healthz, /readyz, /metrics and /gangs; 0 turns them off"),
+    Option("http_host", "httpHost", "--http-host", "KOORDGANG_HTTP_HOST", _text,
+           "address the HTTP endpoints listen on"),
+    Option("default_gang_waiting_time", "defaultGangWaitingTime", "--default-gang-waiting-time",
+           "KOORDGANG_DEFAULT_GANG_WAITING_TIME", _seconds,
+           "how long a gang without its own waiting time may hold reservations while short "
+           "(seconds, or a duration such as 10m)"),
+    Option("initial_backoff", "initialBackoff", "--initial-backoff",
+           "KOORDGANG_INITIAL_BACKOFF", _seconds,
+           "first delay before a pod that failed is tried again"),
+    Option("max_backoff", "maxBackoff", "--max-backoff", "KOORDGANG_MAX_BACKOFF", _seconds,
+           "largest delay before a pod that failed is tried again"),
+    Option("unschedulable_retry_interval", "unschedulableRetryInterval",
+           "--unschedulable-retry-interval", "KOORDGANG_UNSCHEDULABLE_RETRY_INTERVAL", _seconds,
+           "a pod parked as unschedulable is tried again at least this often"),
+    Option("shutdown_grace", "shutdownGrace", "--shutdown-grace", "KOORDGANG_SHUTDOWN_GRACE",
+           _seconds, "how long a graceful shutdown waits for binds in flight"),
+)  # fmt: skip
+
+BY_KEY = {option.key: option for option in OPTIONS}
+
+
+def default_of(option: Option) -> Any:
+    value = getattr(Settings(), option.field)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return value.value if hasattr(value, "value") else value
+
+
+def read_file(path: str | Path) -> dict[str, Any]:
+    """Field -> value from a YAML file of ``key: value`` lines (keys as in ``OPTIONS``)."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as error:
+        raise SettingsError(f"cannot read {path}: {error.strerror or error}") from None
+    except yaml.YAMLError as error:
+        raise SettingsError(f"{path} is not valid YAML: {error}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise SettingsError(f"{path}: expected key: value lines, got {type(data).__name__}")
+    unknown = sorted(str(k) for k in data if k not in BY_KEY)
+    if unknown:
+        known = ", ".join(sorted(BY_KEY))
+        raise SettingsError(f"{path}: unknown keys {', '.join(unknown)} (known: {known})")
+    values: dict[str, Any] = {}
+    for key, raw in data.items():
+        option = BY_KEY[key]
+        values[option.field] = _parse(option, raw, f"{path}: {key}")
+    return values
+
+
+def read_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        option.field: _parse(option, environ[option.env], option.env)
+        for option in OPTIONS
+        if option.env in environ
+    }
+
+
+def parse_flag(option: Option, text: str) -> Any:
+    return _parse(option, text, option.flag)
+
+
+def _parse(option: Option, raw: Any, where: str) -> Any:
+    try:
+        return option.parse(raw)
+    except (ValueError, TypeError) as error:
+        raise SettingsError(f"{where}: {raw!r} is not usable: {error}") from None
+
+
+def resolve(*layers: Mapping[str, Any]) -> Settings:
+    """Settings from the defaults and ``layers`` (later ones win), checked as a whole."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update(layer)
+    settings = dataclasses.replace(Settings(), **merged)
+    problems = []
+    if settings.bind_concurrency < 1:
+        problems.append("bindConcurrency (--bind-concurrency) must be at least 1")
+    if settings.scheduled_events_per_second < 0:
+        problems.append("scheduledEventRate (--scheduled-event-rate) must not be negative")
+    if not 0 <= settings.http_port <= 65535:
+        problems.append("httpPort (--http-port) must be between 0 and 65535")
+    for field in ("default_gang_waiting_time", "initial_backoff", "max_backoff",
+                  "unschedulable_retry_interval"):  # fmt: skip
+        if getattr(settings, field) <= 0:
+            problems.append(f"{_key(field)} must be more than 0 seconds")
+    if settings.shutdown_grace < 0:
+        problems.append("shutdownGrace must not be negative")
+    if settings.max_backoff < settings.initial_backoff:
+        problems.append("maxBackoff must not be less than initialBackoff")
+    if problems:
+        raise SettingsError("; ".join(problems))
+    return settings
+
+
+def _key(field: str) -> str:
+    return next(o.key for o in OPTIONS if o.field == field)
