@@ -157,3 +157,11 @@ def test_a_missing_kubeconfig_is_reported_not_a_traceback(tmp_path: object) -> N
     assert result.returncode == 2
     assert "cannot load Kubernetes credentials from /nonexistent/kubeconfig" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_readme_lists_every_setting() -> None:
+    from koordgang.cli_config import OPTIONS
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for option in OPTIONS:
+        assert f"| `{option.key}` | `{option.flag}` | `{option.env}` |" in readme, option.key
