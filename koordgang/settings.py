@@ -44,7 +44,9 @@ class Settings:
     scheduled_events_per_second: float = 100.0
     #: Port of the HTTP endpoints /healthz, /readyz and /metrics; 0 disables them.
     http_port: int = 10251
-    http_host: str = "0.0.0.0"
+    #: Where they listen: loopback unless told otherwise (``/gangs`` shows pod names; a
+    #: Deployment opens the port deliberately, for probes and Prometheus).
+    http_host: str = "127.0.0.1"
     #: Longest time a gang may hold reservations while still short (seconds).
     default_gang_waiting_time: float = 600.0
     #: First and largest delay before a pod that failed is tried again (seconds).
