@@ -74,3 +74,30 @@ def test_the_gang_view_lists_bound_and_waiting_gangs(
     line = next(row for row in table.splitlines() if row.startswith(f"{namespace}/big"))
     assert line.split()[:8] == [f"{namespace}/big", "-", "Strict", "4", "3", "0", "0", "Pending"]
     assert line.endswith("3/4 members created, min 4")
+
+    # The same view from the API server, as `kubectl koordgang gangs` shows it: no daemon port.
+    env = {**os.environ, "KUBECONFIG": cluster_kubeconfig(cluster)}
+    plugin = os.path.join(os.path.dirname(sys.executable), "kubectl-koordgang")
+    from_api = subprocess.run(
+        [plugin, "gangs", "-o", "json"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert from_api.returncode == 0, from_api.stderr
+    rows = {g["gang"]: g for g in json.loads(from_api.stdout)}
+    assert (rows[f"{namespace}/small"]["state"], rows[f"{namespace}/small"]["bound"]) == (
+        "Satisfied",
+        2,
+    )
+    assert rows[f"{namespace}/big"]["state"] == "Pending"
+    assert rows[f"{namespace}/big"]["waitingFor"] == (
+        f"gang {namespace}/big: 3/4 members created, min 4"
+    )
+
+
+def cluster_kubeconfig(cluster: Cluster) -> str:
+    """The kubeconfig the suite runs with (the local control plane's, or the given one)."""
+    given = os.environ.get("KOORDGANG_E2E_KUBECONFIG")
+    if given:
+        return given
+    from e2e.controlplane import LocalControlPlane
+
+    return str(LocalControlPlane().kubeconfig)

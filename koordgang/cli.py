@@ -78,10 +78,27 @@ def build_parser() -> argparse.ArgumentParser:
         )
     gangs = commands.add_parser(
         "gangs",
-        help="list the gangs a running daemon knows and why each waits",
-        description="Reads /gangs from a running koordgang daemon and prints one line per gang: "
-        "its GangGroup partners, mode, min-available, members created / placed (reserved or "
-        "bound) / bound, state, and what it waits for.",
+        help="list the gangs and why each waits",
+        description="Prints one line per gang: its GangGroup partners, mode, min-available, "
+        "members created / placed (reserved or bound) / bound, state, domain and what it waits "
+        "for. From a running daemon's /gangs (--url), or, with --kubeconfig or --from-cluster, "
+        "from the API server directly (no access to the daemon needed; this is what "
+        "`kubectl koordgang gangs` runs).",
+    )
+    gangs.add_argument(
+        "--kubeconfig", help="read the gangs from the API server with this kubeconfig"
+    )
+    gangs.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="read the gangs from the API server with the default kubeconfig ($KUBECONFIG, "
+        "then ~/.kube/config)",
+    )
+    gangs.add_argument(
+        "--scheduler-name",
+        default=_env("KOORDGANG_SCHEDULER_NAME", "koord-scheduler"),
+        help="with --kubeconfig/--from-cluster: whose pods [KOORDGANG_SCHEDULER_NAME] "
+        "(default: %(default)s)",
     )
     gangs.add_argument(
         "--url",
@@ -116,10 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"koordgang {_package_version()}")
         return 0
     if args.command == "gangs":
-        from koordgang.gangs_view import ViewError, fetch, render_table
+        from koordgang.gangs_view import ViewError, fetch, from_cluster, render_table
 
         try:
-            gangs = fetch(args.url)
+            if args.kubeconfig or args.from_cluster:
+                gangs = from_cluster(args.kubeconfig, args.scheduler_name)
+            else:
+                gangs = fetch(args.url)
         except ViewError as error:
             print(f"koordgang: {error}", file=sys.stderr)
             return 1
@@ -145,6 +165,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(f"koordgang: {error}", file=sys.stderr)
         return 2
+
+
+def kubectl_main() -> int:
+    """``kubectl koordgang gangs ...`` (this program installed as ``kubectl-koordgang``):
+    the gangs read from the API server with kubectl's kubeconfig."""
+    argv = sys.argv[1:]
+    if not argv or argv[0] != "gangs":
+        print("usage: kubectl koordgang gangs [-o table|json]", file=sys.stderr)
+        return 2
+    if "--kubeconfig" not in argv:
+        argv = [*argv, "--from-cluster"]
+    return main(argv)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,65 @@ def fetch(url: str, timeout: float = 10.0) -> list[dict[str, Any]]:
     return gangs
 
 
+def from_cluster(
+    kubeconfig: str | None = None, scheduler_name: str = "koord-scheduler"
+) -> list[dict[str, Any]]:
+    """The same rows, built from the API server instead of a daemon: PodGroups and pods are
+    listed and their gangs worked out as the daemon does after a restart; a gang that waits
+    shows the explanation its pending members carry (their PodScheduled message). Works
+    wherever kubectl works (the kubeconfig's rights to list pods and PodGroups suffice)."""
+    from kubernetes import client, config  # late: only this path needs the client
+
+    from koordgang.model.errors import ModelError
+    from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES, parse_podgroup
+    from koordgang.model.pod import parse_pod
+    from koordgang.plugins.coscheduling import gang_rows
+    from koordgang.state.cache import SchedulerCache
+    from koordgang.state.gangs import GangRegistry
+
+    try:
+        api_client = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    except (config.ConfigException, OSError) as error:
+        raise ViewError(f"cannot load a kubeconfig ({kubeconfig or 'default'}): {error}") from None
+    try:
+        listed = client.CoreV1Api(api_client).list_pod_for_all_namespaces()
+        # As the API server sends them (camelCase keys): what the parsers read.
+        pods: list[dict[str, Any]] = api_client.sanitize_for_serialization(listed)["items"]
+        try:
+            found: Any = client.CustomObjectsApi(api_client).list_cluster_custom_object(
+                "scheduling.sigs.k8s.io", "v1alpha1", "podgroups"
+            )
+            groups: list[dict[str, Any]] = found["items"]
+        except client.ApiException as error:
+            if error.status != 404:  # the PodGroup CRD is optional
+                raise
+            groups = []
+    except (client.ApiException, OSError) as error:
+        raise ViewError(f"cannot list pods and PodGroups: {error}") from None
+    registry = GangRegistry(600.0)
+    cache = SchedulerCache()
+    for obj in groups:
+        registry.on_podgroup(parse_podgroup(obj))
+    pending_says: dict[str, str] = {}
+    for obj in pods:
+        try:
+            pod = parse_pod(obj, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
+        except ModelError:
+            continue
+        if pod.scheduler_name != scheduler_name:
+            continue
+        cache.upsert_pod(pod)
+        gang = registry.on_pod(pod)
+        condition = pod.conditions_pod_scheduled
+        if gang is not None and not pod.node_name and condition and condition[2]:
+            pending_says.setdefault(gang.key, condition[2])
+    rows = gang_rows(registry, cache)
+    for row in rows:
+        if row["state"] != "Satisfied" and not row["waitingFor"]:
+            row["waitingFor"] = pending_says.get(row["gang"], "")
+    return rows
+
+
 def _row(gang: dict[str, Any]) -> tuple[str, ...]:
     own = gang.get("gang", "")
     partners = [g for g in gang.get("group") or () if g != own]
