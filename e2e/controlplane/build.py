@@ -1,5 +1,5 @@
-"""Build kube-apiserver, kube-controller-manager, etcd and kwok from the pinned Go modules under
-`gomod/`.
+"""Build kube-apiserver, kube-controller-manager, etcd and kwok (and helm, for the chart) from
+the pinned Go modules under `gomod/`.
 
 Each binary is cached as `<cache>/bin/<name>-<fingerprint>`, where the fingerprint covers the
 module's go.mod, go.sum and main file plus the build recipe below. Changing a pin therefore
@@ -103,6 +103,8 @@ BINARIES: tuple[GoBinary, ...] = (
     GoBinary("kube-apiserver", "main.go", ".", "k8s.io/kubernetes"),
     GoBinary("kube-controller-manager", "main.go", ".", "k8s.io/kubernetes"),
     GoBinary("kwok", "tools.go", "sigs.k8s.io/kwok/cmd/kwok", "sigs.k8s.io/kwok"),
+    # Not part of the control plane: lints and renders charts/koordgang in `make test`.
+    GoBinary("helm", "tools.go", "helm.sh/helm/v3/cmd/helm", "helm.sh/helm/v3"),
 )
 
 

@@ -10,7 +10,7 @@ from e2e.controlplane.build import BINARIES, go_env, required_version
 
 def test_each_binary_is_named_after_its_pinned_release() -> None:
     versions = {b.name: b.version for b in BINARIES}
-    assert set(versions) == {"etcd", "kube-apiserver", "kube-controller-manager", "kwok"}
+    assert set(versions) == {"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "helm"}
     # The controller manager comes from the same Kubernetes release as the API server.
     assert versions["kube-controller-manager"] == versions["kube-apiserver"]
     assert all(re.fullmatch(r"v\d+\.\d+\.\d+", v) for v in versions.values()), versions
