@@ -86,3 +86,18 @@ def test_optional_objects_follow_their_values() -> None:
 
 def _exists(cluster: Cluster, name: str) -> bool:
     return any(n.metadata.name == name for n in cluster.core.list_namespace().items)
+
+
+def test_the_kind_path_installs_with_the_chart() -> None:
+    # kind needs Docker, which this suite cannot count on: check the script and its values.
+    script = CHART.parent.parent / "e2e" / "kind" / "run.sh"
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    assert 'upgrade --install koordgang "${ROOT}/charts/koordgang"' in script.read_text()
+    values = str(script.parent / "values.yaml")
+    deployment = next(o for o in rendered("--values", values) if o["kind"] == "Deployment")
+    spec = deployment["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {"koordgang.e2e/infra": "true"}
+    assert {t["key"] for t in spec["tolerations"]} == {
+        "node.kubernetes.io/unschedulable",
+        "node-role.kubernetes.io/control-plane",
+    }

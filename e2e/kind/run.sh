@@ -34,7 +34,7 @@ usage() {
 Usage: e2e/kind/run.sh [--keep] [--name NAME] [-- PYTEST_ARGS...]
 
 Creates (or reuses) a kind cluster, builds and loads the koordgang:dev image, deploys
-manifests/ (through the e2e/kind overlay), cordons the kind nodes, starts kwok for the
+the Helm chart (charts/koordgang, with e2e/kind/values.yaml), cordons the kind nodes, starts kwok for the
 fake nodes the tests create, and runs `python -m pytest e2e -m e2e` against it.
 
   --keep        keep the cluster afterwards (default: delete it)
@@ -184,11 +184,22 @@ redeploy=0
 if kubectl -n "${NAMESPACE}" get deployment koordgang >/dev/null 2>&1; then
     redeploy=1
 fi
-kubectl apply -f "${ROOT}/manifests/crds/"
+HELM="${HELM_BIN:-}"
+if [[ -z "${HELM}" ]]; then
+    info "building helm if it is not cached yet (e2e.controlplane; needs Go)"
+    HELM="$("${PYTHON}" -c 'import sys
+from e2e.controlplane import Reporter, ensure_built
+print(ensure_built(Reporter(sys.stderr), names=["helm"])["helm"])')"
+fi
+[[ -x "${HELM}" ]] || die "helm binary not found or not executable: '${HELM}' (set HELM_BIN=...)"
+# The chart, as a cluster admin installs it; values.yaml keeps the pod on the kind node.
+"${HELM}" upgrade --install koordgang "${ROOT}/charts/koordgang" \
+    --namespace "${NAMESPACE}" --create-namespace \
+    --values "${SCRIPT_DIR}/values.yaml" \
+    --set image.repository="${IMAGE%%:*}" --set image.tag="${IMAGE##*:}"
 kubectl wait --for=condition=Established --timeout=60s \
     crd/podgroups.scheduling.sigs.k8s.io \
     crd/clusternetworktopologies.scheduling.koordinator.sh
-kubectl apply -k "${SCRIPT_DIR}"
 if ((redeploy)); then
     # Same tag, new image: only a new pod picks it up.
     kubectl -n "${NAMESPACE}" rollout restart deployment/koordgang
@@ -229,6 +240,7 @@ KWOK_WORKDIR="${WORK_DIR}/kwok" "${KWOK}" \
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-lease-duration-seconds=40 \
     --cidr=10.254.0.1/16 \
+    --config="${ROOT}/e2e/controlplane/kwok-stages.yaml" \
     --node-ip=192.0.2.1 \
     --server-address="127.0.0.1:${KWOK_PORT}" \
     >"${KWOK_LOG}" 2>&1 &
