@@ -82,6 +82,12 @@ class LocalDaemon:
         except OSError:
             return False
 
+    def role(self) -> str:
+        """``leader`` or ``follower``, as /readyz says it."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as reply:
+            text: str = reply.read().decode()
+        return text.strip().removeprefix("ok (").removesuffix(")")
+
     def metrics(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as reply:
             text: str = reply.read().decode()

@@ -51,6 +51,7 @@ def test_every_rendered_object_passes_a_server_side_dry_run(cluster: Cluster) ->
         "CustomResourceDefinition",
         "CustomResourceDefinition",
         "Deployment",
+        "PodDisruptionBudget",
         "Role",
         "RoleBinding",
         "Service",
@@ -77,8 +78,12 @@ def test_optional_objects_follow_their_values() -> None:
     assert [o["kind"] for o in monitor].count("ServiceMonitor") == 1
     assert not [o for o in rendered("--set", "crds.install=false")
                 if o["kind"] == "CustomResourceDefinition"]  # fmt: skip
-    pdb = rendered("--set", "podDisruptionBudget.enabled=true")
-    assert [o["kind"] for o in pdb].count("PodDisruptionBudget") == 1
+    pdb = rendered("--set", "podDisruptionBudget.enabled=false")
+    assert [o["kind"] for o in pdb].count("PodDisruptionBudget") == 0
+    # Without an election, one scheduler at a time: Recreate.
+    single = rendered("--set", "config.leaderElect=false", "--set", "replicaCount=1")
+    strategy = next(o for o in single if o["kind"] == "Deployment")["spec"]["strategy"]
+    assert strategy == {"type": "Recreate"}
     config = next(o for o in rendered("--set", "config.scoreStrategy=MostAllocated")
                   if o["kind"] == "ConfigMap")  # fmt: skip
     assert yaml.safe_load(config["data"]["koordgang.yaml"])["scoreStrategy"] == "MostAllocated"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import time
 from typing import Any
 
@@ -25,6 +27,7 @@ from koordgang.adapters.kopf_runtime import (
 )
 from koordgang.clients.api import KubeApi
 from koordgang.clients.config import load_connection
+from koordgang.engine.leader import LeaderElector, LeaseConfig
 from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
 from koordgang.plugins.coscheduling import gang_rows
@@ -77,9 +80,47 @@ class App:
                 is_ready=lambda: self.scheduler.ready,
                 render_metrics=self.scheduler.metrics.render,
                 render_gangs=lambda: self._gang_rows(gangs, cache),
+                role=lambda: self.role,
             )
         self.stop_flag = asyncio.Event()
         self.failed = False
+        self.leading = False
+        self.elector: LeaderElector | None = None
+        if settings.leader_elect:
+            self.elector = LeaderElector(
+                self.api,
+                LeaseConfig(
+                    namespace=settings.leader_elect_resource_namespace
+                    or os.environ.get("POD_NAMESPACE")
+                    or "default",
+                    name=settings.leader_elect_resource_name,
+                    identity=os.environ.get("POD_NAME") or f"{socket.gethostname()}_{os.getpid()}",
+                    lease_duration=settings.leader_elect_lease_duration,
+                    renew_deadline=settings.leader_elect_renew_deadline,
+                    retry_period=settings.leader_elect_retry_period,
+                ),
+                on_started=self._lead,
+                on_lost=self._lost,
+                clock=time.monotonic,
+            )
+
+    @property
+    def role(self) -> str:
+        return "leader" if self.elector is None else self.elector.role.value
+
+    async def _lead(self) -> None:
+        """This replica took the lease: it schedules and writes from now on (its caches are
+        warm; gang state is rebuilt from them as after a restart)."""
+        self.scheduler.metrics.leader.set(1)
+        self.leading = True
+        self.scheduler.start(self.supervisor)
+
+    def _lost(self) -> None:
+        """Another replica may hold the lease now: not one more write. The kubelet restarts
+        this process, which comes back as a follower."""
+        self.scheduler.metrics.leader.set(0)
+        log.error("leader lease lost: exiting at once")
+        os._exit(3)
 
     def _gang_rows(self, gangs: GangRegistry, cache: SchedulerCache) -> list[dict[str, Any]]:
         """The gang view, with the network domain each gathered gang was placed in."""
@@ -105,12 +146,20 @@ class App:
             log.info("serving /healthz /readyz /metrics", port=self.settings.http_port)
         for informer in self.informers:
             self.supervisor.spawn(f"informer:{informer.name}", informer.run)
-        self.scheduler.start(self.supervisor)
+        if self.elector is None:
+            await self._lead()
+        else:
+            log.info("running for the leader lease", identity=self.elector._config.identity)
+            self.supervisor.spawn("leader-election", self.elector.run)
 
     async def stop(self) -> None:
         log.info("shutting down: letting binds in flight finish")
         self.supervisor.stand_down()
-        await self.scheduler.stop()
+        if self.leading:
+            await self.scheduler.stop()
+        if self.elector is not None:
+            # After the last write: the other replica may take over at once.
+            await self.elector.release()
         await self.supervisor.stop()
         if self.http is not None:
             await self.http.stop()

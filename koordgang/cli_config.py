@@ -138,6 +138,24 @@ OPTIONS: tuple[Option, ...] = (
            "a pod parked as unschedulable is tried again at least this often"),
     Option("shutdown_grace", "shutdownGrace", "--shutdown-grace", "KOORDGANG_SHUTDOWN_GRACE",
            _seconds, "how long a graceful shutdown waits for binds in flight"),
+    Option("leader_elect", "leaderElect", "--leader-elect", "KOORDGANG_LEADER_ELECT", _boolean,
+           "run for a Lease: only its holder schedules and writes; the others keep their "
+           "caches warm to take over", "true|false"),
+    Option("leader_elect_lease_duration", "leaderElectLeaseDuration",
+           "--leader-elect-lease-duration", "KOORDGANG_LEADER_ELECT_LEASE_DURATION", _seconds,
+           "how long a lease holds without renewal before another replica may take it"),
+    Option("leader_elect_renew_deadline", "leaderElectRenewDeadline",
+           "--leader-elect-renew-deadline", "KOORDGANG_LEADER_ELECT_RENEW_DEADLINE", _seconds,
+           "how long the leader tries to renew before it stops (and exits)"),
+    Option("leader_elect_retry_period", "leaderElectRetryPeriod",
+           "--leader-elect-retry-period", "KOORDGANG_LEADER_ELECT_RETRY_PERIOD", _seconds,
+           "how often the lease is tried or renewed"),
+    Option("leader_elect_resource_name", "leaderElectResourceName",
+           "--leader-elect-resource-name", "KOORDGANG_LEADER_ELECT_RESOURCE_NAME", _text,
+           "the Lease's name"),
+    Option("leader_elect_resource_namespace", "leaderElectResourceNamespace",
+           "--leader-elect-resource-namespace", "KOORDGANG_LEADER_ELECT_RESOURCE_NAMESPACE",
+           _text, "the Lease's namespace (default: this pod's, else default)"),
 )  # fmt: skip
 
 BY_KEY = {option.key: option for option in OPTIONS}
@@ -211,6 +229,13 @@ def resolve(*layers: Mapping[str, Any]) -> Settings:
             problems.append(f"{_key(field)} must be more than 0 seconds")
     if settings.shutdown_grace < 0:
         problems.append("shutdownGrace must not be negative")
+    if settings.leader_elect and not (
+        settings.leader_elect_lease_duration
+        > settings.leader_elect_renew_deadline
+        > settings.leader_elect_retry_period
+        > 0
+    ):
+        problems.append("leader election needs leaseDuration > renewDeadline > retryPeriod > 0")
     if settings.max_backoff < settings.initial_backoff:
         problems.append("maxBackoff must not be less than initialBackoff")
     if problems:

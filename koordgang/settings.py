@@ -59,3 +59,13 @@ class Settings:
     preemption: bool = True
     #: How long a graceful shutdown waits for binds in flight (seconds).
     shutdown_grace: float = 20.0
+    #: Run for a lease: only the replica holding it schedules and writes (high availability).
+    leader_elect: bool = False
+    #: How long a lease holds without renewal, how long the leader keeps trying to renew
+    #: before it gives up, and how often both sides try (seconds, kube-scheduler's defaults).
+    leader_elect_lease_duration: float = 15.0
+    leader_elect_renew_deadline: float = 10.0
+    leader_elect_retry_period: float = 2.0
+    #: The Lease: its name, and its namespace ("" means this pod's namespace, else default).
+    leader_elect_resource_name: str = "koordgang"
+    leader_elect_resource_namespace: str = ""

@@ -19,7 +19,9 @@ class HealthServer:
         is_ready: Callable[[], bool],
         render_metrics: Callable[[], bytes],
         render_gangs: Callable[[], list[dict[str, Any]]] = list,
+        role: Callable[[], str] = lambda: "leader",
     ) -> None:
+        self._role = role
         self.host = host
         self.port = port
         self._problems = problems
@@ -52,7 +54,9 @@ class HealthServer:
 
     async def _readyz(self, _: web.Request) -> web.Response:
         if self._is_ready():
-            return web.Response(text="ok\n")
+            # Followers are ready too (their caches are warm): an unready follower would
+            # block rollouts. The body says which one this is.
+            return web.Response(text=f"ok ({self._role()})\n")
         return web.Response(status=503, text="initial listing of pods and nodes not finished\n")
 
     async def _gangs(self, _: web.Request) -> web.Response:

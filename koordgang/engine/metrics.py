@@ -108,6 +108,11 @@ class Metrics:
             "Explanations and Events waiting to be written.",
             registry=self.registry,
         )
+        self.leader = Gauge(
+            "koordgang_leader",
+            "1 while this replica holds the leader lease (or runs without leader election).",
+            registry=self.registry,
+        )
         self.held_pods = Gauge(
             "koordgang_held_pods",
             "Pods placed and held for their group (NonStrict gangs short of their minimum).",

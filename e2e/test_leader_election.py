@@ -1,0 +1,100 @@
+"""High availability: two daemons run for one Lease; only the leader schedules. Killing the
+leader while a gang binds lets the other take over within the lease duration and finish the
+gang whole; a SIGTERM'd leader hands over at once."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from e2e.daemon import LocalDaemon
+from e2e.kube import Cluster, bound, pod_body, unique, wait_until
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment",
+    reason="runs daemon processes of its own",
+)
+
+LEASE_SECONDS = 6
+
+
+def daemon(kubeconfig: str, tmp_path: Path, lease: str) -> LocalDaemon:
+    return LocalDaemon(
+        kubeconfig,
+        tmp_path,
+        "--leader-elect=true",
+        f"--leader-elect-resource-name={lease}",
+        "--leader-elect-resource-namespace=default",
+        f"--leader-elect-lease-duration={LEASE_SECONDS}s",
+        "--leader-elect-renew-deadline=4s",
+        "--leader-elect-retry-period=1s",
+        # Few binds in flight: binding the gang takes long enough to kill the leader midway.
+        "--bind-concurrency=2",
+    )
+
+
+def test_a_killed_leader_is_replaced_and_the_gang_ends_whole(
+    clean_nodes: Cluster,
+    namespace: str,
+    kubeconfig: str,
+    tmp_path: Path,
+    check_invariants: None,
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes(["ha-1", "ha-2"], {"cpu": "200", "memory": "400Gi", "pods": "300"})
+    lease = unique("koordgang-ha")
+    first, second = daemon(kubeconfig, tmp_path, lease), daemon(kubeconfig, tmp_path, lease)
+    try:
+        first.start()
+        wait_until(lambda: first.role() == "leader", what="the first daemon leads")
+        second.start()
+        assert second.role() == "follower"
+
+        size = 300
+        annotations = {
+            "gang.scheduling.koordinator.sh/name": "ha",
+            "gang.scheduling.koordinator.sh/min-available": str(size),
+        }
+        for i in range(size):
+            cluster.create_pod(
+                namespace, pod_body(f"ha-{i}", requests={"cpu": "100m"}, annotations=annotations)
+            )
+        wait_until(lambda: len(bound(cluster.pods(namespace))) > 0, what="binding begins")
+        killed_at = time.monotonic()
+        first.kill()
+        before = len(bound(cluster.pods(namespace)))
+        assert before < size, "the gang was bound before the leader could be killed"
+
+        def taken_over() -> bool:
+            return second.role() == "leader"
+
+        wait_until(taken_over, timeout=LEASE_SECONDS + 10, what="the second daemon leads")
+        wait_until(
+            lambda: len(bound(cluster.pods(namespace))) > before,
+            timeout=LEASE_SECONDS + 30,
+            what="the new leader binds",
+        )
+        first_bind = time.monotonic() - killed_at
+        wait_until(
+            lambda: len(bound(cluster.pods(namespace))) == size,
+            timeout=120,
+            what="the whole gang bound",
+        )
+        takeover = time.monotonic() - killed_at
+        print(f"first bind by the new leader {first_bind:.1f} s after the kill; the gang "
+              f"whole after {takeover:.1f} s ({before} of {size} bound before)")  # fmt: skip
+        assert takeover < LEASE_SECONDS + 60
+
+        # The killed one comes back as a follower; a SIGTERM'd leader hands over at once.
+        first.start()
+        assert first.role() == "follower"
+        stopped_at = time.monotonic()
+        second.stop()
+        wait_until(lambda: first.role() == "leader", timeout=LEASE_SECONDS, what="handover")
+        assert time.monotonic() - stopped_at < LEASE_SECONDS
+    finally:
+        first.kill()
+        second.kill()
