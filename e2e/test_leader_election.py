@@ -4,7 +4,9 @@ gang whole; a SIGTERM'd leader hands over at once."""
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -98,3 +100,53 @@ def test_a_killed_leader_is_replaced_and_the_gang_ends_whole(
     finally:
         first.kill()
         second.kill()
+
+
+@pytest.mark.skipif(
+    bool(os.environ.get("KOORDGANG_E2E_KUBECONFIG")),
+    reason="reads the audit log of the local control plane",
+)
+def test_a_follower_never_writes(
+    clean_nodes: Cluster,
+    namespace: str,
+    kubeconfig: str,
+    tmp_path: Path,
+    check_invariants: None,
+) -> None:
+    from e2e.controlplane import LocalControlPlane
+
+    audit_log = LocalControlPlane().state.audit_log
+    assert audit_log.exists(), "the local control plane runs with an audit log"
+    offset = audit_log.stat().st_size
+    cluster = clean_nodes
+    cluster.add_nodes(["quiet-1"], {"cpu": "8", "memory": "16Gi"})
+    lease = unique("koordgang-quiet")
+    leader, follower = daemon(kubeconfig, tmp_path, lease), daemon(kubeconfig, tmp_path, lease)
+    try:
+        leader.start()
+        wait_until(lambda: leader.role() == "leader", what="the first daemon leads")
+        follower.start()
+        assert follower.role() == "follower"
+        for i in range(10):
+            cluster.create_pod(namespace, pod_body(f"quiet-{i}", requests={"cpu": "100m"}))
+        cluster.create_pod(namespace, pod_body("too-big", requests={"cpu": "100"}))
+        wait_until(lambda: len(bound(cluster.pods(namespace))) == 10, what="pods bound")
+        time.sleep(3)  # writes (explanations, Events) settle
+        assert leader.process is not None and follower.process is not None
+        agents = {
+            "leader": f"koordgang/{socket.gethostname()}_{leader.process.pid}",
+            "follower": f"koordgang/{socket.gethostname()}_{follower.process.pid}",
+        }
+        writes = {role: 0 for role in agents}
+        with audit_log.open() as log:
+            log.seek(offset)
+            for line in log:
+                entry = json.loads(line)
+                for role, agent in agents.items():
+                    if entry.get("userAgent", "").startswith(agent):
+                        writes[role] += 1
+        assert writes["leader"] >= 10  # the bindings at least: the log does see our writes
+        assert writes["follower"] == 0
+    finally:
+        leader.kill()
+        follower.kill()

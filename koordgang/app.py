@@ -46,7 +46,13 @@ class App:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.connection = load_connection(settings.kubeconfig)
-        self.api = KubeApi(self.connection, pool_size=settings.bind_concurrency + 16)
+        #: Who this replica is (the Lease holder's name; the user agent of its requests).
+        self.identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}_{os.getpid()}"
+        self.api = KubeApi(
+            self.connection,
+            pool_size=settings.bind_concurrency + 16,
+            user_agent=f"koordgang/{self.identity}",
+        )
         gangs = GangRegistry(settings.default_gang_waiting_time)
         self.scheduler = Scheduler(settings, self.api, default_framework(settings, gangs))
         intake = self.scheduler.intake
@@ -94,7 +100,7 @@ class App:
                     or os.environ.get("POD_NAMESPACE")
                     or "default",
                     name=settings.leader_elect_resource_name,
-                    identity=os.environ.get("POD_NAME") or f"{socket.gethostname()}_{os.getpid()}",
+                    identity=self.identity,
                     lease_duration=settings.leader_elect_lease_duration,
                     renew_deadline=settings.leader_elect_renew_deadline,
                     retry_period=settings.leader_elect_retry_period,
@@ -149,7 +155,7 @@ class App:
         if self.elector is None:
             await self._lead()
         else:
-            log.info("running for the leader lease", identity=self.elector._config.identity)
+            log.info("running for the leader lease", identity=self.identity)
             self.supervisor.spawn("leader-election", self.elector.run)
 
     async def stop(self) -> None:

@@ -75,6 +75,18 @@ FAKE_NODE_IP = "192.0.2.1"
 
 KWOK_STAGES = Path(__file__).resolve().parent / "kwok-stages.yaml"
 
+#: Writes only (reads would flood the log), at Metadata level: who, what, when, with which
+#: user agent.
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete, deletecollection]
+  - level: None
+"""
+
 STARTUP_TIMEOUTS = {ETCD: 30.0, APISERVER: 90.0, KWOK: 30.0, CONTROLLER_MANAGER: 60.0}
 
 
@@ -151,11 +163,14 @@ class LocalControlPlane:
         *,
         reporter: Reporter | None = None,
         controllers: bool = True,
+        audit: bool = True,
     ) -> None:
         self.state = StateDir(Path(state_dir or DEFAULT_STATE_DIR).resolve())
         self.reporter = reporter or Reporter()
         #: Run kube-controller-manager (a running plane without it is restarted with it).
         self.controllers = controllers
+        #: Log every write to the audit log (tests check who writes); the bench turns it off.
+        self.audit = audit
 
     @property
     def processes(self) -> tuple[str, ...]:
@@ -269,6 +284,8 @@ class LocalControlPlane:
         etcd_client, etcd_peer, apiserver_port, kwok_port, manager_port = free_loopback_ports(5)
         token = write_admin_token(state.token_file)
         generate_service_account_key(state.service_account_key)
+        if self.audit:
+            state.audit_policy.write_text(AUDIT_POLICY)
         endpoints = Endpoints(
             etcd_client_port=etcd_client,
             etcd_peer_port=etcd_peer,
@@ -378,6 +395,16 @@ class LocalControlPlane:
             # we do not run clears it. Priority stays on: preemption needs spec.priority.
             "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
             "--allow-privileged=true",
+            *(
+                [
+                    f"--audit-policy-file={self.state.audit_policy}",
+                    f"--audit-log-path={self.state.audit_log}",
+                    "--audit-log-format=json",
+                    "--audit-log-maxsize=200",
+                ]
+                if self.audit
+                else []
+            ),
             # The default reconciler would publish 127.0.0.1 as the endpoint of the
             # `kubernetes` service, which validation refuses (loopback), and retry every 10 s
             # forever. Nothing in this cluster reaches the API server through that service.
@@ -516,6 +543,8 @@ class LocalControlPlane:
             return False, f"kube-apiserver TLS check failed: {error}"
         if not probes.kwok_healthy(endpoints.kwok_port):
             return False, "kwok does not answer /healthz"
+        if self.audit and not self.state.audit_policy.exists():
+            return False, "started without the audit log this plane wants"
         if self.controllers and (
             endpoints.controller_manager_port is None
             or not probes.controller_manager_healthy(endpoints.controller_manager_port)

@@ -79,6 +79,15 @@ class StateDir:
     def pid_dir(self) -> Path:
         return self.root / "pids"
 
+    @property
+    def audit_policy(self) -> Path:
+        return self.auth_dir / "audit-policy.yaml"
+
+    @property
+    def audit_log(self) -> Path:
+        """Who wrote what (create, update, patch, delete), when the plane audits."""
+        return self.log_dir / "audit.log"
+
     def log_file(self, process: str) -> Path:
         return self.log_dir / f"{process}.log"
 
