@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 import urllib.request
 from collections import Counter
@@ -151,3 +152,27 @@ def test_kopf_writes_nothing_to_pods(
         or (e.reporting_component or "").startswith("kopf")
     ]
     assert kopf_events == []
+
+
+@local_only
+def test_a_second_signal_during_shutdown_prints_no_traceback(
+    clean_nodes: Cluster, namespace: str, daemon_factory: type
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes(["twice-1"], {"cpu": "100", "memory": "400Gi"})
+    for i in range(200):
+        cluster.create_pod(namespace, pod_body(f"s-{i:03d}", requests={"cpu": "100m"}))
+    daemon = daemon_factory()  # type: ignore[call-arg]
+    assert isinstance(daemon, LocalDaemon)
+    daemon.start()
+    wait_until(lambda: len(bound(cluster.pods(namespace))) >= 1, timeout=60, what="binding started")
+    assert daemon.process is not None
+    daemon.process.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    daemon.process.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    daemon.process.send_signal(signal.SIGINT)
+    daemon.process.wait(timeout=30)
+    logs = daemon.logs()
+    assert "Traceback" not in logs, logs[-3000:]
+    assert "scheduler stopped" in logs

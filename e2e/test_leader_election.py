@@ -46,7 +46,7 @@ def test_a_killed_leader_is_replaced_and_the_gang_ends_whole(
     check_invariants: None,
 ) -> None:
     cluster = clean_nodes
-    cluster.add_nodes(["ha-1", "ha-2"], {"cpu": "200", "memory": "400Gi", "pods": "300"})
+    cluster.add_nodes(["ha-1", "ha-2"], {"cpu": "200", "memory": "400Gi", "pods": "500"})
     lease = unique("koordgang-ha")
     first, second = daemon(kubeconfig, tmp_path, lease), daemon(kubeconfig, tmp_path, lease)
     try:
@@ -55,7 +55,7 @@ def test_a_killed_leader_is_replaced_and_the_gang_ends_whole(
         second.start()
         assert second.role() == "follower"
 
-        size = 300
+        size = 500
         annotations = {
             "gang.scheduling.koordinator.sh/name": "ha",
             "gang.scheduling.koordinator.sh/min-available": str(size),

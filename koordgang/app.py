@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import socket
 import time
 from typing import Any
@@ -114,6 +116,10 @@ class App:
     def role(self) -> str:
         return "leader" if self.elector is None else self.elector.role.value
 
+    @staticmethod
+    def _signalled_again(sig: signal.Signals) -> None:
+        log.info("already shutting down", signal=sig.name)
+
     async def _lead(self) -> None:
         """This replica took the lease: it schedules and writes from now on (its caches are
         warm; gang state is rebuilt from them as after a restart)."""
@@ -160,6 +166,12 @@ class App:
 
     async def stop(self) -> None:
         log.info("shutting down: letting binds in flight finish")
+        # kopf's handler resolves a future on the first signal; a second one would try again
+        # and print a traceback. From here on, signals only say that shutdown is under way.
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._signalled_again, sig)
         self.supervisor.stand_down()
         if self.leading:
             await self.scheduler.stop()
