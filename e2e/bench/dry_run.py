@@ -10,8 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from koordgang.model.node import parse_node
-from koordgang.model.pod import PodInfo, parse_pod
+from e2e.bench.synthetic import one_core_pod, ready_node
 from koordgang.plugins.preemption.dry_run import plan_room
 from koordgang.plugins.preemption.victims import CostModel, not_a_victim
 from koordgang.plugins.profile import default_framework
@@ -21,41 +20,14 @@ from koordgang.state.gangs import GangRegistry
 from koordgang.state.snapshot import Snapshot
 
 
-def _pod(name: str, node: str, priority: int) -> PodInfo:
-    spec = {
-        "priority": priority,
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
-    }
-    if node:
-        spec["nodeName"] = node
-    return parse_pod(
-        {
-            "metadata": {"name": name, "namespace": "bench", "uid": name},
-            "spec": spec,
-            "status": {"phase": "Running" if node else "Pending"},
-        }
-    )
-
-
 def measure(nodes: int = 4096, members: int = 256) -> tuple[float, int]:
     """(seconds for the dry run, victims chosen)."""
     cache = SchedulerCache()
-    cache.replace_nodes(
-        parse_node(
-            {
-                "metadata": {"name": f"n{i:05d}"},
-                "status": {
-                    "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
-        )
-        for i in range(nodes)
-    )
+    cache.replace_nodes(ready_node(f"n{i:05d}", "4") for i in range(nodes))
     cache.replace_pods(
-        _pod(f"low-{i}-{k}", f"n{i:05d}", 10) for i in range(nodes) for k in range(4)
+        one_core_pod(f"low-{i}-{k}", f"n{i:05d}", 10) for i in range(nodes) for k in range(4)
     )
-    job = [_pod(f"job-{m}", "", 1000) for m in range(members)]
+    job = [one_core_pod(f"job-{m}", "", 1000) for m in range(members)]
     placer = default_framework(Settings(), GangRegistry(600.0)).placer
     snapshot = Snapshot(cache)
     started = time.perf_counter()

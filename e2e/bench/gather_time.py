@@ -12,11 +12,11 @@ import argparse
 import json
 import time
 
+from e2e.bench.scenarios import BENCH_TOPOLOGY, BLOCK, SPINE
+from e2e.bench.synthetic import one_core_pod, ready_node
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPart, SchedulingGroup
 from koordgang.model.gang import NETWORK_TOPOLOGY_SPEC_KEY
-from koordgang.model.node import parse_node
-from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
@@ -24,22 +24,6 @@ from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import GangRegistry
 from koordgang.state.snapshot import Snapshot
 
-SPINE = "network.topology.nvidia.com/spine"
-BLOCK = "network.topology.nvidia.com/block"
-TOPOLOGY = {
-    "metadata": {"name": "default"},
-    "spec": {
-        "networkTopologySpec": [
-            {"topologyLayer": "SpineLayer", "labelKey": [SPINE]},
-            {
-                "topologyLayer": "BlockLayer",
-                "parentTopologyLayer": "SpineLayer",
-                "labelKey": [BLOCK],
-            },
-            {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "BlockLayer"},
-        ]
-    },
-}
 RULES = json.dumps(
     {
         "gatherStrategy": [
@@ -48,21 +32,6 @@ RULES = json.dumps(
         ]
     }
 )
-
-
-def _pod(name: str, node: str = "") -> PodInfo:
-    spec: dict[str, object] = {
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]
-    }
-    if node:
-        spec["nodeName"] = node
-    return parse_pod(
-        {
-            "metadata": {"name": name, "namespace": "bench", "uid": name},
-            "spec": spec,
-            "status": {"phase": "Running" if node else "Pending"},
-        }
-    )
 
 
 def measure(nodes: int = 4096, members: int = 256) -> tuple[float, int]:
@@ -76,28 +45,15 @@ def measure(nodes: int = 4096, members: int = 256) -> tuple[float, int]:
         for b in range(blocks_per_spine):
             for n in range(per_block):
                 name = f"s{s}-b{b:02d}-n{n:02d}"
-                infos.append(
-                    parse_node(
-                        {
-                            "metadata": {
-                                "name": name,
-                                "labels": {SPINE: f"s{s}", BLOCK: f"b{b:02d}"},
-                            },
-                            "status": {
-                                "allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"},
-                                "conditions": [{"type": "Ready", "status": "True"}],
-                            },
-                        }
-                    )
-                )
+                infos.append(ready_node(name, "8", {SPINE: f"s{s}", BLOCK: f"b{b:02d}"}))
                 if b % 4 == 0:  # a quarter of the blocks half full
-                    busy += [_pod(f"busy-{name}-{k}", name) for k in range(4)]
+                    busy += [one_core_pod(f"busy-{name}-{k}", name) for k in range(4)]
     cache.replace_nodes(infos)
     cache.replace_pods(busy)
     framework = default_framework(Settings(), GangRegistry(600.0))
     [plugin] = [p for p in framework.plugins if isinstance(p, NetworkTopology)]
-    plugin.on_object("ClusterNetworkTopology", "ADDED", TOPOLOGY)
-    job = [_pod(f"job-{m:03d}") for m in range(members)]
+    plugin.on_object("ClusterNetworkTopology", "ADDED", BENCH_TOPOLOGY)
+    job = [one_core_pod(f"job-{m:03d}") for m in range(members)]
     group = SchedulingGroup(
         "bench/job",
         [GroupPart("bench/job", job, minimum=members)],
