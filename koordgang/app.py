@@ -29,6 +29,7 @@ from koordgang.adapters.kopf_runtime import (
 )
 from koordgang.clients.api import KubeApi
 from koordgang.clients.config import load_connection
+from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.engine.leader import LeaderElector, LeaseConfig
 from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
@@ -116,6 +117,21 @@ class App:
     def role(self) -> str:
         return "leader" if self.elector is None else self.elector.role.value
 
+    async def _read_topology(self) -> None:
+        """The ClusterNetworkTopology, read once before the first cycle: kopf delivers it
+        only some time after start, and a job placed meanwhile would not be gathered."""
+        path = "/apis/scheduling.koordinator.sh/v1alpha1/clusternetworktopologies/default"
+        try:
+            obj = await self.api.request("GET", path, timeout=10.0)
+        except ApiError as error:
+            if not error.not_found:
+                log.warning("ClusterNetworkTopology not read at start", error=str(error))
+            return
+        except ApiUnavailable as error:
+            log.warning("ClusterNetworkTopology not read at start", error=str(error))
+            return
+        self.scheduler.intake.on_object(TOPOLOGY_KIND, "ADDED", obj)
+
     @staticmethod
     def _signalled_again(sig: signal.Signals) -> None:
         log.info("already shutting down", signal=sig.name)
@@ -156,6 +172,7 @@ class App:
         if self.http is not None:
             await self.http.start()
             log.info("serving /healthz /readyz /metrics", port=self.settings.http_port)
+        await self._read_topology()
         for informer in self.informers:
             self.supervisor.spawn(f"informer:{informer.name}", informer.run)
         if self.elector is None:
