@@ -20,7 +20,8 @@ from koordgang.model.volumes import ClaimInfo
 from koordgang.state.node_state import NodeState
 
 #: Where a pod counts and with what: (node, requests, host ports).
-_Account = tuple[str, Resources, tuple[HostPort, ...]]
+#: Where a pod counts, with what, and at which priority.
+_Account = tuple[str, Resources, tuple[HostPort, ...], int]
 
 #: One counter for all caches, so that a generation number identifies one cache's node set even
 #: when several caches exist.
@@ -57,6 +58,9 @@ class SchedulerCache:
         self._claims: dict[str, ClaimInfo] = {}
         #: PodDisruptionBudgets: namespace -> key -> budget.
         self._budgets: dict[str, dict[str, BudgetInfo]] = {}
+        #: How many counted pods run at each priority (preemption asks whether anything
+        #: runs below a priority before it looks at any node).
+        self._priorities: dict[int, int] = {}
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -245,10 +249,10 @@ class SchedulerCache:
         if pod is None or pod.is_terminal:
             return None
         if pod.node_name:
-            return (pod.node_name, pod.requests, pod.host_ports)
+            return (pod.node_name, pod.requests, pod.host_ports, pod.priority)
         assumed = self._assumed.get(uid)
         if assumed is not None:
-            return (assumed, pod.requests, pod.host_ports)
+            return (assumed, pod.requests, pod.host_ports, pod.priority)
         return None
 
     def _reaccount(self, uid: str) -> None:
@@ -264,6 +268,7 @@ class SchedulerCache:
                 if state.info is None and not state.pods:
                     del self._nodes[current[0]]
             del self._accounted[uid]
+            self._count_priority(current[3], -1)
         if desired is not None:
             state = self._nodes.get(desired[0])
             if state is None:
@@ -271,6 +276,18 @@ class SchedulerCache:
             state.add(uid, desired[1], desired[2])
             self._note_change(desired[0], grew=True)
             self._accounted[uid] = desired
+            self._count_priority(desired[3], 1)
+
+    def _count_priority(self, priority: int, change: int) -> None:
+        count = self._priorities.get(priority, 0) + change
+        if count:
+            self._priorities[priority] = count
+        else:
+            del self._priorities[priority]
+
+    def lowest_priority(self) -> int | None:
+        """The lowest priority of any pod that counts on a node (None: there is none)."""
+        return min(self._priorities) if self._priorities else None
 
     # -- namespaces and claims -----------------------------------------------------------------
 

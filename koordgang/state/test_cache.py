@@ -719,3 +719,25 @@ def test_claims_are_kept_by_namespace_and_name_and_report_whether_they_changed()
     cache.replace_claims([other])
     assert cache.claim("a", "data") is None
     assert cache.claim("b", "logs") == other
+
+
+def test_the_lowest_priority_of_counted_pods_follows_binds_assumptions_and_removals() -> None:
+    cache = SchedulerCache()
+    cache.upsert_node(node("n1"))
+    assert cache.lowest_priority() is None
+
+    def with_priority(name: str, priority: int, node_name: str = "") -> PodInfo:
+        spec: dict[str, Any] = {"priority": priority, "containers": [{"name": "c"}]}
+        if node_name:
+            spec["nodeName"] = node_name
+        return parse_pod({"metadata": {"name": name, "uid": name}, "spec": spec})
+
+    cache.upsert_pod(with_priority("high", 10, "n1"))
+    cache.upsert_pod(with_priority("pending-low", 1))  # not on a node: does not count
+    assert cache.lowest_priority() == 10
+    cache.assume(with_priority("pending-low", 1), "n1")
+    assert cache.lowest_priority() == 1
+    cache.forget("pending-low")
+    assert cache.lowest_priority() == 10
+    cache.remove_pod("high")
+    assert cache.lowest_priority() is None

@@ -220,6 +220,11 @@ class Preemption:
         below = min(p.priority for p in group.members())
         nominations = self.handle.nominations
         evicting = {uid for attempt in self._attempts.values() for uid in attempt.victims}
+        lowest = self.handle.cache.lowest_priority()
+        if (lowest is None or lowest >= below) and not evicting:
+            # Nothing runs below this job: no node needs a look (many pending jobs of one
+            # priority would otherwise scan the cluster on every attempt).
+            return None, "no pod of lower priority to evict"
 
         def gone(pod: PodInfo) -> bool:
             return (
