@@ -34,6 +34,9 @@ class Intake(EnginePart):
         #: Kinds listed at least once; the first cycle waits for all of ``LISTED_KINDS``
         #: (before that, nodes look emptier than they are, claims look missing).
         self.listed: set[str] = set()
+        #: Pods of ours that PreEnqueue keeps out of the queue (scheduling gates, a timed-out
+        #: gang): ``scheduler_pending_pods{queue="gated"}``.
+        self.gated: set[str] = set()
         self.ready = asyncio.Event()
 
     # -- pods ----------------------------------------------------------------------------------
@@ -42,15 +45,18 @@ class Intake(EnginePart):
         """Queues ``pod`` if it needs a node and PreEnqueue lets it in; else takes it out."""
         if not self._pending.is_pending(pod):
             self._queue.delete(pod.uid)
+            self.gated.discard(pod.uid)
             if pod.node_name:
                 self._reporter.forget(pod.uid)
             return
         if self._framework.run_pre_enqueue(pod).is_success:
+            self.gated.discard(pod.uid)
             self._queue.add(pod, self._clock())
             self._signals.wake()
         else:
             # It waits outside the queue (gated) until it changes, or a plugin activates it.
             self._queue.delete(pod.uid)
+            self.gated.add(pod.uid)
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
         now = self._clock()
@@ -59,6 +65,7 @@ class Intake(EnginePart):
             if current is None or not self._pending.is_pending(current):
                 continue
             if self._framework.run_pre_enqueue(current).is_success:
+                self.gated.discard(current.uid)
                 self._queue.activate(current, now)
         self._signals.wake()
 
@@ -78,6 +85,7 @@ class Intake(EnginePart):
         if old is not None and self._pending.is_ours(old):
             self._framework.on_pod(old, None)
         self._waiting.remove(uid)
+        self.gated.discard(uid)
         self._framework.nominations.remove(uid)
         self._cache.remove_pod(uid)
         self._queue.delete(uid)
@@ -91,6 +99,7 @@ class Intake(EnginePart):
         """A fresh LIST (at start or after a relist): brings cache, plugins and queue in line."""
         listed = list(pods)
         for gone in self._cache.replace_pods(listed):
+            self.gated.discard(gone.uid)
             if self._pending.is_ours(gone):
                 self._framework.on_pod(gone, None)
             self._waiting.remove(gone.uid)

@@ -150,6 +150,7 @@ class SchedulingLoop(EnginePart):
             return
         if not self._framework.run_pre_enqueue(current).is_success:
             self._queue.delete(current.uid)  # it waits outside the queue now
+            self._intake.gated.add(current.uid)
             return
         entry.pod = pod = current
         others = self._framework.group_members(pod)
@@ -294,6 +295,7 @@ class SchedulingLoop(EnginePart):
         depths = self._queue.depths()
         for state in (QueueState.ACTIVE, QueueState.BACKOFF, QueueState.UNSCHEDULABLE):
             self._metrics.queue_depth.labels(state.value).set(depths[state])
+        self._metrics.queue_depth.labels("gated").set(len(self._intake.gated))
         self._metrics.cache_size.labels("nodes").set(len(self._cache.nodes()))
         self._metrics.cache_size.labels("pods").set(self._cache.pod_count())
         self._metrics.report_backlog.set(self._reporter.backlog)

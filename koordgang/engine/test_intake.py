@@ -102,10 +102,16 @@ async def test_a_gated_pod_waits_outside_the_queue_until_its_gates_are_removed(
     assert condition is not None
     assert (condition["reason"], condition["message"]) == (GATED_REASON, GATED_MESSAGE)
     assert api.events("gated") == []  # Kubernetes posts none for it either
+    sched.scheduler.loop.tick(sched.clock())
+    metrics = sched.scheduler.metrics.render().decode()
+    assert 'scheduler_pending_pods{queue="gated"} 1.0' in metrics
 
     sched.add(pod("gated"))  # the gate removed
     await sched.run()
     assert api.binds() == [("gated", "n1")]
+    sched.scheduler.loop.tick(sched.clock())
+    metrics = sched.scheduler.metrics.render().decode()
+    assert 'scheduler_pending_pods{queue="gated"} 0.0' in metrics
 
 
 async def test_a_pod_bound_meanwhile_is_removed_from_the_queue(
