@@ -9,6 +9,7 @@ recomputed from the nodes' labels whenever nodes change, and written when it dif
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,6 +52,8 @@ KIND = "ClusterNetworkTopology"
 API_VERSION = "scheduling.koordinator.sh/v1alpha1"
 PLURAL = "clusternetworktopologies"
 NAME = "NetworkTopology"
+#: Gangs whose domain the gang view can show.
+_REMEMBERED = 10_000
 
 
 class NetworkTopology:
@@ -65,8 +68,9 @@ class NetworkTopology:
         self._tree: TopologyTree | None = None
         self._tree_generation: object = None
         self._detail: tuple[TopologyTree, list[dict[str, Any]]] | None = None
-        #: gang key -> the domain its group was last placed in (for the gang view).
-        self._placed_in: dict[str, str] = {}
+        #: gang key -> the domain its group was last placed in (for the gang view), the most
+        #: recent ``_REMEMBERED`` gangs.
+        self._placed_in: OrderedDict[str, str] = OrderedDict()
 
     def domain_of(self, gang_key: str) -> str:
         """Where the gang's group was last gathered ("" if it was not)."""
@@ -324,6 +328,9 @@ class NetworkTopology:
                 return None  # spread over the whole cluster: the default placement does that
             for part in group.parts:
                 self._placed_in[part.key] = where
+                self._placed_in.move_to_end(part.key)
+            while len(self._placed_in) > _REMEMBERED:
+                self._placed_in.popitem(last=False)
             return _fill(group, members, snapshot, placer, node_sets)
         if labelled and any(r.must for r in labelled):
             keys = ", ".join(r.label_key for r in labelled)
