@@ -16,6 +16,7 @@ which domain the group goes to, and in which order its members fill it.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -40,15 +41,60 @@ class Choice:
     unknown: list[str] = field(default_factory=list)
 
 
+class OfferCache:
+    """Per pod shape, each node's offer for identical members (not capped by a need), with
+    the node's version: only nodes that changed since are asked again. Kept for the most
+    recent ``SHAPES`` shapes."""
+
+    SHAPES = 64
+
+    def __init__(self) -> None:
+        self._by_shape: OrderedDict[object, dict[str, tuple[int, int]]] = OrderedDict()
+
+    def for_shape(self, shape: object) -> dict[str, tuple[int, int]]:
+        known = self._by_shape.get(shape)
+        if known is None:
+            known = self._by_shape[shape] = {}
+            if len(self._by_shape) > self.SHAPES:
+                self._by_shape.popitem(last=False)
+        else:
+            self._by_shape.move_to_end(shape)
+        return known
+
+
 def node_offers(
-    members: Sequence[PodInfo], nodes: Sequence[NodeState], snapshot: Snapshot, placer: Placer
+    members: Sequence[PodInfo],
+    nodes: Sequence[NodeState],
+    snapshot: Snapshot,
+    placer: Placer,
+    cache: OfferCache | None = None,
 ) -> dict[str, int]:
     need = len(members)
     offers: dict[str, int] = {}
     uniform = _uniform(members)
+    # A remembered offer is right while the node is unchanged, unless a filter looks at other
+    # pods' terms (anti-affinity of pods already running) or at the pod's claims.
+    known = (
+        cache.for_shape(members[0].shape)
+        if cache is not None
+        and uniform
+        and not members[0].pvc_names
+        and not snapshot.has_pod_affinity()
+        else None
+    )
     for node in nodes:
         if uniform:
-            offers[node.name] = _uniform_offer(members[0], node, snapshot, placer, need)
+            if known is None:
+                offers[node.name] = min(need, _uniform_offer(members[0], node, snapshot, placer))
+                continue
+            version = snapshot.version_of(node)
+            hit = known.get(node.name)
+            if hit is None or hit[0] != version:
+                hit = known[node.name] = (
+                    version,
+                    _uniform_offer(members[0], node, snapshot, placer),
+                )
+            offers[node.name] = min(need, hit[1])
             continue
         trial = snapshot.fork()
         count = 0
@@ -74,12 +120,11 @@ def _uniform(members: Sequence[PodInfo]) -> bool:
     )
 
 
-def _uniform_offer(
-    member: PodInfo, node: NodeState, snapshot: Snapshot, placer: Placer, need: int
-) -> int:
+def _uniform_offer(member: PodInfo, node: NodeState, snapshot: Snapshot, placer: Placer) -> int:
+    """How many members like ``member`` fit on ``node`` (not capped by any need)."""
     if not placer.check(member, node, snapshot).is_success:
         return 0
-    count = need
+    count = 1 << 30
     for name, amount in member.requests.items():
         if amount > 0:
             count = min(count, snapshot.free(node, name) // amount)

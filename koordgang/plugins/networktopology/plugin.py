@@ -43,7 +43,13 @@ from koordgang.model.topology import (
     TopologyTree,
     parse_topology_spec,
 )
-from koordgang.plugins.networktopology.gather import choose, domain_offers, fill_order, node_offers
+from koordgang.plugins.networktopology.gather import (
+    OfferCache,
+    choose,
+    domain_offers,
+    fill_order,
+    node_offers,
+)
 from koordgang.state.snapshot import Placement, Snapshot
 
 log = structlog.get_logger("koordgang.topology")
@@ -68,6 +74,7 @@ class NetworkTopology:
         self._tree: TopologyTree | None = None
         self._tree_generation: object = None
         self._detail: tuple[TopologyTree, list[dict[str, Any]]] | None = None
+        self._offers = OfferCache()
         #: gang key -> the domain its group was last placed in (for the gang view), the most
         #: recent ``_REMEMBERED`` gangs.
         self._placed_in: OrderedDict[str, str] = OrderedDict()
@@ -287,7 +294,7 @@ class NetworkTopology:
         self._tell_about_ranks(group.trigger, members)
         if not network and not labelled:
             return None
-        offers = node_offers(members, snapshot.nodes, snapshot, placer)
+        offers = node_offers(members, snapshot.nodes, snapshot, placer, self._offers)
         need = len(members)
         candidates: list[tuple[int, int, list[tuple[list[str], int | None]], str]] = []
         failures: list[str] = []

@@ -350,3 +350,16 @@ def test_pod_count_multiple_caps_what_each_block_receives() -> None:
     blocks = blocks_of(sched, outcome)
     # s1 offers 2 + 4 = 6 (binpack over s2's 8); b1 takes 2, not 3.
     assert sorted(blocks) == ["b1", "b1", "b2", "b2", "b2", "b2"]
+
+
+def test_offers_remembered_between_cycles_follow_the_nodes_that_changed() -> None:
+    # Each block holds 4 one-core members. Job a fills one block; job b (same shape, so its
+    # offers come from the same remembered counts) must see that block full and take another.
+    rules = spec(("BlockLayer", "MustGather"))
+    sched = scheduler([*job("a", 4, rules), *job("b", 4, rules)], seed_nodes())
+    first = sched.cycle("a-0")
+    second = sched.cycle("b-0")
+    assert len(first.bind) == 4 and len(second.bind) == 4
+    a_blocks, b_blocks = set(blocks_of(sched, first)), set(blocks_of(sched, second))
+    assert len(a_blocks) == 1 and len(b_blocks) == 1
+    assert a_blocks != b_blocks
