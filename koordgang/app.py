@@ -27,16 +27,20 @@ from koordgang.adapters.kopf_runtime import (
     quiet_kopf_logs,
     run_operator,
 )
+from koordgang.clients import custom
 from koordgang.clients.api import KubeApi
 from koordgang.clients.config import load_connection
 from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.engine.leader import LeaderElector, LeaseConfig
 from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
+from koordgang.model.topology import DEFAULT_NAME
 from koordgang.plugins.coscheduling import gang_rows
 from koordgang.plugins.coscheduling.plugin import PODGROUP_KIND
 from koordgang.plugins.networktopology import NetworkTopology
+from koordgang.plugins.networktopology.plugin import API_VERSION as TOPOLOGY_API_VERSION
 from koordgang.plugins.networktopology.plugin import KIND as TOPOLOGY_KIND
+from koordgang.plugins.networktopology.plugin import PLURAL as TOPOLOGY_PLURAL
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
@@ -120,17 +124,15 @@ class App:
     async def _read_topology(self) -> None:
         """The ClusterNetworkTopology, read once before the first cycle: kopf delivers it
         only some time after start, and a job placed meanwhile would not be gathered."""
-        path = "/apis/scheduling.koordinator.sh/v1alpha1/clusternetworktopologies/default"
         try:
-            obj = await self.api.request("GET", path, timeout=10.0)
-        except ApiError as error:
-            if not error.not_found:
-                log.warning("ClusterNetworkTopology not read at start", error=str(error))
-            return
-        except ApiUnavailable as error:
+            obj = await custom.get_object(
+                self.api, TOPOLOGY_API_VERSION, TOPOLOGY_PLURAL, "", DEFAULT_NAME
+            )
+        except (ApiError, ApiUnavailable) as error:
             log.warning("ClusterNetworkTopology not read at start", error=str(error))
             return
-        self.scheduler.intake.on_object(TOPOLOGY_KIND, "ADDED", obj)
+        if obj is not None:
+            self.scheduler.intake.on_object(TOPOLOGY_KIND, "ADDED", obj)
 
     @staticmethod
     def _signalled_again(sig: signal.Signals) -> None:

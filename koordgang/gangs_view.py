@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.error
 import urllib.request
@@ -48,8 +49,10 @@ def from_cluster(
     listed and their gangs worked out as the daemon does after a restart; a gang that waits
     shows the explanation its pending members carry (their PodScheduled message). Works
     wherever kubectl works (the kubeconfig's rights to list pods and PodGroups suffice)."""
-    from kubernetes import client, config  # late: only this path needs the client
-
+    from koordgang.clients import custom
+    from koordgang.clients.api import KubeApi
+    from koordgang.clients.config import ConfigError, load_connection
+    from koordgang.clients.errors import ApiError, ApiUnavailable
     from koordgang.model.errors import ModelError
     from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES, parse_podgroup
     from koordgang.model.pod import parse_pod
@@ -58,23 +61,29 @@ def from_cluster(
     from koordgang.state.gangs import GangRegistry
 
     try:
-        api_client = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-    except (config.ConfigException, OSError) as error:
-        raise ViewError(f"cannot load a kubeconfig ({kubeconfig or 'default'}): {error}") from None
-    try:
-        listed = client.CoreV1Api(api_client).list_pod_for_all_namespaces()
-        # As the API server sends them (camelCase keys): what the parsers read.
-        pods: list[dict[str, Any]] = api_client.sanitize_for_serialization(listed)["items"]
+        connection = load_connection(kubeconfig or "")
+    except ConfigError as error:
+        raise ViewError(str(error)) from None
+
+    async def read() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        api = KubeApi(connection, pool_size=2, user_agent="koordgang-gangs")
         try:
-            found: Any = client.CustomObjectsApi(api_client).list_cluster_custom_object(
-                "scheduling.sigs.k8s.io", "v1alpha1", "podgroups"
-            )
-            groups: list[dict[str, Any]] = found["items"]
-        except client.ApiException as error:
-            if error.status != 404:  # the PodGroup CRD is optional
-                raise
-            groups = []
-    except (client.ApiException, OSError) as error:
+            pods = await custom.list_all(api, "/api/v1/pods")
+            try:
+                groups = await custom.list_all(
+                    api, "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups"
+                )
+            except ApiError as error:
+                if not error.not_found:  # the PodGroup CRD is optional
+                    raise
+                groups = []
+            return pods, groups
+        finally:
+            await api.close()
+
+    try:
+        pods, groups = asyncio.run(read())
+    except (ApiError, ApiUnavailable) as error:
         raise ViewError(f"cannot list pods and PodGroups: {error}") from None
     registry = GangRegistry(600.0)
     cache = SchedulerCache()
