@@ -68,12 +68,15 @@ demo: $(STAMP)
 
 # Benchmarks on a control plane of their own (.cluster/bench): the bind ceiling, then the
 # scenarios of e2e/bench/scenarios.py; results in bench-results/. E.g. BENCH_ARGS="--scale 0.1".
+# PEERS=all (or kube-scheduler,coscheduling,koord-scheduler) runs the same scenarios on the
+# peers too, built from their Go modules on first use (e2e/bench/peers/gomod).
 BENCH_ARGS ?=
+PEERS ?= none
 .PHONY: bench
 bench: $(STAMP) build-controlplane
 	@$(PY) -c "import matplotlib" 2>/dev/null && test -x $(VENV)/bin/py-spy || \
 		$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
-	@$(PY) -m e2e.bench $(BENCH_ARGS)
+	@$(PY) -m e2e.bench --peers $(PEERS) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .cluster .mypy_cache .ruff_cache .pytest_cache

@@ -1,5 +1,7 @@
-"""``python -m e2e.bench``: the ceiling, the throughput scenarios, the ceiling again, the
-start-up scenario; then the table, JSON and plot."""
+"""``python -m e2e.bench``: per scheduler (koordgang, then the peers chosen with ``--peers``):
+its CRDs, the ceiling, the throughput scenarios, the start-up scenario; the ceiling once more at
+the end; then the table, JSON and plot. Results are saved after every scenario, so that
+``--resume`` continues a broken run."""
 
 from __future__ import annotations
 
@@ -16,20 +18,20 @@ from pathlib import Path
 
 from e2e.bench import report
 from e2e.bench.ceiling import CONCURRENCY, measure_ceiling
-from e2e.bench.cluster import BenchCluster
+from e2e.bench.cluster import CRDS, BenchCluster
 from e2e.bench.console import say
+from e2e.bench.ledger import RESULTS_JSON, Progress
 from e2e.bench.measure import run_scenario
-from e2e.bench.results import (
-    CeilingResult,
-    ScenarioResult,
-    reference_rate,
-    set_share_of_ceiling,
-)
-from e2e.bench.scenarios import SCENARIOS, Finish, select
+from e2e.bench.peers.build import PeerFiles
+from e2e.bench.peers.build import prepare as prepare_peers
+from e2e.bench.scenarios import LARGE_SCENARIOS, SCENARIOS, Finish, Scenario, select
+from e2e.bench.schedulers import PEERS, RAISED_QPS, parse_qps, select_schedulers
 from e2e.bench.stage import RunContext
 from e2e.controlplane import LocalControlPlane
+from e2e.controlplane.build import BuildError
 from e2e.controlplane.cluster import START_ORDER, ControlPlaneError
 from e2e.controlplane.processes import ProcessRecord
+from e2e.controlplane.progress import Reporter
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_STATE_DIR = REPO / ".cluster" / "bench"
@@ -44,7 +46,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         f"before and after the throughput scenarios, then start-up ({names}).",
     )
     parser.add_argument(
-        "--scenarios", default="all", help="comma-separated names, or 'all' (default: all)"
+        "--scenarios",
+        default="all",
+        help="comma-separated names, 'all', or 'large' for the 5,000-node ones "
+        f"({', '.join(s.name for s in LARGE_SCENARIOS)}) (default: all)",
     )
     parser.add_argument(
         "--scale",
@@ -81,6 +86,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="extra flags for every daemon, e.g. '--bind-concurrency 64'",
     )
     parser.add_argument(
+        "--peers",
+        default="none",
+        help=f"schedulers to compare with, built from their Go modules: 'all', 'none' or some "
+        f"of {', '.join(PEERS)} (make bench PEERS=...; default: none)",
+    )
+    parser.add_argument(
+        "--peer-qps",
+        default=f"default,{RAISED_QPS}",
+        help="client QPS/burst settings each peer runs with; 'default' is as shipped "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        help="a results folder of a broken run: runs only what it lacks, and writes there",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="sample the daemon with py-spy in every scenario and print its top functions",
@@ -90,8 +112,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--scale must be positive")
     try:
         args.selected = select(args.scenarios)
+        args.schedulers = select_schedulers(args.peers, parse_qps(args.peer_qps))
     except ValueError as error:
         parser.error(str(error))
+    if args.resume is not None and not (args.resume / RESULTS_JSON).is_file():
+        parser.error(f"--resume: no {RESULTS_JSON} in {args.resume}")
     return args
 
 
@@ -105,50 +130,115 @@ def control_plane_pids(plane: LocalControlPlane) -> dict[str, int]:
 
 
 async def run(
-    args: argparse.Namespace, kubeconfig: Path, pids: dict[str, int], out: Path
-) -> tuple[list[CeilingResult], list[ScenarioResult]]:
+    args: argparse.Namespace,
+    kubeconfig: Path,
+    pids: dict[str, int],
+    out: Path,
+    peers: PeerFiles,
+    done: Progress,
+) -> None:
+    """Throughput scenarios scheduler by scheduler, each after a ceiling; a last ceiling; then
+    the start-up scenarios of every scheduler back to back, sharing their filler pods."""
     cluster = BenchCluster(kubeconfig)
-    ctx = RunContext(
-        cluster=cluster,
-        kubeconfig=kubeconfig,
-        control_plane=pids,
-        out_dir=out,
-        run_id=uuid.uuid4().hex[:5],
-        scale=args.scale,
-        daemon_args=tuple(shlex.split(args.daemon_args)),
-        profile=args.profile,
-    )
-    results: list[ScenarioResult] = []
+    run_id = str(done.meta.setdefault("run_id", uuid.uuid4().hex[:5]))
+    contexts = [
+        RunContext(
+            cluster=cluster,
+            kubeconfig=kubeconfig,
+            control_plane=pids,
+            out_dir=out,
+            run_id=run_id,
+            scale=args.scale,
+            daemon_args=tuple(shlex.split(args.daemon_args)),
+            profile=args.profile,
+            ceilings=done.ceilings,
+            scheduler=scheduler,
+            tag=f"s{index}",
+            binaries=peers.binaries,
+            sources=peers.sources,
+        )
+        for index, scheduler in enumerate(args.schedulers)
+    ]
+    rated = [s for s in args.selected if s.finish is not Finish.FIRST_BIND]
+    startup = [s for s in args.selected if s.finish is Finish.FIRST_BIND]
     try:
-        await cluster.install_crds()
-        if not args.skip_ceiling:
-            ctx.ceilings.append(await measure_ceiling(ctx, "start", args.ceiling_concurrency))
-        # Throughput scenarios between two ceilings; start-up ones (which leave a cluster
-        # full of pods that keeps kwok busy for minutes) after the second.
-        rated = [s for s in args.selected if s.finish is not Finish.FIRST_BIND]
-        for scenario in rated:
-            results.append(await run_scenario(ctx, scenario))
-        if not args.skip_ceiling and rated:
-            # Once more: the machine's other load may have changed meanwhile.
-            ctx.ceilings.append(await measure_ceiling(ctx, "end", args.ceiling_concurrency))
-        for scenario in args.selected:
-            if scenario not in rated:
-                results.append(await run_scenario(ctx, scenario))
-        for result in results:
-            set_share_of_ceiling(result, reference_rate(ctx.ceilings))
+        for ctx in contexts:
+            await _run_scheduler(args, ctx, done, rated, ceiling=not args.skip_ceiling)
+        if rated and not args.skip_ceiling and not done.has_ceiling("end"):
+            done.add_ceiling(await measure_ceiling(contexts[-1], "end", args.ceiling_concurrency))
+        for ctx in contexts:
+            await _run_scheduler(args, ctx, done, startup, ceiling=False)
     finally:
         await cluster.close()
-    return ctx.ceilings, results
+
+
+async def _run_scheduler(
+    args: argparse.Namespace,
+    ctx: RunContext,
+    done: Progress,
+    scenarios: Sequence[Scenario],
+    *,
+    ceiling: bool,
+) -> None:
+    """Some of one scheduler's scenarios, on its own CRDs, after a ceiling if asked."""
+    scheduler = ctx.scheduler
+    todo = [s for s in scenarios if not done.has(s.name, scheduler.label)]
+    if not todo:
+        return
+    if any(scheduler.skip_reason(s) is None for s in todo):
+        say(f"##### {scheduler.label}: {scheduler.version()}")
+        ctx.crds = await ctx.cluster.install_crds(scheduler.crd_paths(koordgang_crds()))
+        say(f"{scheduler.label}: CRDs installed: {', '.join(ctx.crds) or 'none'}")
+        if scheduler.name == "koord-scheduler":
+            # Its shipped profile's ElasticQuota plugin keeps quota groups there.
+            await ctx.cluster.ensure_namespace("koordinator-system")
+        label = "before-" + scheduler.label.replace(" ", "-")
+        if ceiling and not done.has_ceiling(label):
+            done.add_ceiling(await measure_ceiling(ctx, label, args.ceiling_concurrency))
+    for scenario in todo:
+        result = await run_scenario(ctx, scenario)
+        if not result.skipped and ceiling:
+            result.notes["ceiling_before"] = "before-" + scheduler.label.replace(" ", "-")
+        done.add(result)
+
+
+def koordgang_crds() -> list[Path]:
+    return sorted(CRDS.glob("*.yaml"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = args.out.resolve() / stamp
-    out.mkdir(parents=True, exist_ok=True)
+    if args.resume is not None:
+        out = args.resume.resolve()
+        done = Progress.load(out)
+        stamp = str(done.meta.get("stamp", stamp))
+    else:
+        out = args.out.resolve() / stamp
+        out.mkdir(parents=True, exist_ok=True)
+        done = Progress(out / RESULTS_JSON)
     say(
         f"koordgang benchmark: scale {args.scale}, scenarios "
-        f"{', '.join(s.name for s in args.selected)}; results in {out}"
+        f"{', '.join(s.name for s in args.selected)}, schedulers "
+        f"{', '.join(s.label for s in args.schedulers)}; results in {out}"
+        + (f" (resuming: {len(done.results)} measured already)" if args.resume else "")
+    )
+    peer_names = {s.name for s in args.schedulers if s.binary is not None}
+    try:
+        peers = prepare_peers(peer_names, Reporter())
+    except BuildError as error:
+        say(f"cannot build the peers: {error}")
+        return 2
+    done.update_meta(
+        {
+            "stamp": stamp,
+            "scale": args.scale,
+            "argv": sys.argv[1:],
+            "host": platform.node(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "versions": {s.label: s.version() for s in args.schedulers},
+        }
     )
     plane = LocalControlPlane(
         state_dir=args.state_dir,
@@ -161,9 +251,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"cannot start the control plane in {args.state_dir}: {error}")
         return 2
     try:
-        ceilings, results = asyncio.run(run(args, kubeconfig, control_plane_pids(plane), out))
+        asyncio.run(run(args, kubeconfig, control_plane_pids(plane), out, peers, done))
     except KeyboardInterrupt:
-        say("interrupted")
+        say(f"interrupted; continue with --resume {out}")
         return 130
     finally:
         if args.keep_cluster:
@@ -171,12 +261,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             for line in plane.down():
                 say(line)
+    ceilings, results = done.ceilings, done.results
 
     title = (
         f"koordgang benchmark {stamp}, scale {args.scale} "
         f"({platform.node()}, {os.cpu_count()} cores)"
     )
-    lines = [title, "", *report.results_table(ceilings, results)]
+    lines = [title, "", *report.versions_lines(done.meta.get("versions", {})), ""]
+    lines += [*report.side_by_side(results), ""]
+    lines += [*report.results_table(ceilings, results)]
     lines += [*report.ceiling_lines(ceilings), ""]
     lines += [*report.cores_table(ceilings, results), ""]
     lines += [*report.cost_table(ceilings, results), ""]
@@ -186,21 +279,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     targets = report.target_lines(ceilings, results)
     if targets:
         lines += ["targets (issue 4):", *targets, ""]
+    peer_targets = report.peer_target_lines(results)
+    if peer_targets:
+        lines += ["targets against the peers (issue 10):", *peer_targets, ""]
     lines += report.profile_lines(results)
+    peer_problems = report.peer_problem_lines(results)
+    if peer_problems:
+        lines += ["the peers' runs (not failures of this bench):", *peer_problems, ""]
     failures = report.failure_lines(ceilings, results)
     lines += failures or ["no correctness failures"]
     text = "\n".join(lines)
     print("\n" + text)
     (out / "results.txt").write_text(text + "\n")
-    meta = {
-        "stamp": stamp,
-        "scale": args.scale,
-        "argv": sys.argv[1:],
-        "host": platform.node(),
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-    }
-    report.write_json(out / "results.json", meta, ceilings, results)
+    done.save()
     png = out / "results.png"
     if not report.plot(png, ceilings, results, title):
         say("matplotlib is not installed: no plot (pip install -e '.[bench]')")

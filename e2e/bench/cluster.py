@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import yaml
 
 from e2e.bench.console import Ticker, say
+from e2e.bench.gang_api import GangApi, pod_manifest
 from e2e.bench.workload import BENCH_LABEL, PodPlan
 from e2e.controlplane import NodeSpec
 from koordgang.clients.api import KubeApi
@@ -109,17 +110,73 @@ class BenchCluster:
 
     # -- CRDs and namespaces ------------------------------------------------------------------
 
-    async def install_crds(self) -> None:
-        """The daemon's kopf side watches PodGroups and ClusterNetworkTopologies."""
-        for path in sorted(CRDS.glob("*.yaml")):
-            body = yaml.safe_load(path.read_text())
+    async def install_crds(self, paths: Iterable[Path] | None = None) -> list[str]:
+        """Installs the CRDs in ``paths`` (default: koordgang's), replacing any of the same name
+        that another scheduler installed, and waits until each is served; returns their names.
+
+        koordgang and koord-scheduler both define ``podgroups.scheduling.sigs.k8s.io``: each run
+        installs its own, so that no scheduler runs on another's schema.
+        """
+        paths = sorted(CRDS.glob("*.yaml")) if paths is None else list(paths)
+        names: list[str] = []
+        for path in paths:
+            for body in yaml.safe_load_all(path.read_text()):
+                if not body or body.get("kind") != "CustomResourceDefinition":
+                    continue
+                names.append(body["metadata"]["name"])
+                await self._replace_crd(body)
+        for name in names:
+            await self._wait_established(name)
+        return names
+
+    async def _replace_crd(self, body: dict[str, Any]) -> None:
+        base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        name = body["metadata"]["name"]
+        try:
+            await self.api.request("POST", base, body=body)
+            return
+        except ApiError as error:
+            if not error.conflict:
+                raise
+        current = await self.api.request("GET", f"{base}/{name}")
+        if current.get("spec") == body.get("spec"):
+            return
+        # Another scheduler's schema: delete it (and the objects under it) and create ours. A
+        # replace in place is refused when the stored versions differ.
+        await self.api.request("DELETE", f"{base}/{name}")
+        for _ in range(300):
             try:
-                await self.api.request(
-                    "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=body
-                )
+                await self.api.request("GET", f"{base}/{name}")
             except ApiError as error:
-                if not error.conflict:
-                    raise
+                if error.not_found:
+                    break
+                raise
+            await asyncio.sleep(0.1)
+        await self.api.request("POST", base, body=body)
+
+    async def _wait_established(self, name: str, timeout: float = 60) -> None:
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            crd = await self.api.request("GET", path)
+            conditions = (crd.get("status") or {}).get("conditions") or []
+            if any(
+                c.get("type") == "Established" and c.get("status") == "True" for c in conditions
+            ):
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(f"CRD {name} not established after {timeout:.0f} s")
+            await asyncio.sleep(0.2)
+
+    async def create_objects(self, namespace: str, bodies: Sequence[dict[str, Any]]) -> None:
+        """Namespaced custom objects (PodGroups), at their ``apiVersion``'s path."""
+
+        async def create(body: dict[str, Any]) -> None:
+            plural = body["kind"].lower() + "s"
+            path = f"/apis/{body['apiVersion']}/namespaces/{namespace}/{plural}"
+            await with_retries(lambda: self.api.request("POST", path, body=body))
+
+        await run_pool(bodies, create, label="creating pod groups")
 
     async def ensure_priority_classes(self, classes: Mapping[str, int]) -> None:
         for name, value in classes.items():
@@ -148,22 +205,36 @@ class BenchCluster:
         if body is not None:
             await self.api.request("POST", path, body=dict(body))
 
-    async def count_pods(self, namespace: str) -> int:
-        pods, _ = await self.list_all(f"/api/v1/namespaces/{namespace}/pods", {}, names_only=True)
+    async def count_pods(self, namespace: str, running: bool = False) -> int:
+        params = {"fieldSelector": "status.phase=Running"} if running else {}
+        pods, _ = await self.list_all(
+            f"/api/v1/namespaces/{namespace}/pods", params, names_only=True
+        )
         return len(pods)
 
     async def create_namespace(self, name: str) -> None:
         body = {"metadata": {"name": name, "labels": {BENCH_LABEL: "1"}}}
         await self.api.request("POST", "/api/v1/namespaces", body=body)
 
-    async def delete_bench_namespaces(self) -> None:
-        """Namespaces of earlier scenarios. Without kube-controller-manager a namespace never
-        finishes deleting, so its finalizer is cleared here (its pods are already gone)."""
+    async def ensure_namespace(self, name: str) -> None:
+        """A namespace that outlives the scenarios (no bench label: never deleted by us)."""
+        try:
+            await self.api.request("POST", "/api/v1/namespaces", body={"metadata": {"name": name}})
+        except ApiError as error:
+            if not error.conflict:
+                raise
+
+    async def delete_bench_namespaces(self, keep: str = "") -> None:
+        """Namespaces of earlier scenarios (but ``keep``). Without kube-controller-manager a
+        namespace never finishes deleting, so its finalizer is cleared here (its pods are
+        already gone)."""
         namespaces, _ = await self.list_all(
             "/api/v1/namespaces", {"labelSelector": f"{BENCH_LABEL}=1"}
         )
         for namespace in namespaces:
             name = namespace["metadata"]["name"]
+            if name == keep:
+                continue
             try:
                 await self.api.request("DELETE", f"/api/v1/namespaces/{name}")
                 current = await self.api.request("GET", f"/api/v1/namespaces/{name}")
@@ -175,21 +246,36 @@ class BenchCluster:
 
     # -- pods ----------------------------------------------------------------------------------
 
-    async def create_pods(self, namespace: str, plans: Sequence[PodPlan], label: str) -> None:
-        path = f"/api/v1/namespaces/{namespace}/pods"
-
+    async def create_pods(
+        self,
+        namespace: str,
+        plans: Sequence[PodPlan],
+        label: str,
+        gang_api: GangApi = GangApi.KOORDINATOR,
+    ) -> None:
         async def create(plan: PodPlan) -> None:
-            body = plan.manifest()
-            await with_retries(lambda: self.api.request("POST", path, body=body))
+            await self.create_pod(namespace, plan, gang_api)
 
         await run_pool(plans, create, label=label)
 
-    async def delete_bench_pods(self) -> None:
-        """Every pod any benchmark run created (label ``koordgang-bench``), at once (grace 0)."""
+    async def create_pod(
+        self, namespace: str, plan: PodPlan, gang_api: GangApi = GangApi.KOORDINATOR
+    ) -> None:
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        body = pod_manifest(plan, gang_api)
+        await with_retries(lambda: self.api.request("POST", path, body=body))
+
+    async def delete_bench_pods(self, keep_namespace: str = "") -> None:
+        """Every pod any benchmark run created (label ``koordgang-bench``), at once (grace 0),
+        but those in ``keep_namespace``."""
         pods, _ = await self.list_all(
             "/api/v1/pods", {"labelSelector": f"{BENCH_LABEL}=1"}, names_only=True
         )
-        keys = [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods]
+        keys = [
+            (p["metadata"]["namespace"], p["metadata"]["name"])
+            for p in pods
+            if p["metadata"]["namespace"] != keep_namespace
+        ]
 
         async def delete(key: tuple[str, str]) -> None:
             namespace, name = key
@@ -210,6 +296,7 @@ class BenchCluster:
             left, _ = await self.list_all(
                 "/api/v1/pods", {"labelSelector": f"{BENCH_LABEL}=1"}, names_only=True
             )
+            left = [p for p in left if p["metadata"]["namespace"] != keep_namespace]
             if not left:
                 return
             await asyncio.sleep(0.2)
@@ -238,9 +325,10 @@ class BenchCluster:
 
     # -- nodes ---------------------------------------------------------------------------------
 
-    async def reconcile_nodes(self, specs: Sequence[NodeSpec]) -> None:
+    async def reconcile_nodes(self, specs: Sequence[NodeSpec]) -> bool:
         """Make the fake nodes exactly ``specs``: nodes of the same name and capacity are kept,
-        others deleted, missing ones created; then wait until kwok has made them Ready."""
+        others deleted, missing ones created; then wait until kwok has made them Ready. True
+        when any node was deleted or created."""
         wanted = {spec.name: spec for spec in specs}
         existing, _ = await self.list_all("/api/v1/nodes", {"labelSelector": "type=kwok"})
         keep: set[str] = set()
@@ -276,6 +364,7 @@ class BenchCluster:
             say(f"reusing {len(keep)} nodes")
         await run_pool(missing, create, label="creating nodes")
         await self.wait_nodes_ready(list(wanted))
+        return bool(stale or missing)
 
     async def wait_nodes_ready(self, names: Iterable[str], timeout: float = 300) -> None:
         pending = set(names)

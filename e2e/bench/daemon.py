@@ -1,5 +1,6 @@
-"""The daemon under test: ``python -m koordgang run`` as a child process, its readiness,
-its Prometheus counters, and its CPU time and memory from /proc."""
+"""The scheduler under test as a child process: its readiness, its Prometheus counters, and
+its CPU time and memory from /proc. ``BenchDaemon`` is koordgang (``python -m koordgang run``);
+the peers (``e2e.bench.peers.process``) share the rest."""
 
 from __future__ import annotations
 
@@ -31,12 +32,17 @@ class DaemonFailed(RuntimeError):
     pass
 
 
-class BenchDaemon:
-    def __init__(self, kubeconfig: Path, log_path: Path, extra_args: Sequence[str] = ()) -> None:
-        self.kubeconfig = kubeconfig
+class SchedulerProcess:
+    """One scheduler run as a child process, logging to ``log_path``."""
+
+    #: How it is called in messages.
+    name = "scheduler"
+    #: The path answering 200 once it schedules (``/readyz``; ``/healthz`` where there is none).
+    ready_path = "/readyz"
+
+    def __init__(self, log_path: Path) -> None:
         self.log_path = log_path
         self.port = free_port()
-        self.extra_args = tuple(extra_args)
         self.process: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
 
@@ -49,26 +55,13 @@ class BenchDaemon:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
     def start(self) -> float:
-        """Spawns the daemon; returns time.monotonic() just before the spawn."""
+        """Spawns the scheduler; returns time.monotonic() just before the spawn."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        argv = [
-            sys.executable,
-            "-m",
-            "koordgang",
-            "run",
-            "--kubeconfig",
-            str(self.kubeconfig),
-            "--http-port",
-            str(self.port),
-            "--http-host",
-            "127.0.0.1",
-            "--log-format",
-            "json",
-            "--log-level",
-            "warning",
-            *self.extra_args,
-        ]
+        argv = self.argv()
         with self.log_path.open("ab") as log:
             self.started_at = time.monotonic()
             self.process = subprocess.Popen(
@@ -85,16 +78,18 @@ class BenchDaemon:
         assert self.process is not None
         if self.process.poll() is not None:
             tail = self.log_path.read_text(errors="replace")[-3000:]
-            raise DaemonFailed(f"koordgang exited with {self.process.returncode}:\n{tail}")
+            raise DaemonFailed(f"{self.name} exited with {self.process.returncode}:\n{tail}")
 
     async def wait_ready(self, session: aiohttp.ClientSession, timeout: float = 180) -> float:
-        """Polls /readyz every 20 ms; returns time.monotonic() of the first 200."""
+        """Polls ``ready_path`` every 20 ms; returns time.monotonic() of the first 200."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.check_alive()
             try:
                 async with session.get(
-                    self.url + "/readyz", timeout=aiohttp.ClientTimeout(total=1)
+                    self.url + self.ready_path,
+                    timeout=aiohttp.ClientTimeout(total=1),
+                    ssl=False,
                 ) as reply:
                     await reply.read()
                     if reply.status == 200:
@@ -102,7 +97,7 @@ class BenchDaemon:
             except (aiohttp.ClientError, TimeoutError):
                 pass
             await asyncio.sleep(0.02)
-        raise DaemonFailed(f"koordgang not ready after {timeout:.0f} s; see {self.log_path}")
+        raise DaemonFailed(f"{self.name} not ready after {timeout:.0f} s; see {self.log_path}")
 
     def cpu_seconds(self) -> float | None:
         return procstats.cpu_seconds(self.pid)
@@ -115,7 +110,7 @@ class BenchDaemon:
         selected histograms in milliseconds, as ``name_mean_ms{label=value}``."""
         try:
             async with session.get(
-                self.url + "/metrics", timeout=aiohttp.ClientTimeout(total=5)
+                self.url + "/metrics", timeout=aiohttp.ClientTimeout(total=5), ssl=False
             ) as reply:
                 text = await reply.text()
         except (aiohttp.ClientError, TimeoutError):
@@ -147,6 +142,36 @@ class BenchDaemon:
         except subprocess.TimeoutExpired:
             self.process.kill()
             return self.process.wait()
+
+
+class BenchDaemon(SchedulerProcess):
+    """koordgang, from this checkout."""
+
+    name = "koordgang"
+
+    def __init__(self, kubeconfig: Path, log_path: Path, extra_args: Sequence[str] = ()) -> None:
+        super().__init__(log_path)
+        self.kubeconfig = kubeconfig
+        self.extra_args = tuple(extra_args)
+
+    def argv(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "koordgang",
+            "run",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--http-port",
+            str(self.port),
+            "--http-host",
+            "127.0.0.1",
+            "--log-format",
+            "json",
+            "--log-level",
+            "warning",
+            *self.extra_args,
+        ]
 
 
 def _labels(labels: dict[str, str]) -> str:

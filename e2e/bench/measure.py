@@ -1,8 +1,10 @@
-"""One scenario, measured: stage, start the daemon, follow the binds, stop, check, sum up.
+"""One scenario on one scheduler, measured: stage, start the scheduler, follow the binds, stop,
+check, sum up.
 
-t0 is when the daemon's /readyz first answers 200 (its informer has listed pods and nodes);
-rates are bound pods / (last bind - t0). The daemon's CPU time and peak RSS are read from /proc
-just before it is stopped.
+t0 is when the scheduler's /readyz first answers 200 (koordgang: its informer has listed pods
+and nodes; koord-scheduler, which has no /readyz: /healthz); rates are bound pods /
+(last bind - t0). The scheduler's CPU time and peak RSS are read from /proc just before it is
+stopped. koordgang is called "the daemon" below; a peer is measured the same way.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import aiohttp
 from e2e.bench import dry_run, gather_time
 from e2e.bench.checks import check_cluster
 from e2e.bench.console import Ticker, say
-from e2e.bench.daemon import BenchDaemon, DaemonFailed
+from e2e.bench.daemon import BenchDaemon, DaemonFailed, SchedulerProcess
+from e2e.bench.peers.process import PeerProcess
+from e2e.bench.peers.reasons import peer_reasons
 from e2e.bench.procstats import CpuSampler
 from e2e.bench.profiling import Profiler, top_entries
 from e2e.bench.results import (
@@ -33,14 +37,18 @@ from e2e.bench.results import (
     timeline,
 )
 from e2e.bench.scenarios import BLOCK, SPINE, Finish, Scenario
+from e2e.bench.schedulers import KOORDGANG
 from e2e.bench.stage import RunContext, filler_namespace, set_stage, settle
+from e2e.bench.streaming import Streamer
 from e2e.bench.watch import BindWatcher
 from e2e.bench.workload import GANG_NAME, Workload
 
+#: The key of the scheduler under test in the CPU figures (koordgang or a peer).
+SCHEDULER_PROCESS = "scheduler"
 #: A cluster-full scenario is over after this long without a bind.
 QUIET_SECONDS = 3.0
 #: Any scenario is given up after this long without a bind.
-STALL_SECONDS = 120.0
+STALL_SECONDS = 60.0
 #: ... or after this long in all.
 TIME_LIMIT_SECONDS = 1200.0
 
@@ -58,11 +66,26 @@ async def run_scenario(ctx: RunContext, scenario: Scenario) -> ScenarioResult:
         notes=dict(workload.notes),
         reference=scenario.reference,
         reference_pods_per_s=scenario.reference_pods_per_s,
+        scheduler=ctx.scheduler.label,
+        scheduler_version=ctx.scheduler.version(),
+        crds=list(ctx.crds),
+        gang_api=ctx.scheduler.gang_api.value if scenario.gangs else "",
+        submit=(
+            "prebuilt"
+            if scenario.stream_rate is None
+            else f"streamed {scenario.stream_rate:g} pods/s"
+        ),
     )
     if workload.fillers:
         result.notes["fillers"] = len(workload.fillers)
+    skipped = ctx.scheduler.skip_reason(scenario)
+    if skipped:
+        result.skipped = skipped
+        say(f"=== {scenario.name} on {result.scheduler}: n/a ({skipped})")
+        return result
     say(
-        f"=== {scenario.name}: {scenario.summary} -- here {result.nodes} nodes, "
+        f"=== {scenario.name} on {result.scheduler}: {scenario.summary} -- here "
+        f"{result.nodes} nodes, "
         f"{result.pods} pods, {result.gangs} gangs"
         + (f", {len(workload.fillers)} bound fillers" if workload.fillers else "")
     )
@@ -78,25 +101,24 @@ async def run_scenario(ctx: RunContext, scenario: Scenario) -> ScenarioResult:
 async def _measure(
     ctx: RunContext, scenario: Scenario, workload: Workload, result: ScenarioResult
 ) -> None:
-    namespace = f"bench-{scenario.name}-{ctx.run_id}"
-    await set_stage(ctx, workload, namespace)
+    namespace = f"bench-{scenario.name}-{ctx.run_id}-{ctx.tag}"
+    fill = filler_namespace(scenario.name, ctx.run_id)
+    streamed = scenario.stream_rate is not None
+    await set_stage(ctx, workload, namespace, fill, create_pods=not streamed)
     at_rest = await settle(ctx, steady_is_enough=scenario.finish is Finish.FIRST_BIND)
     result.notes["control_plane_cores_before_start"] = at_rest
 
     watcher = BindWatcher(ctx.cluster, namespace)
     await watcher.start()
     sampler = ctx.sampler()
-    daemon = BenchDaemon(
-        ctx.kubeconfig,
-        ctx.out_dir / "logs" / f"koordgang-{scenario.name}.log",
-        [*ctx.daemon_args, *scenario.daemon_args],
-    )
+    daemon = _scheduler_process(ctx, scenario)
     profiler: Profiler | None = None
+    streamer: Streamer | None = None
     end = time.monotonic()
     async with aiohttp.ClientSession() as session:
         sampler.start()
         spawned = daemon.start()
-        sampler.pids["koordgang"] = daemon.pid
+        sampler.pids[SCHEDULER_PROCESS] = daemon.pid
         try:
             startup = scenario.finish is Finish.FIRST_BIND
             if ctx.profile and startup:
@@ -104,10 +126,17 @@ async def _measure(
             t0 = await daemon.wait_ready(session)
             sampler.sample()
             result.ready_after_s = round(t0 - spawned, 3)
-            say(f"{scenario.name}: koordgang ready {t0 - spawned:.2f} s after start")
+            say(f"{scenario.name}: {daemon.name} ready {t0 - spawned:.2f} s after start")
             if ctx.profile and not startup:
                 profiler = await _start_profiler(ctx, scenario, daemon)
-            problem = await _follow(scenario, workload, watcher, daemon, sampler, t0)
+            if scenario.stream_rate is not None:
+                streamer = Streamer(ctx, namespace, workload, scenario.stream_rate)
+                streamer.start()
+            try:
+                problem = await _follow(scenario, workload, watcher, daemon, sampler, t0)
+            finally:
+                if streamer is not None:
+                    await streamer.stop()
             end = sampler.sample()
             if profiler is not None:
                 profiler.stop()
@@ -123,15 +152,18 @@ async def _measure(
             code = await daemon.stop()
             result.notes["exit_after_sigterm_s"] = round(time.monotonic() - stopping, 2)
             await sampler.stop()
-            if code not in (0, None):
-                result.problems.append(f"koordgang exited with {code} after SIGTERM")
+            result.notes["exit_code_after_sigterm"] = code
+            # koordgang must exit cleanly; the kube-scheduler based peers exit 1 after SIGTERM
+            # when they run without leader election ("finished without leader elect").
+            if code not in (0, None) and isinstance(daemon, BenchDaemon):
+                result.problems.append(f"{daemon.name} exited with {code} after SIGTERM")
     if profiler is not None:
         await profiler.finish()
         result.profile_top = top_entries(profiler.output)
     await watcher.stop()
 
     if "victims_minimum" in workload.notes:
-        await _preemption_figures(ctx, workload, namespace, daemon.log_path, result)
+        await _preemption_figures(ctx, workload, fill, daemon.log_path, result)
     problems, final_pods = await check_cluster(ctx.cluster, namespace, workload.gangs)
     result.problems += problems
     if workload.notes.get("placement_quality"):
@@ -145,11 +177,64 @@ async def _measure(
             )
     result.bound = sum(1 for p in final_pods if (p.get("spec") or {}).get("nodeName"))
     _sum_up(ctx, workload, watcher, sampler, spawned, t0, end, result)
+    if streamer is not None:
+        _stream_latency(workload, watcher, streamer, result)
+    if result.problems and result.scheduler != KOORDGANG:
+        result.notes["scheduler_says"] = peer_reasons(daemon.log_path)
+
+
+def _scheduler_process(ctx: RunContext, scenario: Scenario) -> SchedulerProcess:
+    logs = ctx.out_dir / "logs"
+    scheduler = ctx.scheduler
+    if scheduler.name == KOORDGANG:
+        return BenchDaemon(
+            ctx.kubeconfig,
+            logs / f"koordgang-{scenario.name}.log",
+            [*ctx.daemon_args, *scenario.daemon_args],
+        )
+    binary = scheduler.binary
+    assert binary is not None
+    return PeerProcess(
+        scheduler.name,
+        ctx.binaries[scheduler.name],
+        ctx.sources.get(scheduler.name),
+        ctx.kubeconfig,
+        logs / f"{scheduler.label.replace(' ', '-')}-{scenario.name}.log",
+        scheduler.qps,
+        scheduler.ready_path,
+    )
+
+
+def _stream_latency(
+    workload: Workload, watcher: BindWatcher, streamer: Streamer, result: ScenarioResult
+) -> None:
+    members: dict[str, list[str]] = defaultdict(list)
+    for pod in workload.pods:
+        if pod.gang is not None:
+            members[pod.gang.name].append(pod.name)
+    latencies: list[float] = []
+    for gang, names in members.items():
+        created = streamer.last_created.get(gang)
+        times = sorted(watcher.bound_at[n] for n in names if n in watcher.bound_at)
+        if created is None or len(times) < workload.gangs[gang]:
+            continue
+        latencies.append(max(0.0, times[workload.gangs[gang] - 1] - created))
+    p50, p99 = percentile(latencies, 0.50), percentile(latencies, 0.99)
+    result.gang_latency_p50_s = None if p50 is None else round(p50, 3)
+    result.gang_latency_p99_s = None if p99 is None else round(p99, 3)
+    result.notes["streamed_pods_per_s"] = round(streamer.achieved_rate(), 1)
+    say(
+        f"{result.name}: gang latency (last member created -> minimum bound) P50 "
+        f"{result.gang_latency_p50_s} s, P99 {result.gang_latency_p99_s} s; pods created at "
+        f"{streamer.achieved_rate():.0f}/s"
+    )
 
 
 async def _start_profiler(
-    ctx: RunContext, scenario: Scenario, daemon: BenchDaemon
+    ctx: RunContext, scenario: Scenario, daemon: SchedulerProcess
 ) -> Profiler | None:
+    if not isinstance(daemon, BenchDaemon):
+        return None  # py-spy samples Python processes only
     profiler = Profiler(daemon.pid, ctx.out_dir / "profiles" / f"{scenario.name}.txt")
     if await profiler.start():
         return profiler
@@ -161,7 +246,7 @@ async def _follow(
     scenario: Scenario,
     workload: Workload,
     watcher: BindWatcher,
-    daemon: BenchDaemon,
+    daemon: SchedulerProcess,
     sampler: CpuSampler,
     t0: float,
 ) -> str | None:
@@ -183,7 +268,7 @@ async def _follow(
             cores = sampler.recent(1.0)
             say(
                 f"scenario {scenario.name}: {count}/{expected} bound, {rate:.0f} pods/s "
-                f"(koordgang {cores.get('koordgang', 0.0):.2f} cores, "
+                f"({daemon.name} {cores.get(SCHEDULER_PROCESS, 0.0):.2f} cores, "
                 f"apiserver {cores.get('kube-apiserver', 0.0):.2f}, "
                 f"etcd {cores.get('etcd', 0.0):.2f}, others {cores.get('others', 0.0):.2f})"
             )
@@ -244,7 +329,7 @@ def _sum_up(
     result.window_s = round(end - since, 3)
     result.timeline = timeline(bound_at.values(), t0)
     summary = (
-        f"{scenario_line(result)}; koordgang CPU {result.daemon_cpu_s} s, "
+        f"{scenario_line(result)}; {result.scheduler} CPU {result.daemon_cpu_s} s, "
         f"peak RSS {result.daemon_peak_rss_mb} MB, exited "
         f"{result.notes.get('exit_after_sigterm_s')} s after SIGTERM"
     )
@@ -254,7 +339,7 @@ def _sum_up(
 
 
 def scenario_line(result: ScenarioResult) -> str:
-    parts = [f"{result.name}: {result.bound}/{result.expected} bound"]
+    parts = [f"{result.name} on {result.scheduler}: {result.bound}/{result.expected} bound"]
     if result.pods_per_s is not None:
         parts.append(f"{result.pods_per_s:.0f} pods/s")
     if result.pct_of_ceiling is not None:
@@ -269,11 +354,11 @@ def scenario_line(result: ScenarioResult) -> str:
 
 
 async def _preemption_figures(
-    ctx: RunContext, workload: Workload, namespace: str, log_path: Path, result: ScenarioResult
+    ctx: RunContext, workload: Workload, fill: str, log_path: Path, result: ScenarioResult
 ) -> None:
     """Victims evicted against the least possible number, and the dry-run time per job (from
     the daemon's ``preempting`` log lines)."""
-    remaining = await ctx.cluster.count_pods(filler_namespace(namespace))
+    remaining = await ctx.cluster.count_pods(fill)
     result.notes["victims_evicted"] = len(workload.fillers) - remaining
     dry_runs = dry_run_times(log_path)
     result.notes["preemptions"] = len(dry_runs)

@@ -18,7 +18,11 @@ TARGET_SHARE_OF_CEILING = 70.0
 TARGET_SHARE_SCENARIOS = ("plain", "gang-1k", "big-gang")
 TARGET_PEAK_RSS_MB = 200.0
 TARGET_STARTUP_SECONDS = 10.0
-PROCESSES = ("koordgang", "kube-apiserver", "etcd", "kwok", "bench", "others")
+PROCESSES = ("scheduler", "kube-apiserver", "etcd", "kwok", "bench", "others")
+#: Targets of issue 10: koordgang against the best peer in one run.
+TARGET_TIMES_BEST_PEER_GANGS = 2.0
+TARGET_TIMES_BEST_PEER_PLAIN = 1.0
+KOORDGANG = "koordgang"
 
 
 def _num(value: float | int | None, digits: int = 1) -> str:
@@ -53,6 +57,7 @@ def results_table(
 ) -> list[str]:
     header = [
         "scenario",
+        "scheduler",
         "nodes",
         "pods",
         "bound",
@@ -74,6 +79,7 @@ def results_table(
         rows.append(
             [
                 f"ceiling ({ceiling.label})",
+                "-",
                 str(ceiling.nodes),
                 str(ceiling.pods),
                 str(ceiling.pods - ceiling.errors),
@@ -90,9 +96,12 @@ def results_table(
             ]
         )
     for r in results:
+        if r.skipped:
+            continue
         rows.append(
             [
                 r.name,
+                r.scheduler,
                 str(r.nodes),
                 str(r.pods),
                 f"{r.bound}/{r.expected}",
@@ -105,7 +114,7 @@ def results_table(
                 _num(r.gang_p99_s, 1),
                 _num(r.daemon_cpu_s, 1),
                 _num(r.daemon_peak_rss_mb, 0),
-                "FAIL" if r.problems else "ok",
+                _verdict(r),
             ]
         )
     return _table(header, rows)
@@ -117,7 +126,7 @@ def cores_table(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioRes
     measured: list[tuple[str, Mapping[str, float]]] = [
         (f"ceiling ({c.label})", c.cores) for c in ceilings
     ]
-    measured += [(r.name, r.cores) for r in results]
+    measured += [(_run_name(r), r.cores) for r in results if not r.skipped]
     for name, cores in measured:
         rows.append(
             [name, *(_num(cores.get(p), 2) for p in PROCESSES), _num(sum(cores.values()), 2)]
@@ -134,9 +143,9 @@ def cost_table(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResu
         for c in ceilings
     ]
     measured += [
-        (r.name, cpu_ms_per_pod(r.cores, r.window_s, r.binds_seen))
+        (_run_name(r), cpu_ms_per_pod(r.cores, r.window_s, r.binds_seen))
         for r in results
-        if r.finish != "first bind"
+        if r.finish != "first bind" and not r.skipped
     ]
     for name, costs in measured:
         ours = [costs.get(p) for p in PROCESSES[:-1]]
@@ -154,12 +163,12 @@ def counters_lines(results: Sequence[ScenarioResult]) -> list[str]:
             for key, value in sorted(r.counters.items())
             if value
         ]
-        lines.append(f"{r.name}: " + " ".join(parts))
+        lines.append(f"{_run_name(r)}: " + " ".join(parts))
     return lines
 
 
 def target_lines(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult]) -> list[str]:
-    by_name = {r.name: r for r in results}
+    by_name = {r.name: r for r in results if r.scheduler == KOORDGANG}
     reference = reference_rate(ceilings)
     lines: list[str] = []
 
@@ -202,10 +211,126 @@ def target_lines(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioRe
     return lines
 
 
+def peer_problem_lines(results: Sequence[ScenarioResult]) -> list[str]:
+    """What went wrong in the peers' runs, with the peer's own words from its log."""
+    lines: list[str] = []
+    for r in results:
+        if r.scheduler == KOORDGANG:
+            continue
+        for problem in r.problems:
+            lines.append(f"{_run_name(r)}: {problem}")
+            lines += [f"    it says: {w}" for w in r.notes.get("scheduler_says", [])]
+    return lines
+
+
+def _run_name(r: ScenarioResult) -> str:
+    return r.name if r.scheduler == KOORDGANG else f"{r.name} / {r.scheduler}"
+
+
+def _verdict(r: ScenarioResult) -> str:
+    if not r.problems:
+        return "ok"
+    first = r.problems[0]
+    if first.startswith(("stalled", "time limit")):
+        return "stalled" if first.startswith("stalled") else "time limit"
+    return "FAIL"
+
+
+def versions_lines(versions: Mapping[str, str]) -> list[str]:
+    return [f"{label}: {text}" for label, text in versions.items()]
+
+
+def scheduler_cpu_ms(r: ScenarioResult) -> float | None:
+    """CPU ms the scheduler spent per pod it bound, from readiness to the end of the run."""
+    return cpu_ms_per_pod(r.cores, r.window_s, r.binds_seen).get("scheduler")
+
+
+def side_by_side(results: Sequence[ScenarioResult]) -> list[str]:
+    """One row per scenario and scheduler, what a user comparing schedulers looks at: pods/s,
+    share of the ceiling, gang P50/P99 (streamed: latency from a gang's last member created),
+    CPU ms per bound pod, first bind after start, peak RSS, and correctness (partial gangs and
+    over-committed nodes fail a run). Schedulers that did not run a scenario share one row."""
+    header = [
+        "scenario",
+        "scheduler",
+        "submit",
+        "bound",
+        "pods/s",
+        "% ceiling",
+        "gang P50 s",
+        "gang P99 s",
+        "CPU ms/pod",
+        "1st bind s",
+        "peak RSS MB",
+        "result",
+    ]
+    rows: list[list[str]] = []
+    not_run: dict[tuple[str, str], list[str]] = {}
+    for r in results:
+        if r.skipped:
+            names = not_run.setdefault((r.name, r.skipped), [])
+            base = r.scheduler.split(" qps ")[0]
+            if base not in names:
+                names.append(base)
+            continue
+        streamed = r.submit.startswith("streamed")
+        rows.append(
+            [
+                r.name,
+                r.scheduler,
+                "streamed" if streamed else "prebuilt",
+                f"{r.bound}/{r.expected}",
+                _num(r.pods_per_s, 0) if r.finish != "first bind" else "-",
+                _num(r.pct_of_ceiling, 0) if r.finish != "first bind" else "-",
+                _num(r.gang_latency_p50_s if streamed else r.gang_p50_s, 2),
+                _num(r.gang_latency_p99_s if streamed else r.gang_p99_s, 2),
+                _num(scheduler_cpu_ms(r), 2) if r.finish != "first bind" else "-",
+                _num(r.first_bind_after_start_s, 2),
+                _num(r.daemon_peak_rss_mb, 0),
+                _verdict(r),
+            ]
+        )
+    reasons = list(dict.fromkeys(reason for _, reason in not_run))
+    for (name, reason), names in not_run.items():
+        mark = f"not run ({reasons.index(reason) + 1})"
+        rows.append([name, ", ".join(names), "-", "n/a", *["-"] * 7, mark])
+    order = {name: i for i, name in enumerate(dict.fromkeys(r.name for r in results))}
+    rows.sort(key=lambda row: order[row[0]])  # stable: schedulers stay in run order
+    notes = [f"({i}) {reason}" for i, reason in enumerate(reasons, 1)]
+    return [*_table(header, rows), *notes]
+
+
+def peer_target_lines(results: Sequence[ScenarioResult]) -> list[str]:
+    """koordgang against the fastest peer run of the same scenario (pods/s), in this run."""
+    lines: list[str] = []
+    for name in dict.fromkeys(r.name for r in results):
+        ours = [r for r in results if r.name == name and r.scheduler == KOORDGANG]
+        peers = [
+            r for r in results if r.name == name and r.scheduler != KOORDGANG and not r.skipped
+        ]
+        if not ours or not peers or ours[0].finish == "first bind":
+            continue
+        mine = ours[0]
+        best = max(peers, key=lambda r: r.pods_per_s or 0.0)
+        gangs = bool(mine.gangs)
+        factor = TARGET_TIMES_BEST_PEER_GANGS if gangs else TARGET_TIMES_BEST_PEER_PLAIN
+        rate, theirs = mine.pods_per_s or 0.0, best.pods_per_s or 0.0
+        ok = rate >= factor * theirs and not mine.problems
+        ratio = f"{rate / theirs:.1f}x" if theirs else "peers bound nothing"
+        lines.append(
+            f"{'met   ' if ok else 'MISSED'} {name}: koordgang >= {factor:g}x the best peer: "
+            f"{rate:.0f} pods/s vs {best.scheduler} {theirs:.0f} ({ratio})"
+            + ("" if not mine.problems else f"; koordgang problems: {len(mine.problems)}")
+        )
+    return lines
+
+
 def failure_lines(
     ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult]
 ) -> list[str]:
-    lines = [f"FAIL {r.name}: {p}" for r in results for p in r.problems]
+    lines = [
+        f"FAIL {_run_name(r)}: {p}" for r in results if r.scheduler == KOORDGANG for p in r.problems
+    ]
     lines += [f"FAIL ceiling ({c.label}): {c.errors} bind errors" for c in ceilings if c.errors]
     return lines
 
@@ -257,7 +382,7 @@ def plot(
     except ImportError:
         return False
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(14, 5.5))
+    figure, (left, right) = plt.subplots(1, 2, figsize=(16, 7))
     figure.suptitle(title, fontsize=11)
     longest = 0.0
     for r in results:
@@ -266,7 +391,7 @@ def plot(
         times = [t for t, _ in r.timeline]
         counts = [n for _, n in r.timeline]
         longest = max(longest, times[-1])
-        left.step(times, counts, where="post", label=r.name)
+        left.step(times, counts, where="post", label=_run_name(r))
     reference = reference_rate(ceilings)
     if reference is not None and longest > 0:
         top = max((n for r in results for _, n in r.timeline), default=0)
@@ -286,10 +411,18 @@ def plot(
         left.legend(fontsize=8)
 
     rated = [r for r in results if r.pods_per_s is not None and r.finish != "first bind"]
-    names = [f"ceiling\n({c.label})" for c in ceilings] + [r.name for r in rated]
+    rated.sort(key=lambda r: r.name)  # a scenario's schedulers side by side
+    palette = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
+    schedulers = list(dict.fromkeys(r.scheduler for r in rated))
+    colour_of = {name: palette[i % len(palette)] for i, name in enumerate(schedulers)}
+    names = [f"ceiling\n({c.label})" for c in ceilings] + [
+        r.name if len(schedulers) == 1 else f"{r.name}\n{r.scheduler}" for r in rated
+    ]
     values = [c.binds_per_s for c in ceilings] + [float(r.pods_per_s or 0.0) for r in rated]
-    colours = ["grey"] * len(ceilings) + ["tab:blue"] * len(rated)
+    colours = ["grey"] * len(ceilings) + [colour_of[r.scheduler] for r in rated]
     bars = right.bar(names, values, color=colours)
+    if len(schedulers) > 1:
+        right.tick_params(axis="x", labelrotation=70, labelsize=7)
     for bar, r_value in zip(bars, values, strict=True):
         label = f"{r_value:.0f}"
         if reference:
@@ -310,9 +443,9 @@ def plot(
             label=f"target: {TARGET_SHARE_OF_CEILING:.0f}% of ceiling",
         )
     for r in rated:
-        if r.reference_pods_per_s:
+        if r.reference_pods_per_s and r.scheduler == KOORDGANG:
             right.scatter(
-                [r.name],
+                [r.name if len(schedulers) == 1 else f"{r.name}\n{r.scheduler}"],
                 [r.reference_pods_per_s],
                 marker="_",
                 s=400,

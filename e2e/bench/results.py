@@ -68,6 +68,19 @@ class ScenarioResult:
     reference: str = ""
     reference_pods_per_s: float | None = None
     profile_top: list[str] = field(default_factory=list)
+    #: Which scheduler ran it (``koordgang``, ``coscheduling qps 5000``, ...) and its version.
+    scheduler: str = "koordgang"
+    scheduler_version: str = ""
+    #: The CRDs installed for this run (each scheduler's own) and the gang API its pods used.
+    crds: list[str] = field(default_factory=list)
+    gang_api: str = ""
+    #: "prebuilt" (all pods created before the scheduler started) or "streamed N pods/s".
+    submit: str = "prebuilt"
+    #: Streamed runs: per gang, its last member created -> its minimum bound.
+    gang_latency_p50_s: float | None = None
+    gang_latency_p99_s: float | None = None
+    #: Why this scheduler did not run this scenario ("" when it did).
+    skipped: str = ""
 
 
 def cpu_ms_per_pod(cores: dict[str, float], window_s: float, pods: int) -> dict[str, float]:

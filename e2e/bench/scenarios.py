@@ -57,6 +57,13 @@ class Scenario:
     #: Needs kube-controller-manager (workloads that controllers make or replace); the bench
     #: runs it only when a selected scenario does, so that it costs the others no CPU.
     controllers: bool = False
+    #: Declares gangs (a scheduler without a gang API does not run it).
+    gangs: bool = False
+    #: Why no peer runs it ("" when they all can): it asks for what only koordgang offers.
+    koordgang_only: str = ""
+    #: Pods per second at which the pods are created once the scheduler is ready (None: all
+    #: created before it starts). Measures latency: a gang's last member created -> all bound.
+    stream_rate: float | None = None
 
 
 # -- the ceiling: not a scenario (no daemon), but sized here with the others -------------------
@@ -223,13 +230,22 @@ SCENARIOS: Sequence[Scenario] = (
         _gang_1k,
         reference="Koordinator: 17.2 pods/s, 58 s, gang P99 56 s",
         reference_pods_per_s=17.2,
+        gangs=True,
     ),
-    Scenario("big-gang", "one gang of 2,000 pods on 1,000 nodes", _big_gang),
+    Scenario("big-gang", "one gang of 2,000 pods on 1,000 nodes", _big_gang, gangs=True),
+    Scenario(
+        "gang-stream",
+        "50 gangs x 20 on 100 nodes, created at 100 pods/s while the scheduler runs",
+        _gang_1k,
+        gangs=True,
+        stream_rate=100.0,
+    ),
     Scenario(
         "contention",
         "200 gangs x 8 (min 8), demand 1.5x the cluster",
         _contention,
         finish=Finish.CLUSTER_FULL,
+        gangs=True,
     ),
     Scenario(
         "preemption",
@@ -237,16 +253,22 @@ SCENARIOS: Sequence[Scenario] = (
         _preemption,
         # Each preemption is logged at info, with its dry-run time: the figures come from there.
         daemon_args=("--log-level", "info"),
+        gangs=True,
+        koordgang_only="job-level preemption of gangs (seed 001) has no peer configured",
     ),
     Scenario(
         "topology",
         "64 gangs of 16-128 preferring one block, on 4 spines x 8 blocks x 32 nodes",
         lambda scale: _topology_jobs(scale, with_spec=True),
+        gangs=True,
+        koordgang_only="the network-topology spec and ClusterNetworkTopology are koordgang's",
     ),
     Scenario(
         "topology-plain",
         "the same gangs without a network-topology spec (the baseline for placement quality)",
         lambda scale: _topology_jobs(scale, with_spec=False),
+        gangs=True,
+        koordgang_only="the baseline of koordgang's own topology scenario",
     ),
     Scenario(
         "startup",
@@ -257,13 +279,63 @@ SCENARIOS: Sequence[Scenario] = (
 )
 
 
+# -- the 5,000-node run: ``--scenarios large`` -------------------------------------------------
+
+LARGE_NODES = 5_000
+
+
+def _plain_large(scale: float) -> Workload:
+    return Workload(
+        nodes=standard_nodes(scaled(LARGE_NODES, scale)),
+        pods=plain_pods("plain", scaled(50_000, scale)),
+    )
+
+
+def _gangs_large(scale: float) -> Workload:
+    return Workload(
+        nodes=standard_nodes(scaled(LARGE_NODES, scale)),
+        pods=gang_pods("job", scaled(100, scale), scaled(100, scale, 2), Requests("1", "2Gi")),
+    )
+
+
+def _big_gang_large(scale: float) -> Workload:
+    return Workload(
+        nodes=standard_nodes(scaled(LARGE_NODES, scale)),
+        pods=gang_pods("big", 1, scaled(10_000, scale, minimum=2), Requests("1", "2Gi")),
+    )
+
+
+def _startup_large(scale: float) -> Workload:
+    nodes = standard_nodes(scaled(LARGE_NODES, scale))
+    fillers = spread_bound(
+        "filler", scaled(100_000, scale), nodes, Requests("100m", "128Mi"), FILLER_SCHEDULER
+    )
+    return Workload(nodes=nodes, pods=plain_pods("first", 1), fillers=fillers)
+
+
+LARGE_SCENARIOS: Sequence[Scenario] = (
+    Scenario("plain-5k", "50,000 pods, mixed small requests, on 5,000 nodes", _plain_large),
+    Scenario("gangs-5k", "100 gangs x 100 (min 100) on 5,000 nodes", _gangs_large, gangs=True),
+    Scenario("big-gang-5k", "one gang of 10,000 pods on 5,000 nodes", _big_gang_large, gangs=True),
+    Scenario(
+        "startup-5k",
+        "first bind with 100,000 pods bound on 5,000 nodes",
+        _startup_large,
+        finish=Finish.FIRST_BIND,
+    ),
+)
+
+
 def select(names: str) -> list[Scenario]:
-    """``"plain,gang-1k"`` -> those scenarios in the order given; ``"all"`` or ``""`` -> all.
-    The ceiling is always measured and may be named without effect."""
+    """``"plain,gang-1k"`` -> those scenarios in the order given; ``"all"`` or ``""`` -> all
+    but the 5,000-node ones, which ``"large"`` selects. The ceiling is always measured and may
+    be named without effect."""
     wanted = [n.strip() for n in names.split(",") if n.strip() and n.strip() != "ceiling"]
     if not wanted or wanted == ["all"]:
         return list(SCENARIOS)
-    by_name = {s.name: s for s in SCENARIOS}
+    if wanted == ["large"]:
+        return list(LARGE_SCENARIOS)
+    by_name = {s.name: s for s in [*SCENARIOS, *LARGE_SCENARIOS]}
     unknown = [n for n in wanted if n not in by_name]
     if unknown:
         raise ValueError(f"unknown scenarios {unknown}; known: ceiling, {', '.join(by_name)}")

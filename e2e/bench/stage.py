@@ -15,8 +15,10 @@ from pathlib import Path
 
 from e2e.bench.cluster import BenchCluster
 from e2e.bench.console import Ticker, say
+from e2e.bench.gang_api import pod_groups
 from e2e.bench.procstats import OTHERS, CpuSampler, describe_cores
 from e2e.bench.results import CeilingResult
+from e2e.bench.schedulers import KOORDGANG, SchedulerUnderTest
 from e2e.bench.workload import PRIORITY_CLASSES, Workload
 
 #: The control plane is "quiet" when its processes use less than this many cores together.
@@ -42,31 +44,67 @@ class RunContext:
     #: Ceilings measured so far in this run.
     ceilings: list[CeilingResult] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)
+    #: The scheduler measured now, its binary (peers) and the CRDs installed for it.
+    scheduler: SchedulerUnderTest = field(default_factory=lambda: SchedulerUnderTest(KOORDGANG))
+    #: Tells this scheduler's namespaces from the others' in the same run ("s0", "s1", ...).
+    tag: str = "s0"
+    binaries: dict[str, Path] = field(default_factory=dict)
+    #: Each peer's release files (shipped configuration), by peer name.
+    sources: dict[str, Path] = field(default_factory=dict)
+    crds: list[str] = field(default_factory=list)
 
     def sampler(self) -> CpuSampler:
         """CPU of the control plane and of this benchmark; the caller adds the daemon."""
         return CpuSampler({**self.control_plane, "bench": os.getpid()})
 
 
-def filler_namespace(namespace: str) -> str:
-    return namespace + "-fill"
+def filler_namespace(scenario: str, run_id: str) -> str:
+    """Shared by every scheduler's run of one scenario in one run: the fillers are made once."""
+    return f"bench-{scenario}-{run_id}-fill"
 
 
-async def set_stage(ctx: RunContext, workload: Workload, namespace: str) -> None:
+async def set_stage(
+    ctx: RunContext,
+    workload: Workload,
+    namespace: str,
+    fill: str = "",
+    *,
+    create_pods: bool = True,
+) -> None:
+    """Nodes, fillers (in ``fill``) and, unless they are to be streamed later, the pods under
+    test, gangs declared in the measured scheduler's own API. Fillers left by the same
+    scenario on another scheduler are kept when the nodes have not changed meanwhile."""
     cluster = ctx.cluster
-    await cluster.delete_bench_pods()
-    await cluster.delete_bench_namespaces()
-    await cluster.reconcile_nodes(workload.nodes)
+    reuse = ""
+    if (
+        workload.fillers
+        and fill
+        and await cluster.count_pods(fill, running=True) == len(workload.fillers)
+    ):
+        reuse = fill
+    await cluster.delete_bench_pods(keep_namespace=reuse)
+    await cluster.delete_bench_namespaces(keep=reuse)
+    if await cluster.reconcile_nodes(workload.nodes) and reuse:
+        # The fillers' nodes were replaced: they no longer fill anything.
+        reuse = ""
+        await cluster.delete_bench_pods()
+        await cluster.delete_bench_namespaces()
     await cluster.set_topology(workload.topology)
     await cluster.create_namespace(namespace)
     if any(p.priority_class for p in [*workload.pods, *workload.fillers]):
         await cluster.ensure_priority_classes(PRIORITY_CLASSES)
-    if workload.fillers:
-        fill = filler_namespace(namespace)
+    if reuse:
+        say(f"reusing {len(workload.fillers)} filler pods in {fill}")
+    elif workload.fillers:
         await cluster.create_namespace(fill)
         await cluster.create_pods(fill, workload.fillers, "creating bound filler pods")
         await cluster.wait_pods_running(fill, len(workload.fillers))
-    await cluster.create_pods(namespace, workload.pods, "creating pods")
+    gang_api = ctx.scheduler.gang_api
+    groups = pod_groups(workload.gangs, gang_api)
+    if groups:
+        await cluster.create_objects(namespace, groups)
+    if create_pods:
+        await cluster.create_pods(namespace, workload.pods, "creating pods", gang_api)
 
 
 async def settle(ctx: RunContext, *, steady_is_enough: bool = False) -> dict[str, float]:

@@ -18,7 +18,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,10 +45,12 @@ class GoBinary:
     package: str
     # The module whose required version names the build ("kube-apiserver v1.36.3").
     pinned_module: str
+    # The folder holding the module folder `<name>/` (the bench keeps its peers elsewhere).
+    root: Path = GOMOD_DIR
 
     @property
     def module_dir(self) -> Path:
-        return GOMOD_DIR / self.name
+        return self.root / self.name
 
     @property
     def version(self) -> str:
@@ -132,11 +134,13 @@ def missing_binaries() -> list[str]:
 
 
 def ensure_built(
-    reporter: Reporter | None = None, names: Iterable[str] | None = None
+    reporter: Reporter | None = None,
+    names: Iterable[str] | None = None,
+    binaries: Sequence[GoBinary] = BINARIES,
 ) -> dict[str, Path]:
     """Build whatever is missing from the cache, one binary at a time; return all paths."""
     reporter = reporter or Reporter()
-    wanted = set(names) if names is not None else {b.name for b in BINARIES}
+    wanted = set(names) if names is not None else {b.name for b in binaries}
     directory = bin_dir()
     directory.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
@@ -146,7 +150,7 @@ def ensure_built(
         directory / ".build.lock",
         on_wait=lambda: reporter.line("waiting for another build to finish ..."),
     ):
-        for binary in BINARIES:
+        for binary in binaries:
             if binary.name not in wanted:
                 continue
             target = binary.cached_path(directory)

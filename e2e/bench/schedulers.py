@@ -1,0 +1,112 @@
+"""The schedulers a run measures: koordgang, and the peers chosen with ``--peers``, each at its
+shipped client QPS and with QPS and burst raised (the shipped 50/100 cap any scheduler at about
+50 binds/s, whatever its algorithm)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from e2e.bench.gang_api import GangApi
+from e2e.bench.peers.build import (
+    COSCHEDULING,
+    KOORD_SCHEDULER,
+    KUBE_SCHEDULER,
+    PEER_BINARIES,
+    module_source,
+)
+from e2e.bench.scenarios import Scenario
+from e2e.controlplane.build import GoBinary
+
+KOORDGANG = "koordgang"
+PEERS: tuple[str, ...] = tuple(b.name for b in PEER_BINARIES)
+#: Client QPS and burst of the "raised" runs.
+RAISED_QPS = 5000
+#: The Kubernetes libraries a peer is built on, where they differ from its own pin.
+LIBRARIES = {"coscheduling": "Kubernetes libraries v1.34.4: v1.34.7 is not served here"}
+
+
+@dataclass(frozen=True)
+class SchedulerUnderTest:
+    name: str
+    #: Client QPS and burst; None: as the release ships them.
+    qps: int | None = None
+
+    @property
+    def label(self) -> str:
+        """The scheduler column: ``coscheduling`` or ``coscheduling qps 5000``."""
+        return self.name if self.qps is None else f"{self.name} qps {self.qps}"
+
+    @property
+    def binary(self) -> GoBinary | None:
+        return {b.name: b for b in PEER_BINARIES}.get(self.name)
+
+    @property
+    def gang_api(self) -> GangApi:
+        if self.name == COSCHEDULING.name:
+            return GangApi.SCHEDULER_PLUGINS
+        if self.name == KUBE_SCHEDULER.name:
+            return GangApi.NONE
+        return GangApi.KOORDINATOR
+
+    @property
+    def ready_path(self) -> str:
+        # koord-scheduler serves no /readyz; /healthz is the nearest it has.
+        return "/healthz" if self.name == KOORD_SCHEDULER.name else "/readyz"
+
+    def version(self) -> str:
+        binary = self.binary
+        if binary is None:
+            try:
+                return f"koordgang {version('koordgang')}"
+            except PackageNotFoundError:
+                return "koordgang (not installed)"
+        text = f"{binary.pinned_module} {binary.version}"
+        return f"{text} ({LIBRARIES[self.name]})" if self.name in LIBRARIES else text
+
+    def crd_paths(self, koordgang_crds: Sequence[Path]) -> list[Path]:
+        """The CRDs this scheduler's release ships (koordgang: its own manifests/crds)."""
+        binary = self.binary
+        if binary is None:
+            return list(koordgang_crds)
+        if binary is KUBE_SCHEDULER:
+            return []
+        return sorted((module_source(binary) / "config" / "crd" / "bases").glob("*.yaml"))
+
+    def skip_reason(self, scenario: Scenario) -> str | None:
+        """Why this scheduler does not run ``scenario`` (None: it does)."""
+        if self.name == KOORDGANG:
+            return None
+        if scenario.koordgang_only:
+            return scenario.koordgang_only
+        if scenario.gangs and self.gang_api is GangApi.NONE:
+            return "no gang API"
+        return None
+
+
+def select_schedulers(peers: str, qps: Sequence[int | None]) -> list[SchedulerUnderTest]:
+    """koordgang, then each peer named in ``peers`` ("all", "none" or a comma-separated list)
+    at each of the ``qps`` settings (None: as shipped)."""
+    wanted = [p.strip() for p in peers.split(",") if p.strip()]
+    if wanted == ["all"]:
+        wanted = list(PEERS)
+    elif wanted in ([], ["none"]):
+        wanted = []
+    unknown = [p for p in wanted if p not in PEERS]
+    if unknown:
+        raise ValueError(f"unknown peers {unknown}; known: {', '.join(PEERS)}")
+    chosen = [SchedulerUnderTest(KOORDGANG)]
+    chosen += [SchedulerUnderTest(p, q) for p in wanted for q in qps]
+    return chosen
+
+
+def parse_qps(text: str) -> list[int | None]:
+    """``"default,5000"`` -> [None, 5000]."""
+    values: list[int | None] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        values.append(None if part in ("default", "shipped") else int(part))
+    if not values:
+        raise ValueError("no QPS setting given")
+    return values
