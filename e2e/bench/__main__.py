@@ -269,6 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     lines = [title, "", *report.versions_lines(done.meta.get("versions", {})), ""]
     lines += [*report.side_by_side(results), ""]
+    lines += [*report.crd_lines(results), ""]
     lines += [*report.results_table(ceilings, results)]
     lines += [*report.ceiling_lines(ceilings), ""]
     lines += [*report.cores_table(ceilings, results), ""]

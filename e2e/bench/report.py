@@ -33,7 +33,7 @@ def _num(value: float | int | None, digits: int = 1) -> str:
     return f"{value:.{digits}f}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     lines = [
         "  ".join(
@@ -117,7 +117,7 @@ def results_table(
                 _verdict(r),
             ]
         )
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def cores_table(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult]) -> list[str]:
@@ -131,7 +131,7 @@ def cores_table(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioRes
         rows.append(
             [name, *(_num(cores.get(p), 2) for p in PROCESSES), _num(sum(cores.values()), 2)]
         )
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def cost_table(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult]) -> list[str]:
@@ -150,7 +150,7 @@ def cost_table(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResu
     for name, costs in measured:
         ours = [costs.get(p) for p in PROCESSES[:-1]]
         rows.append([name, *(_num(v, 2) for v in ours), _num(sum(v or 0.0 for v in ours), 2)])
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def counters_lines(results: Sequence[ScenarioResult]) -> list[str]:
@@ -240,6 +240,15 @@ def versions_lines(versions: Mapping[str, str]) -> list[str]:
     return [f"{label}: {text}" for label, text in versions.items()]
 
 
+def crd_lines(results: Sequence[ScenarioResult]) -> list[str]:
+    """Which CRDs each scheduler ran on (each installs its own release's)."""
+    seen: dict[str, list[str]] = {}
+    for r in results:
+        if not r.skipped and r.scheduler not in seen:
+            seen[r.scheduler] = r.crds
+    return [f"{label} ran on CRDs: {', '.join(crds) or 'none'}" for label, crds in seen.items()]
+
+
 def scheduler_cpu_ms(r: ScenarioResult) -> float | None:
     """CPU ms the scheduler spent per pod it bound, from readiness to the end of the run."""
     return cpu_ms_per_pod(r.cores, r.window_s, r.binds_seen).get("scheduler")
@@ -255,6 +264,7 @@ def side_by_side(results: Sequence[ScenarioResult]) -> list[str]:
         "scheduler",
         "submit",
         "bound",
+        "gangs done",
         "pods/s",
         "% ceiling",
         "gang P50 s",
@@ -280,6 +290,7 @@ def side_by_side(results: Sequence[ScenarioResult]) -> list[str]:
                 r.scheduler,
                 "streamed" if streamed else "prebuilt",
                 f"{r.bound}/{r.expected}",
+                f"{r.gangs_complete}/{r.gangs}" if r.gangs else "-",
                 _num(r.pods_per_s, 0) if r.finish != "first bind" else "-",
                 _num(r.pct_of_ceiling, 0) if r.finish != "first bind" else "-",
                 _num(r.gang_latency_p50_s if streamed else r.gang_p50_s, 2),
@@ -293,11 +304,11 @@ def side_by_side(results: Sequence[ScenarioResult]) -> list[str]:
     reasons = list(dict.fromkeys(reason for _, reason in not_run))
     for (name, reason), names in not_run.items():
         mark = f"not run ({reasons.index(reason) + 1})"
-        rows.append([name, ", ".join(names), "-", "n/a", *["-"] * 7, mark])
+        rows.append([name, ", ".join(names), "-", "n/a", *["-"] * 8, mark])
     order = {name: i for i, name in enumerate(dict.fromkeys(r.name for r in results))}
     rows.sort(key=lambda row: order[row[0]])  # stable: schedulers stay in run order
     notes = [f"({i}) {reason}" for i, reason in enumerate(reasons, 1)]
-    return [*_table(header, rows), *notes]
+    return [*table(header, rows), *notes]
 
 
 def peer_target_lines(results: Sequence[ScenarioResult]) -> list[str]:

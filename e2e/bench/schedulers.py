@@ -4,6 +4,7 @@ shipped client QPS and with QPS and burst raised (the shipped 50/100 cap any sch
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -60,9 +61,11 @@ class SchedulerUnderTest:
         binary = self.binary
         if binary is None:
             try:
-                return f"koordgang {version('koordgang')}"
+                text = f"koordgang {version('koordgang')}"
             except PackageNotFoundError:
-                return "koordgang (not installed)"
+                text = "koordgang (not installed)"
+            commit = _checkout_commit()
+            return f"{text} (commit {commit})" if commit else text
         text = f"{binary.pinned_module} {binary.version}"
         return f"{text} ({LIBRARIES[self.name]})" if self.name in LIBRARIES else text
 
@@ -84,6 +87,22 @@ class SchedulerUnderTest:
         if scenario.gangs and self.gang_api is GangApi.NONE:
             return "no gang API"
         return None
+
+
+def _checkout_commit() -> str:
+    """The commit of this checkout, "+" when it has changes (empty outside git)."""
+    try:
+        head = _git("rev-parse", "--short=10", "HEAD")
+        dirty = _git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return head + ("+" if dirty else "")
+
+
+def _git(*args: str) -> str:
+    repo = Path(__file__).resolve().parents[2]
+    reply = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return reply.stdout.strip()
 
 
 def select_schedulers(peers: str, qps: Sequence[int | None]) -> list[SchedulerUnderTest]:

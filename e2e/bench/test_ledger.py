@@ -62,3 +62,30 @@ def test_side_by_side_shows_not_run_and_the_peer_targets() -> None:
     assert targets[0].startswith("met") and "plain" in targets[0]
     # 700 is less than twice 400: the gang target is missed.
     assert targets[1].startswith("MISSED") and "gang-1k" in targets[1] and "1.8x" in targets[1]
+
+
+def test_medians_take_the_middle_run_and_keep_every_problem() -> None:
+    from e2e.bench.medians import medians
+
+    runs = [[_result("plain", "koordgang", rate, gangs=0)] for rate in (900.0, 1100.0, 1000.0)]
+    runs[1][0].problems = ["1 over-committed node"]
+    (merged,) = medians(runs)
+    assert merged.pods_per_s == 1000.0
+    assert merged.problems == ["1 over-committed node"]
+    assert merged.notes["runs"] == 3
+
+
+def test_scaling_compares_cpu_per_pod_with_the_1000_node_counterpart() -> None:
+    from e2e.bench.scaling import growth_lines, startup_lines
+
+    small = _result("plain", "koordgang", 1000.0, gangs=0, cores={"scheduler": 0.5}, window_s=10)
+    small.binds_seen = 5000  # 1 ms per pod
+    large = _result("plain-5k", "koordgang", 900.0, gangs=0, cores={"scheduler": 0.6}, window_s=50)
+    large.binds_seen = 20000  # 1.5 ms per pod: not less than 1.5x
+    lines = growth_lines([small], [large])
+    assert "plain -> plain-5k" in lines[2] and "1.50x" in lines[2] and "MISSED" in lines[2]
+    boot = _result("startup-5k", "koordgang", None, first_bind_after_start_s=12.0)
+    boot.daemon_peak_rss_mb = 450.0
+    boot.notes = {"fillers": 100000}
+    (line,) = startup_lines([boot])
+    assert "100000 pods" in line and "met" in line
