@@ -229,15 +229,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BuildError as error:
         say(f"cannot build the peers: {error}")
         return 2
+    versions = {s.label: s.version() for s in args.schedulers}
+    if args.resume is not None:
+        # What the first invocation measured keeps its versions; the resuming one adds its own.
+        versions = {**versions, **done.meta.get("versions", {})}
+        done.meta.setdefault("resumed_with", []).append(sys.argv[1:])
     done.update_meta(
         {
             "stamp": stamp,
             "scale": args.scale,
-            "argv": sys.argv[1:],
+            "argv": done.meta.get("argv", sys.argv[1:]),
             "host": platform.node(),
             "cores": os.cpu_count(),
             "python": platform.python_version(),
-            "versions": {s.label: s.version() for s in args.schedulers},
+            "versions": versions,
         }
     )
     plane = LocalControlPlane(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from e2e.bench import report
 from e2e.bench.ledger import RESULTS_JSON
-from e2e.bench.results import ScenarioResult
+from e2e.bench.results import CeilingResult, ScenarioResult
 
 #: The figures a median is taken of; the rest comes from the first run.
 MEDIAN_FIELDS = (
@@ -35,6 +35,11 @@ MEDIAN_FIELDS = (
 def load(folder: Path) -> list[ScenarioResult]:
     document = json.loads((folder / RESULTS_JSON).read_text())
     return [ScenarioResult(**r) for r in document.get("scenarios", [])]
+
+
+def load_ceilings(folder: Path) -> list[CeilingResult]:
+    document = json.loads((folder / RESULTS_JSON).read_text())
+    return [CeilingResult(**c) for c in document.get("ceilings", [])]
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -68,6 +73,7 @@ def medians(runs: Sequence[Sequence[ScenarioResult]]) -> list[ScenarioResult]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m e2e.bench.medians", description=__doc__)
     parser.add_argument("runs", nargs="+", type=Path, help="bench-results/<time> folders")
+    parser.add_argument("--plot", type=Path, help="also draw the medians to this PNG")
     args = parser.parse_args(argv)
     combined = medians([load(folder) for folder in args.runs])
     counts = sorted({r.notes["runs"] for r in combined})
@@ -77,6 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if targets:
         print("\ntargets against the peers (medians):")
         print("\n".join(targets))
+    if args.plot is not None:
+        ceilings = [c for folder in args.runs for c in load_ceilings(folder)]
+        title = f"medians of {len(args.runs)} runs: " + ", ".join(f.name for f in args.runs)
+        if not report.plot(args.plot, ceilings, combined, title):
+            print("matplotlib is not installed: no plot (pip install -e '.[bench]')")
     return 0
 
 

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from e2e.bench import plot_peers
 from e2e.bench.results import CeilingResult, ScenarioResult, cpu_ms_per_pod, reference_rate
 
 #: Targets of issue 4, checked in the report (they are goals, not correctness: a miss does
@@ -306,7 +307,9 @@ def side_by_side(results: Sequence[ScenarioResult]) -> list[str]:
         mark = f"not run ({reasons.index(reason) + 1})"
         rows.append([name, ", ".join(names), "-", "n/a", *["-"] * 8, mark])
     order = {name: i for i, name in enumerate(dict.fromkeys(r.name for r in results))}
-    rows.sort(key=lambda row: order[row[0]])  # stable: schedulers stay in run order
+    # Schedulers in the order they first ran (a resumed run appends its results at the end).
+    labels = {label: i for i, label in enumerate(dict.fromkeys(r.scheduler for r in results))}
+    rows.sort(key=lambda row: (order[row[0]], labels.get(row[1], len(labels))))
     notes = [f"({i}) {reason}" for i, reason in enumerate(reasons, 1)]
     return [*table(header, rows), *notes]
 
@@ -393,7 +396,10 @@ def plot(
     except ImportError:
         return False
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(16, 7))
+    if len({r.scheduler for r in results if not r.skipped}) > 1:
+        plot_peers.plot(plt, path, ceilings, results, title)
+        return True
+    figure, (left, right) = plt.subplots(1, 2, figsize=(14, 5.5))
     figure.suptitle(title, fontsize=11)
     longest = 0.0
     for r in results:

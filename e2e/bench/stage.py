@@ -98,7 +98,10 @@ async def set_stage(
     elif workload.fillers:
         await cluster.create_namespace(fill)
         await cluster.create_pods(fill, workload.fillers, "creating bound filler pods")
-        await cluster.wait_pods_running(fill, len(workload.fillers))
+        # kwok runs about 200 pods/s here: 100,000 fillers take minutes.
+        await cluster.wait_pods_running(
+            fill, len(workload.fillers), timeout=max(600.0, len(workload.fillers) / 50)
+        )
     gang_api = ctx.scheduler.gang_api
     groups = pod_groups(workload.gangs, gang_api)
     if groups:
