@@ -120,6 +120,9 @@ OPTIONS: tuple[Option, ...] = (
            "KOORDGANG_SCHEDULED_EVENT_RATE", _number,
            "most 'Scheduled' Events per second (burst 500); above it they are dropped so that "
            "binding keeps the API server's capacity; 0 writes none"),
+    Option("explain_after", "explainAfter", "--explain-after", "KOORDGANG_EXPLAIN_AFTER",
+           _seconds, "a pending pod is first told why it waits after this long (a pod bound "
+           "by then is told nothing); 0 tells at once"),
     Option("http_port", "httpPort", "--http-port", "KOORDGANG_HTTP_PORT", _integer,
            "port for /healthz, /readyz, /metrics and /gangs; 0 turns them off"),
     Option("http_host", "httpHost", "--http-host", "KOORDGANG_HTTP_HOST", _text,
@@ -219,6 +222,8 @@ def resolve(*layers: Mapping[str, Any]) -> Settings:
     problems = []
     if settings.bind_concurrency < 1:
         problems.append("bindConcurrency (--bind-concurrency) must be at least 1")
+    if settings.explain_after < 0:
+        problems.append("explainAfter (--explain-after) must not be negative")
     if settings.scheduled_events_per_second < 0:
         problems.append("scheduledEventRate (--scheduled-event-rate) must not be negative")
     if not 0 <= settings.http_port <= 65535:

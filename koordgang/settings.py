@@ -42,6 +42,11 @@ class Settings:
     #: Most ``Scheduled`` Events written per second (with a burst of 500); the rest are dropped
     #: and counted, so that they never take the API server's capacity from binding. 0: none.
     scheduled_events_per_second: float = 100.0
+    #: A pending pod is first told why it waits (PodScheduled=False and a FailedScheduling
+    #: Event) after this many seconds; a pod bound by then is told nothing. The members of a gang
+    #: that a Job creates one by one would otherwise each be told "waiting for N more members"
+    #: as N counts down (measured: 3,500 writes for 1,000 pods created at 100/s). 0: at once.
+    explain_after: float = 1.0
     #: Port of the HTTP endpoints /healthz, /readyz and /metrics; 0 disables them.
     http_port: int = 10251
     #: Where they listen: loopback unless told otherwise (``/gangs`` shows pod names; a

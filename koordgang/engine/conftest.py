@@ -582,11 +582,13 @@ def api() -> FakeApi:
 @pytest.fixture
 async def make_scheduler(api: FakeApi, clock: FakeClock) -> AsyncIterator[MakeScheduler]:
     """Makes harnesses over the test's API and clock (a restart is a second one); settings are
-    the defaults, with ``Settings`` fields given as keywords. Writers run unless told not to."""
+    the defaults, with ``Settings`` fields given as keywords, except that a pod is told why it
+    waits at once (``explain_after=0``) unless a test asks for the hold. Writers run unless
+    told not to."""
     made: list[Harness] = []
 
     def make(*, writers: bool = True, workers: int | None = None, **overrides: Any) -> Harness:
-        harness = Harness(api, clock, Settings(**overrides))
+        harness = Harness(api, clock, Settings(**{"explain_after": 0.0, **overrides}))
         if writers:
             harness.start_writers(workers)
         made.append(harness)

@@ -74,6 +74,7 @@ class Scheduler:
             ),
             clock=clock,
             normal_events_per_second=settings.scheduled_events_per_second,
+            explain_after=settings.explain_after,
         )
         self.status_writer = StatusWriter(api, self.metrics)
         parts = EngineParts(

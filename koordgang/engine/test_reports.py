@@ -162,6 +162,36 @@ async def test_explanations_for_a_pod_bound_meanwhile_are_not_written(
     assert api.writes_to("gone") == []
 
 
+async def test_a_first_explanation_waits_explain_after_and_is_dropped_if_the_pod_got_bound(
+    make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
+) -> None:
+    sched = make_scheduler(explain_after=1.0)
+    p, q = pod("p"), pod("q")
+    sched.list(nodes=[node("n1")], pods=[p, q])
+    await sched.settle()
+    api.calls.clear()
+    reporter = sched.scheduler.reporter
+    sched.loop.stop()  # nothing else runs: only the reports below
+
+    reporter.report(Report.unschedulable(p, "waiting for 3 more members"))
+    reporter.report(Report.unschedulable(q, "waiting for 3 more members"))
+    clock.advance(0.5)
+    reporter.report(Report.unschedulable(p, "waiting for 2 more members"))
+    await sched.settle()
+    assert api.writes_to("p") == [] and api.writes_to("q") == []
+
+    sched.add(bound(q, "n1"))  # its gang came together meanwhile
+    clock.advance(0.6)  # 1.1 s after the first report: due, not postponed by the second
+    await sched.settle()
+    assert messages(api, "p") == ["waiting for 2 more members"]
+    assert api.writes_to("q") == []
+
+    # Once told, a pod hears what changes at once.
+    reporter.report(Report.unschedulable(p, "waiting for 1 more member"))
+    await sched.settle()
+    assert messages(api, "p") == ["waiting for 2 more members", "waiting for 1 more member"]
+
+
 async def test_explanations_for_a_pod_whose_bind_is_in_flight_are_not_written(
     sched: Harness, api: FakeApi
 ) -> None:
