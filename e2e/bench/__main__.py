@@ -232,7 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     versions = {s.label: s.version() for s in args.schedulers}
     if args.resume is not None:
         # What the first invocation measured keeps its versions; the resuming one adds its own.
-        versions = {**versions, **done.meta.get("versions", {})}
+        earlier = dict(done.meta.get("versions", {}))
+        versions = {**earlier, **{k: v for k, v in versions.items() if k not in earlier}}
         done.meta.setdefault("resumed_with", []).append(sys.argv[1:])
     done.update_meta(
         {
