@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -46,6 +47,10 @@ def overcommitted_nodes(cluster: Cluster) -> dict[str, list[str]]:
     )
 
 
+#: Seconds a pending pod may go unexplained: the daemon's explainAfter and then some.
+EXPLAINED_WITHIN = 10.0
+
+
 def unexplained_pending(cluster: Cluster, namespace: str) -> list[str]:
     """Our pods that are not bound and carry no PodScheduled=False explanation."""
     missing = []
@@ -76,5 +81,11 @@ def assert_invariants(cluster: Cluster, namespace: str) -> None:
     assert not over, f"nodes over-committed: {over}"
     marked = kopf_marks_on_pods(cluster)
     assert not marked, f"kopf wrote to pods: {marked}"
+    # A pod is told why it waits once it has waited explainAfter (1 s by default): allow that,
+    # and the write, before calling a pending pod unexplained.
+    deadline = time.monotonic() + EXPLAINED_WITHIN
     unexplained: list[Any] = unexplained_pending(cluster, namespace)
+    while unexplained and time.monotonic() < deadline:
+        time.sleep(0.25)
+        unexplained = unexplained_pending(cluster, namespace)
     assert not unexplained, f"pending pods without an explanation: {unexplained}"

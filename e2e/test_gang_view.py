@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import urllib.request
+from typing import Any
 
 import pytest
 
@@ -76,13 +77,20 @@ def test_the_gang_view_lists_bound_and_waiting_gangs(
     assert line.endswith("3/4 members created, min 4")
 
     # The same view from the API server, as `kubectl koordgang gangs` shows it: no daemon port.
+    # The waiting members' explanation reaches their PodScheduled condition once they have
+    # waited explainAfter (1 s).
     env = {**os.environ, "KUBECONFIG": cluster_kubeconfig(cluster)}
     plugin = os.path.join(os.path.dirname(sys.executable), "kubectl-koordgang")
-    from_api = subprocess.run(
-        [plugin, "gangs", "-o", "json"], capture_output=True, text=True, timeout=60, env=env
-    )
-    assert from_api.returncode == 0, from_api.stderr
-    rows = {g["gang"]: g for g in json.loads(from_api.stdout)}
+
+    def view_from_api() -> dict[str, Any]:
+        from_api = subprocess.run(
+            [plugin, "gangs", "-o", "json"], capture_output=True, text=True, timeout=60, env=env
+        )
+        assert from_api.returncode == 0, from_api.stderr
+        view = {g["gang"]: g for g in json.loads(from_api.stdout)}
+        return view if view.get(f"{namespace}/big", {}).get("waitingFor") else {}
+
+    rows = wait_until(view_from_api, timeout=30, what="the gang view from the API server")
     assert (rows[f"{namespace}/small"]["state"], rows[f"{namespace}/small"]["bound"]) == (
         "Satisfied",
         2,

@@ -127,6 +127,9 @@ class Reporter:
         if self._explain_after > 0 and _explains_a_wait(report) and last is None:
             # Held from the first report on: later ones replace it but do not postpone it.
             self._due.setdefault(key, self._clock() + self._explain_after)
+        else:
+            # What replaces a held explanation (a nomination, say) is news: it goes out at once.
+            self._due.pop(key, None)
         queue = self._informational if informational else self._pending
         queue[key] = report
         queue.move_to_end(key)

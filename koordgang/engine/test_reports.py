@@ -186,6 +186,14 @@ async def test_a_first_explanation_waits_explain_after_and_is_dropped_if_the_pod
     assert messages(api, "p") == ["waiting for 2 more members"]
     assert api.writes_to("q") == []
 
+    # A nomination (preemption made room) replaces a held explanation and goes out at once.
+    r = pod("r")
+    sched.add(r)
+    reporter.report(Report.unschedulable(r, "no room"))
+    reporter.report(Report.unschedulable(r, "preempting", nominated_node="n1"))
+    await sched.settle()
+    assert messages(api, "r") == ["preempting"]
+
     # Once told, a pod hears what changes at once.
     reporter.report(Report.unschedulable(p, "waiting for 1 more member"))
     await sched.settle()
