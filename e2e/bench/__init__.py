@@ -3,15 +3,19 @@
     python -m e2e.bench                         # every scenario, full size (10-15 minutes)
     python -m e2e.bench --scale 0.05 --scenarios plain,gang-1k
     make bench BENCH_ARGS="--scale 0.1"
+    make bench PEERS=all                        # and the peers, side by side (about 30 min)
+    python -m e2e.bench --scenarios large --skip-ceiling   # 5,000 nodes, 100,000 pods
 
 First the *ceiling*: a minimal client binds pre-created pods to pre-chosen nodes as fast as the
 API server accepts, with no scheduling at all. Then each throughput scenario (see
 ``scenarios.py``) runs on the same cluster: leftovers are deleted, nodes and pending pods are
 created while the daemon is down, the daemon is started, and a watch records when each pod is
 first bound. The ceiling is measured again after them, and the start-up scenario (a cluster full
-of running pods) comes last. Every rate is also reported as a fraction of the best ceiling of
-the same run, because on a 2-core machine absolute figures move with whatever else runs; the
-CPU each process used (and what the rest of the machine used) is reported beside them.
+of running pods) comes last. With peers (``schedulers.py``, ``peers/``) each scheduler gets its
+own CRDs and ceiling and runs the same scenarios, its gangs in its own API (``gang_api.py``).
+Every rate is also reported as a fraction of the ceilings measured around it, because on a
+2-core machine absolute figures move with whatever else runs; the CPU each process used (and
+what the rest of the machine used) is reported beside them.
 
 Results go to ``bench-results/<UTC time>/`` (table, JSON, PNG, daemon logs);
 ``bench-results/latest`` points at the newest run.

@@ -194,8 +194,6 @@ def _scheduler_process(ctx: RunContext, scenario: Scenario) -> SchedulerProcess:
             logs / f"koordgang-{scenario.name}.log",
             [*ctx.daemon_args, *scenario.daemon_args],
         )
-    binary = scheduler.binary
-    assert binary is not None
     return PeerProcess(
         scheduler.name,
         ctx.binaries[scheduler.name],
