@@ -22,7 +22,7 @@ from e2e.bench.cluster import CRDS, BenchCluster
 from e2e.bench.console import say
 from e2e.bench.ledger import RESULTS_JSON, Progress
 from e2e.bench.measure import run_scenario
-from e2e.bench.peers.build import PeerFiles
+from e2e.bench.peers.build import KOORD_SCHEDULER, PeerFiles
 from e2e.bench.peers.build import prepare as prepare_peers
 from e2e.bench.scenarios import LARGE_SCENARIOS, SCENARIOS, Finish, Scenario, select
 from e2e.bench.schedulers import PEERS, RAISED_QPS, parse_qps, select_schedulers
@@ -187,9 +187,11 @@ async def _run_scheduler(
         return
     if any(scheduler.skip_reason(s) is None for s in todo):
         say(f"##### {scheduler.label}: {scheduler.version()}")
-        ctx.crds = await ctx.cluster.install_crds(scheduler.crd_paths(koordgang_crds()))
+        ctx.crds = await ctx.cluster.install_crds(
+            scheduler.crd_paths(koordgang_crds(), ctx.sources)
+        )
         say(f"{scheduler.label}: CRDs installed: {', '.join(ctx.crds) or 'none'}")
-        if scheduler.name == "koord-scheduler":
+        if scheduler.name == KOORD_SCHEDULER.name:
             # Its shipped profile's ElasticQuota plugin keeps quota groups there.
             await ctx.cluster.ensure_namespace("koordinator-system")
         label = "before-" + scheduler.label.replace(" ", "-")

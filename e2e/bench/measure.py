@@ -208,12 +208,8 @@ def _scheduler_process(ctx: RunContext, scenario: Scenario) -> SchedulerProcess:
 def _stream_latency(
     workload: Workload, watcher: BindWatcher, streamer: Streamer, result: ScenarioResult
 ) -> None:
-    members: dict[str, list[str]] = defaultdict(list)
-    for pod in workload.pods:
-        if pod.gang is not None:
-            members[pod.gang.name].append(pod.name)
     latencies: list[float] = []
-    for gang, names in members.items():
+    for gang, names in workload.members.items():
         created = streamer.last_created.get(gang)
         times = sorted(watcher.bound_at[n] for n in names if n in watcher.bound_at)
         if created is None or len(times) < workload.gangs[gang]:
@@ -314,11 +310,7 @@ def _sum_up(
             result.time_to_done_s = round(last - t0, 2)
     # Against the ceilings measured so far; the report recomputes it with all of them.
     set_share_of_ceiling(result, reference_rate(ctx.ceilings))
-    members: dict[str, list[str]] = defaultdict(list)
-    for pod in workload.pods:
-        if pod.gang is not None:
-            members[pod.gang.name].append(pod.name)
-    completions = [t - t0 for t in gang_completions(bound_at, members, workload.gangs)]
+    completions = [t - t0 for t in gang_completions(bound_at, workload.members, workload.gangs)]
     result.gangs_complete = len(completions)
     p50, p99 = percentile(completions, 0.50), percentile(completions, 0.99)
     result.gang_p50_s = None if p50 is None else round(p50, 2)

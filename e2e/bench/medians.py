@@ -61,7 +61,7 @@ def medians(runs: Sequence[Sequence[ScenarioResult]]) -> list[ScenarioResult]:
         if merged.binds_seen is not None:
             merged.binds_seen = round(merged.binds_seen)
         # CPU per pod from the medians: cores over the window, as the report computes it.
-        cores = [r.cores.get("scheduler") for r in results if r.cores.get("scheduler")]
+        cores = [c for r in results if (c := r.cores.get("scheduler"))]
         merged.cores = {"scheduler": statistics.median(cores)} if cores else {}
         merged.problems = [p for r in results for p in r.problems]
         merged.bound = min(r.bound for r in results)

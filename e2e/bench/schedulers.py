@@ -5,19 +5,13 @@ shipped client QPS and with QPS and burst raised (the shipped 50/100 cap any sch
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from e2e.bench.gang_api import GangApi
-from e2e.bench.peers.build import (
-    COSCHEDULING,
-    KOORD_SCHEDULER,
-    KUBE_SCHEDULER,
-    PEER_BINARIES,
-    module_source,
-)
+from e2e.bench.peers.build import COSCHEDULING, KOORD_SCHEDULER, KUBE_SCHEDULER, PEER_BINARIES
 from e2e.bench.scenarios import Scenario
 from e2e.controlplane.build import GoBinary
 
@@ -69,14 +63,15 @@ class SchedulerUnderTest:
         text = f"{binary.pinned_module} {binary.version}"
         return f"{text} ({LIBRARIES[self.name]})" if self.name in LIBRARIES else text
 
-    def crd_paths(self, koordgang_crds: Sequence[Path]) -> list[Path]:
-        """The CRDs this scheduler's release ships (koordgang: its own manifests/crds)."""
-        binary = self.binary
-        if binary is None:
+    def crd_paths(self, koordgang_crds: Sequence[Path], sources: Mapping[str, Path]) -> list[Path]:
+        """The CRDs this scheduler's release ships (koordgang: its own manifests/crds), from
+        the release files located when the peers were prepared."""
+        if self.binary is None:
             return list(koordgang_crds)
-        if binary is KUBE_SCHEDULER:
+        source = sources.get(self.name)
+        if source is None:  # kube-scheduler: no CRDs
             return []
-        return sorted((module_source(binary) / "config" / "crd" / "bases").glob("*.yaml"))
+        return sorted((source / "config" / "crd" / "bases").glob("*.yaml"))
 
     def skip_reason(self, scenario: Scenario) -> str | None:
         """Why this scheduler does not run ``scenario`` (None: it does)."""

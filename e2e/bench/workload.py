@@ -122,6 +122,15 @@ class Workload:
         return {p.gang.name: p.gang.min_available for p in self.pods if p.gang is not None}
 
     @property
+    def members(self) -> dict[str, list[str]]:
+        """Gang name -> the names of its pods, for the pods of ours."""
+        members: dict[str, list[str]] = {}
+        for pod in self.pods:
+            if pod.gang is not None:
+                members.setdefault(pod.gang.name, []).append(pod.name)
+        return members
+
+    @property
     def expected_bound(self) -> int:
         return len(self.pods) if self.capacity_pods is None else self.capacity_pods
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import structlog
 
+from koordgang.clients import leases
 from koordgang.clients.api import KubeApi
 from koordgang.clients.errors import ApiError, ApiUnavailable
 
@@ -77,13 +78,6 @@ class LeaderElector:
         #: (holder, renewTime) last seen, and when it was first seen here.
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
-        self._path = (
-            f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases/{config.name}"
-        )
-
-    @property
-    def is_leader(self) -> bool:
-        return self.role is Role.LEADER
 
     def _become(self, role: Role) -> None:
         if role not in TRANSITIONS[self.role]:
@@ -121,14 +115,15 @@ class LeaderElector:
             return
         self._become(Role.RELEASED)
         try:
-            lease = await self._api.request("GET", self._path)
+            config = self._config
+            lease = await leases.get_lease(self._api, config.namespace, config.name, 30.0)
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != self._config.identity:
                 return
             spec["holderIdentity"] = ""
             spec["leaseDurationSeconds"] = 1
             lease["spec"] = spec
-            await self._api.request("PUT", self._path, body=lease, timeout=5.0)
+            await leases.replace_lease(self._api, config.namespace, config.name, lease, 5.0)
             log.info("released the leader lease", lease=self._config.name)
         except (ApiError, ApiUnavailable) as error:
             log.warning("could not release the leader lease", error=str(error))
@@ -143,19 +138,16 @@ class LeaderElector:
             "renewTime": _now(),
         }
         try:
-            lease = await self._api.request("GET", self._path, timeout=config.renew_deadline)
+            lease = await leases.get_lease(
+                self._api, config.namespace, config.name, config.renew_deadline
+            )
         except ApiError as error:
             if not error.not_found:
                 return False
-            body = {
-                "apiVersion": "coordination.k8s.io/v1",
-                "kind": "Lease",
-                "metadata": {"name": config.name, "namespace": config.namespace},
-                "spec": {**spec, "acquireTime": _now(), "leaseTransitions": 0},
-            }
+            first = {**spec, "acquireTime": _now(), "leaseTransitions": 0}
             try:
-                await self._api.request(
-                    "POST", self._path.rsplit("/", 1)[0], body=body, timeout=config.renew_deadline
+                await leases.create_lease(
+                    self._api, config.namespace, config.name, first, config.renew_deadline
                 )
             except (ApiError, ApiUnavailable):
                 return False
@@ -178,7 +170,9 @@ class LeaderElector:
             updated["leaseTransitions"] = int(current.get("leaseTransitions") or 0) + 1
         lease["spec"] = updated
         try:
-            await self._api.request("PUT", self._path, body=lease, timeout=config.renew_deadline)
+            await leases.replace_lease(
+                self._api, config.namespace, config.name, lease, config.renew_deadline
+            )
         except (ApiError, ApiUnavailable):
             return False  # a conflict: someone else updated it first
         return True

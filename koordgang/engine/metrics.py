@@ -7,6 +7,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from koordgang.state.gangs import GangState
+
 _LATENCY_BUCKETS = (
     0.0005,
     0.001,
@@ -26,7 +28,7 @@ _LATENCY_BUCKETS = (
     60,
 )
 #: The phases ``koordgang_gangs`` reports (every one, 0 when none is in it).
-GANG_PHASES = ("Pending", "Waiting", "Satisfied", "TimedOut", "Invalid")
+GANG_PHASES = tuple(state.value for state in GangState)
 _E2E_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
 

@@ -169,39 +169,33 @@ class TopologyTree:
         #: node -> its deepest domain's path (shorter when labels are missing).
         self.path_of: dict[str, tuple[str, ...]] = {}
         for name, labels in nodes:
-            self.root.nodes.append(name)
-            current = self.root
             path: tuple[str, ...] = ()
-            for depth, layer in enumerate(spec.layers):
+            for layer in spec.layers:
                 value = layer.value(labels)
                 if value is None:
                     break
                 path = (*path, value)
-                child = current.children.get(value)
-                if child is None:
-                    child = current.children[value] = Domain(depth, path)
-                child.nodes.append(name)
-                current = child
-            self.path_of[name] = path
+            self._add(name, path)
+
+    def _add(self, name: str, path: tuple[str, ...]) -> None:
+        """Puts a node in the root and in each domain along ``path``, making missing ones."""
+        self.root.nodes.append(name)
+        current = self.root
+        for depth, value in enumerate(path):
+            child = current.children.get(value)
+            if child is None:
+                child = current.children[value] = Domain(depth, path[: depth + 1])
+            child.nodes.append(name)
+            current = child
+        self.path_of[name] = path
 
     def restricted(self, names: Iterable[str]) -> TopologyTree:
         """The tree of a subset of the nodes (keeping their paths)."""
         keep = set(names)
         tree = TopologyTree(self.spec, ())
         for name in self.root.nodes:
-            if name not in keep:
-                continue
-            tree.root.nodes.append(name)
-            current = tree.root
-            path = self.path_of.get(name, ())
-            for depth in range(len(path)):
-                value = path[depth]
-                child = current.children.get(value)
-                if child is None:
-                    child = current.children[value] = Domain(depth, path[: depth + 1])
-                child.nodes.append(name)
-                current = child
-            tree.path_of[name] = path
+            if name in keep:
+                tree._add(name, self.path_of.get(name, ()))
         return tree
 
     def domains(self, depth: int) -> list[Domain]:

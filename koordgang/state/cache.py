@@ -19,8 +19,7 @@ from koordgang.model.resources import Resources
 from koordgang.model.volumes import ClaimInfo
 from koordgang.state.node_state import NodeState
 
-#: Where a pod counts and with what: (node, requests, host ports).
-#: Where a pod counts, with what, and at which priority.
+#: Where a pod counts, with what, and at which priority: (node, requests, host ports, priority).
 _Account = tuple[str, Resources, tuple[HostPort, ...], int]
 
 #: One counter for all caches, so that a generation number identifies one cache's node set even
