@@ -36,11 +36,10 @@ from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
 from koordgang.model.topology import DEFAULT_NAME
 from koordgang.plugins.coscheduling import gang_rows
-from koordgang.plugins.coscheduling.plugin import PODGROUP_KIND
 from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.networktopology.plugin import API_VERSION as TOPOLOGY_API_VERSION
-from koordgang.plugins.networktopology.plugin import KIND as TOPOLOGY_KIND
 from koordgang.plugins.networktopology.plugin import PLURAL as TOPOLOGY_PLURAL
+from koordgang.plugins.networktopology.plugin import RESOURCE_ID as TOPOLOGY_ID
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
@@ -132,7 +131,7 @@ class App:
             log.warning("ClusterNetworkTopology not read at start", error=str(error))
             return
         if obj is not None:
-            self.scheduler.intake.on_object(TOPOLOGY_KIND, "ADDED", obj)
+            self.scheduler.intake.on_object(TOPOLOGY_ID, "ADDED", obj)
 
     @staticmethod
     def _signalled_again(sig: signal.Signals) -> None:
@@ -212,8 +211,8 @@ class App:
             connection=self.connection,
             start=self.start,
             stop=self.stop,
-            on_podgroup=lambda event, obj: intake.on_object(PODGROUP_KIND, event, obj),
-            on_topology=lambda event, obj: intake.on_object(TOPOLOGY_KIND, event, obj),
+            resources=self.scheduler.framework.watched_resources(),
+            on_object=intake.on_object,
         )
         await run_operator(build_registry(hooks), self.stop_flag)
         return 1 if self.failed else 0

@@ -11,6 +11,7 @@ from typing import Any
 
 COLUMNS = (
     "GANG",
+    "API",
     "GROUP",
     "MODE",
     "MIN",
@@ -54,9 +55,10 @@ def from_cluster(
     from koordgang.clients.config import ConfigError, load_connection
     from koordgang.clients.errors import ApiError, ApiUnavailable
     from koordgang.model.errors import ModelError
-    from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES, parse_podgroup
+    from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
     from koordgang.model.pod import parse_pod
     from koordgang.plugins.coscheduling import gang_rows
+    from koordgang.plugins.coscheduling.apis import GANG_APIS, Resolve
     from koordgang.state.cache import SchedulerCache
     from koordgang.state.gangs import GangRegistry
 
@@ -65,18 +67,21 @@ def from_cluster(
     except ConfigError as error:
         raise ViewError(str(error)) from None
 
-    async def read() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    async def read() -> tuple[list[dict[str, Any]], list[tuple[Any, list[dict[str, Any]]]]]:
         api = KubeApi(connection, pool_size=2, user_agent="koordgang-gangs")
         try:
             pods = await custom.list_all(api, "/api/v1/pods")
-            try:
-                groups = await custom.list_all(
-                    api, "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups"
-                )
-            except ApiError as error:
-                if not error.not_found:  # the PodGroup CRD is optional
-                    raise
-                groups = []
+            groups = []
+            for gang_api in GANG_APIS:
+                if gang_api.resource is None:
+                    continue
+                try:
+                    items = await custom.list_all(api, gang_api.resource.path)
+                except ApiError as error:
+                    if not error.not_found:  # each API's group objects are optional
+                        raise
+                    items = []
+                groups.append((gang_api, items))
             return pods, groups
         finally:
             await api.close()
@@ -85,10 +90,11 @@ def from_cluster(
         pods, groups = asyncio.run(read())
     except (ApiError, ApiUnavailable) as error:
         raise ViewError(f"cannot list pods and PodGroups: {error}") from None
-    registry = GangRegistry(600.0)
+    registry = GangRegistry(600.0, resolve=Resolve(GANG_APIS))
     cache = SchedulerCache()
-    for obj in groups:
-        registry.on_podgroup(parse_podgroup(obj))
+    for gang_api, items in groups:
+        for obj in items:
+            registry.on_podgroup(gang_api.parse(obj))
     pending_says: dict[str, str] = {}
     for obj in pods:
         try:
@@ -114,6 +120,7 @@ def _row(gang: dict[str, Any]) -> tuple[str, ...]:
     partners = [g for g in gang.get("group") or () if g != own]
     return (
         str(own),
+        str(gang.get("api") or "-"),
         ",".join(partners) or "-",
         str(gang.get("mode", "")),
         str(gang.get("minAvailable") if gang.get("minAvailable") is not None else "?"),

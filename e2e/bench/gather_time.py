@@ -52,7 +52,7 @@ def measure(nodes: int = 4096, members: int = 256) -> tuple[float, int]:
     cache.replace_pods(busy)
     framework = default_framework(Settings(), GangRegistry(600.0))
     [plugin] = [p for p in framework.plugins if isinstance(p, NetworkTopology)]
-    plugin.on_object("ClusterNetworkTopology", "ADDED", BENCH_TOPOLOGY)
+    plugin.on_object("clusternetworktopologies.scheduling.koordinator.sh", "ADDED", BENCH_TOPOLOGY)
     job = [one_core_pod(f"job-{m:03d}") for m in range(members)]
     group = SchedulingGroup(
         "bench/job",

@@ -1,4 +1,6 @@
-"""kopf runs the operator: lifecycle, signals, credentials, and the low-volume custom resources.
+"""kopf runs the operator: lifecycle, signals, credentials, and the low-volume custom resources
+the plugins declare (PodGroups of every gang API, the ClusterNetworkTopology). kopf watches a
+declared resource only where the API server serves it, and starts when its CRD appears.
 
 kopf must write nothing to pods. Posting of Events is off, progress and diff-base storages are
 no-ops, and only ``on.event`` handlers exist (they keep no state on objects); the handlers
@@ -9,18 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import kopf
 
 from koordgang.clients.config import Connection
+from koordgang.framework.report import WatchedResource
 
-PODGROUPS = ("scheduling.sigs.k8s.io", "v1alpha1", "podgroups")
-TOPOLOGIES = ("scheduling.koordinator.sh", "v1alpha1", "clusternetworktopologies")
-
-CustomResourceHandler = Callable[[str, dict[str, Any]], None]
+#: (resource id, event type, object): what a watched resource's event becomes.
+ObjectHandler = Callable[[str, str, dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +31,9 @@ class OperatorHooks:
     start: Callable[[], Awaitable[None]]
     #: Stops them gracefully (binds in flight finish).
     stop: Callable[[], Awaitable[None]]
-    on_podgroup: CustomResourceHandler | None = None
-    on_topology: CustomResourceHandler | None = None
+    #: The resources to watch, and who hears of them.
+    resources: Sequence[WatchedResource] = ()
+    on_object: ObjectHandler | None = None
 
 
 class _NoProgressStorage(kopf.ProgressStorage):
@@ -92,21 +94,21 @@ def build_registry(hooks: OperatorHooks) -> kopf.OperatorRegistry:
     async def cleanup(**_: Any) -> None:
         await hooks.stop()
 
-    if hooks.on_podgroup is not None:
-        on_podgroup = hooks.on_podgroup
-
-        @kopf.on.event(*PODGROUPS, registry=registry)
-        async def podgroup_event(event: kopf.RawEvent, **_: Any) -> None:
-            on_podgroup(str(event.get("type") or ""), dict(event.get("object") or {}))
-
-    if hooks.on_topology is not None:
-        on_topology = hooks.on_topology
-
-        @kopf.on.event(*TOPOLOGIES, registry=registry)
-        async def topology_event(event: kopf.RawEvent, **_: Any) -> None:
-            on_topology(str(event.get("type") or ""), dict(event.get("object") or {}))
+    if hooks.on_object is not None:
+        for resource in hooks.resources:
+            _watch(registry, resource, hooks.on_object)
 
     return registry
+
+
+def _watch(registry: kopf.OperatorRegistry, resource: WatchedResource, sink: ObjectHandler) -> None:
+    resource_id = resource.id
+
+    @kopf.on.event(
+        resource.group, resource.version, resource.plural, registry=registry, id=resource_id
+    )
+    async def object_event(event: kopf.RawEvent, **_: Any) -> None:
+        sink(resource_id, str(event.get("type") or ""), dict(event.get("object") or {}))
 
 
 def quiet_kopf_logs() -> None:

@@ -255,7 +255,7 @@ async def test_a_must_gather_job_makes_room_inside_one_domain_only(
         for p in gang("hi", 3, 3)
     ]
     sched.list(nodes=nodes, pods=[*running, *members])
-    sched.intake.on_object("ClusterNetworkTopology", "ADDED", TOPOLOGY)
+    sched.intake.on_object("clusternetworktopologies.scheduling.koordinator.sh", "ADDED", TOPOLOGY)
     await sched.run()
     evicted = deletes(api)
     assert len(evicted) == 3

@@ -294,7 +294,7 @@ async def test_podgroup_status_is_written_when_it_changed_and_only_then(
     sched: Harness, api: FakeApi, clock: FakeClock
 ) -> None:
     sched.intake.on_object(
-        "PodGroup",
+        "podgroups.scheduling.sigs.k8s.io",
         "ADDED",
         {
             "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",

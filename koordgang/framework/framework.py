@@ -37,9 +37,10 @@ from koordgang.framework.interfaces import (
     ScorePlugin,
     SortKey,
     StatusSourcePlugin,
+    WatcherPlugin,
 )
 from koordgang.framework.jobs import JobRef
-from koordgang.framework.report import StatusUpdate
+from koordgang.framework.report import StatusUpdate, WatchedResource
 from koordgang.framework.results import (
     ALLOW,
     Decision,
@@ -93,6 +94,7 @@ class Framework:
         self.pod_gone: list[PodGonePlugin] = _of(plugins, PodGonePlugin)
         self.scopes: list[PlacementScopePlugin] = _of(plugins, PlacementScopePlugin)
         self.gauge_sources: list[GaugeSourcePlugin] = _of(plugins, GaugeSourcePlugin)
+        self.watchers: list[WatcherPlugin] = _of(plugins, WatcherPlugin)
         self.pods = PodRunner(
             pre_filters=_of(plugins, PreFilterPlugin),
             filters=_of(plugins, FilterPlugin),
@@ -138,6 +140,14 @@ class Framework:
         for plugin in self.event_handlers:
             moved = plugin.on_object(kind, event, obj) or moved
         return moved
+
+    def watched_resources(self) -> list[WatchedResource]:
+        """Every resource a plugin declared, once each, in the plugins' order."""
+        seen: dict[str, WatchedResource] = {}
+        for plugin in self.watchers:
+            for resource in plugin.watches():
+                seen.setdefault(resource.id, resource)
+        return list(seen.values())
 
     def gauges(self) -> dict[str, Mapping[str, float]]:
         return {name: values for p in self.gauge_sources for name, values in p.gauges().items()}

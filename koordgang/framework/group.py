@@ -35,6 +35,13 @@ class GroupPart:
     counted: int = 0
     #: Give up the whole group in this cycle as soon as this part cannot reach its minimum.
     strict: bool = False
+    #: Minimums per task within the part (Volcano's minTaskMember), by task name; the part
+    #: is satisfied only when every task reaches its own as well.
+    task_minimums: dict[str, int] = field(default_factory=dict)
+    #: The task of each pending member, by pod uid (members without one are in task "").
+    task_of: dict[str, str] = field(default_factory=dict)
+    #: Members of each task that count before this cycle.
+    task_counted: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -126,7 +133,19 @@ class PartPlan:
 
     @property
     def short(self) -> int:
-        return max(0, self.part.minimum - self.counted)
+        """Members still missing: for the minimum, or for the task minimums if more."""
+        short = max(0, self.part.minimum - self.counted)
+        if self.part.task_minimums:
+            placed: dict[str, int] = {}
+            for placement in self.placed:
+                task = self.part.task_of.get(placement.pod.uid, "")
+                placed[task] = placed.get(task, 0) + 1
+            tasks_short = sum(
+                max(0, need - self.part.task_counted.get(task, 0) - placed.get(task, 0))
+                for task, need in self.part.task_minimums.items()
+            )
+            short = max(short, tasks_short)
+        return short
 
     @property
     def first_failure(self) -> str:

@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPlan, Placer, SchedulingGroup
 from koordgang.framework.jobs import JobRef
-from koordgang.framework.report import StatusUpdate
+from koordgang.framework.report import StatusUpdate, WatchedResource
 from koordgang.framework.results import PermitResult, PostFilterResult, UnreserveReason
 from koordgang.framework.status import Status
 from koordgang.model.pod import PodInfo
@@ -223,6 +223,13 @@ class StatusSourcePlugin(Plugin, Protocol):
     def status_updates(self) -> list[StatusUpdate]:
         """Statuses of custom resources that may have changed since last asked (PodGroups);
         the engine writes those that differ from what it wrote before."""
+
+
+@runtime_checkable
+class WatcherPlugin(Plugin, Protocol):
+    def watches(self) -> Sequence[WatchedResource]:
+        """The resources whose events this plugin wants through ``on_object`` (by their
+        ``id``); the adapters hard-code none."""
 
 
 @runtime_checkable

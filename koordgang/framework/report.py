@@ -78,3 +78,30 @@ class StatusUpdate:
     @property
     def key(self) -> tuple[str, str, str, str]:
         return (self.api_version, self.plural, self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchedResource:
+    """A resource kind a plugin wants to hear of (a PodGroup of one API, say): the adapters
+    watch each declared one where the API server serves it, and hand every event to the
+    framework under ``id``."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def id(self) -> str:
+        """``plural.group``, as a CRD is named: what ``on_object`` receives as ``kind``."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def path(self) -> str:
+        """The collection's path on the API server, across namespaces."""
+        prefix = f"/apis/{self.group}" if self.group else "/api"
+        return f"{prefix}/{self.version}/{self.plural}"

@@ -1,9 +1,16 @@
-"""Gang declarations: which gang a pod belongs to, and the gang's effective configuration.
+"""The one internal gang: which gang a pod belongs to, and the gang's effective configuration.
 
-A gang is declared in one of three ways (first match wins, see :func:`gang_ref_of`): a PodGroup
-object named by a pod label, the community's "lightweight" labels, or Koordinator's annotations.
-Optional settings live in annotations under :data:`PREFIX`, on the PodGroup and on the pods; a
-pod's annotation overrides the PodGroup's.
+Every gang API (Koordinator's, scheduler-plugins', upstream Kubernetes', Volcano's, Kueue's)
+turns its objects into the same three things: a :class:`GangRef` per pod (which gang, declared
+how), a :class:`PodGroupInfo` per group object (minimum, timeout, minResources, task minimums),
+and from them :func:`resolve_gang_spec` makes the :class:`GangSpec` the scheduler works with.
+The APIs themselves live in ``plugins/coscheduling/apis``; Koordinator's pod dialect is here
+(:func:`gang_ref_of`) because the other APIs' pods may carry its options too.
+
+Koordinator declares a gang in one of three ways (first match wins, see :func:`gang_ref_of`): a
+PodGroup object named by a pod label, the community's "lightweight" labels, or its annotations.
+Optional settings live in annotations under :data:`PREFIX`, on the group object and on the pods;
+a pod's annotation overrides the object's. They apply to a gang of any API.
 
 Nothing here raises on a bad value. Every value that cannot be used becomes one
 :class:`ConfigIssue` that names the key, the value and what was done instead, so that the
@@ -25,6 +32,7 @@ from koordgang.model.time import parse_go_duration, parse_rfc3339
 
 __all__ = [
     "GROUPS_KEY",
+    "KOORDINATOR",
     "LIGHTWEIGHT_MIN_LABEL",
     "LIGHTWEIGHT_NAME_LABEL",
     "MATCH_POLICY_KEY",
@@ -54,8 +62,16 @@ __all__ = [
     "gang_ref_of",
     "gather_rules",
     "is_timed_out",
+    "json_int",
+    "mapping",
+    "nonblank",
+    "parse_min_resources",
+    "parse_minimum",
     "parse_podgroup",
+    "parse_timeout_seconds",
+    "podgroup_info",
     "resolve_gang_spec",
+    "shown",
     "topology_index",
 ]
 
@@ -64,8 +80,18 @@ LIGHTWEIGHT_NAME_LABEL = "pod-group.scheduling.sigs.k8s.io/name"
 LIGHTWEIGHT_MIN_LABEL = "pod-group.scheduling.sigs.k8s.io/min-available"
 
 PREFIX = "gang.scheduling.koordinator.sh/"
-#: Pod annotations the scheduler reads; the scheduler keeps no others in memory.
-SCHEDULER_ANNOTATION_PREFIXES = (PREFIX, "scheduling.koordinator.sh/")
+#: Pod annotations the scheduler reads; the scheduler keeps no others in memory. Besides
+#: Koordinator's: Volcano's group and task annotations, Kueue's pod-group annotations.
+SCHEDULER_ANNOTATION_PREFIXES = (
+    PREFIX,
+    "scheduling.koordinator.sh/",
+    "scheduling.k8s.io/group-name",
+    "volcano.sh/task-spec",
+    "kueue.x-k8s.io/",
+)
+
+#: The API of Koordinator's declarations (:func:`gang_ref_of`).
+KOORDINATOR = "koordinator"
 NAME_KEY = PREFIX + "name"
 MIN_AVAILABLE_KEY = PREFIX + "min-available"
 WAITING_TIME_KEY = PREFIX + "waiting-time"
@@ -142,11 +168,23 @@ class ConfigIssue:
 
 @dataclass(frozen=True, slots=True)
 class GangRef:
-    """Which gang a pod belongs to, and how it was declared."""
+    """Which gang a pod belongs to, and how it was declared.
+
+    ``api`` names the gang API (``koordinator``, ``volcano``...). A gang without a group object
+    takes its minimum from the members: the label ``min_label`` if a member has it, else the
+    annotation ``min_annotation``; with a group object the annotation, if given, overrides the
+    object's minimum.
+    """
 
     namespace: str
     name: str
     source: GangSource
+    api: str = KOORDINATOR
+    # Follow from ``api`` and ``source``: not part of the gang's identity.
+    min_label: str = field(default="", compare=False)
+    min_annotation: str = field(default="", compare=False)
+    #: The label, annotation or field by which the pod names its group object.
+    named_by: str = field(default="", compare=False)
 
     @property
     def key(self) -> str:
@@ -163,14 +201,31 @@ def gang_ref_of(
     """
     name = _nonblank(labels.get(POD_GROUP_LABEL))
     if name is not None:
-        return GangRef(namespace, name, GangSource.POD_GROUP)
+        return GangRef(
+            namespace,
+            name,
+            GangSource.POD_GROUP,
+            min_annotation=MIN_AVAILABLE_KEY,
+            named_by=POD_GROUP_LABEL,
+        )
     name = _nonblank(labels.get(LIGHTWEIGHT_NAME_LABEL))
     if name is not None:
-        return GangRef(namespace, name, GangSource.LABELS)
+        return GangRef(
+            namespace,
+            name,
+            GangSource.LABELS,
+            min_label=LIGHTWEIGHT_MIN_LABEL,
+            min_annotation=MIN_AVAILABLE_KEY,
+        )
     name = _nonblank(annotations.get(NAME_KEY))
     if name is not None:
-        return GangRef(namespace, name, GangSource.ANNOTATIONS)
+        return GangRef(namespace, name, GangSource.ANNOTATIONS, min_annotation=MIN_AVAILABLE_KEY)
     return None
+
+
+def nonblank(value: str | None) -> str | None:
+    """``value`` stripped, or None when it is missing or blank (a blank name names nothing)."""
+    return _nonblank(value)
 
 
 def _nonblank(value: str | None) -> str | None:
@@ -182,11 +237,11 @@ def _nonblank(value: str | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class PodGroupInfo:
-    """A PodGroup (``scheduling.sigs.k8s.io/v1alpha1``) as the scheduler needs it.
+    """A gang's group object, in any gang API, as the scheduler needs it (Koordinator's
+    ``scheduling.sigs.k8s.io/v1alpha1`` PodGroup is the default).
 
     ``min_member`` and ``schedule_timeout`` are None when absent or unusable; ``issues`` then
-    says why (a missing or bad ``minMember`` is fatal, a bad ``scheduleTimeoutSeconds`` is
-    ignored).
+    says why (a missing or bad minimum is fatal, a bad timeout is ignored).
     """
 
     namespace: str
@@ -200,6 +255,17 @@ class PodGroupInfo:
     min_resources: Resources | None = None
     annotations: Mapping[str, str] = field(default_factory=dict, hash=False)
     issues: tuple[ConfigIssue, ...] = ()
+    api: str = KOORDINATOR
+    #: Where the minimum lives in the object, as issues name it.
+    min_field: str = MIN_MEMBER_FIELD
+    #: False for an object whose policy is not a gang (upstream's ``basic``): its pods go alone.
+    is_gang: bool = True
+    #: Volcano's ``spec.minTaskMember``: members each task must have placed, by task name.
+    task_minimums: Mapping[str, int] = field(default_factory=dict, hash=False)
+    #: The object's ``status``, as last read (phases and conditions are kept, not reset).
+    status: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    #: Fields of the spec the scheduler reads but does not act on (Volcano's queue), for users.
+    ignored: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def key(self) -> str:
@@ -207,57 +273,41 @@ class PodGroupInfo:
 
 
 def parse_podgroup(obj: Mapping[str, Any]) -> PodGroupInfo:
-    """A PodGroup from the API server's JSON. Never raises: malformed metadata falls back to
-    empty values, bad spec values are recorded as issues."""
-    metadata = _mapping(obj.get("metadata"))
+    """A PodGroup with ``spec.minMember``, ``spec.scheduleTimeoutSeconds`` and
+    ``spec.minResources`` (Koordinator's and scheduler-plugins' share this spec) from the API
+    server's JSON. Never raises: malformed metadata falls back to empty values, bad spec values
+    are recorded as issues."""
     spec = _mapping(obj.get("spec"))
     issues: list[ConfigIssue] = []
+    min_member = parse_minimum(spec.get("minMember"), MIN_MEMBER_FIELD, issues)
+    schedule_timeout = parse_timeout_seconds(
+        spec.get("scheduleTimeoutSeconds"), SCHEDULE_TIMEOUT_FIELD, issues
+    )
+    min_resources = parse_min_resources(spec.get("minResources"), MIN_RESOURCES_FIELD, issues)
+    return podgroup_info(
+        obj,
+        min_member=min_member,
+        schedule_timeout=schedule_timeout,
+        min_resources=min_resources,
+        issues=issues,
+    )
 
-    min_member: int | None = None
-    raw_min = spec.get("minMember")
-    if raw_min is None:
-        # Go drops a zero minMember (omitempty), so zero arrives as "missing" too.
-        issues.append(ConfigIssue(MIN_MEMBER_FIELD, "", "is missing", _CANNOT_START, fatal=True))
-    else:
-        min_member, issue = _check_min(MIN_MEMBER_FIELD, _shown(raw_min), _json_int(raw_min))
-        if issue is not None:
-            issues.append(issue)
 
-    schedule_timeout: float | None = None
-    raw_timeout = spec.get("scheduleTimeoutSeconds")
-    if raw_timeout is not None:
-        seconds = _json_int(raw_timeout)
-        if seconds is None:
-            problem = "is not an integer"
-        elif seconds <= 0:
-            problem = "is not positive"
-        elif seconds > MAX_WAITING_TIME:
-            problem = "is longer than 365 days"
-        else:
-            schedule_timeout = float(seconds)
-        if schedule_timeout is None:
-            issues.append(
-                ConfigIssue(SCHEDULE_TIMEOUT_FIELD, _shown(raw_timeout), problem, "ignoring it")
-            )
-
-    min_resources: Resources | None = None
-    raw_resources = spec.get("minResources")
-    if raw_resources is not None:
-        try:
-            min_resources = parse_resource_list(raw_resources)
-        except ModelError as error:
-            # The error names one entry (``[cpu]``): show that entry's value, not the map.
-            entry = error.path[1:-1] if error.path.startswith("[") else ""
-            shown = raw_resources.get(entry) if isinstance(raw_resources, Mapping) else None
-            issues.append(
-                ConfigIssue(
-                    MIN_RESOURCES_FIELD + error.path,
-                    _shown(shown if shown is not None else raw_resources),
-                    error.detail,
-                    "ignoring it",
-                )
-            )
-
+def podgroup_info(
+    obj: Mapping[str, Any],
+    *,
+    min_member: int | None,
+    issues: list[ConfigIssue],
+    schedule_timeout: float | None = None,
+    min_resources: Resources | None = None,
+    api: str = KOORDINATOR,
+    min_field: str = MIN_MEMBER_FIELD,
+    is_gang: bool = True,
+    task_minimums: Mapping[str, int] | None = None,
+    ignored: Mapping[str, str] | None = None,
+) -> PodGroupInfo:
+    """A :class:`PodGroupInfo` with the metadata and status of ``obj`` and the given spec."""
+    metadata = _mapping(obj.get("metadata"))
     creation = 0.0
     raw_created = metadata.get("creationTimestamp")
     if isinstance(raw_created, str):
@@ -265,7 +315,6 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroupInfo:
             creation = parse_rfc3339(raw_created)
         except ModelError:
             creation = 0.0
-
     return PodGroupInfo(
         namespace=_str(metadata.get("namespace")) or "default",
         name=_str(metadata.get("name")),
@@ -281,7 +330,78 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroupInfo:
             if isinstance(key, str) and isinstance(value, str)
         },
         issues=tuple(issues),
+        api=api,
+        min_field=min_field,
+        is_gang=is_gang,
+        task_minimums=task_minimums or {},
+        status=_mapping(obj.get("status")),
+        ignored=ignored or {},
     )
+
+
+def parse_minimum(raw: Any, key: str, issues: list[ConfigIssue]) -> int | None:
+    """A group object's minimum member count; a missing or bad one is a fatal issue."""
+    if raw is None:
+        # Go drops a zero minimum (omitempty), so zero arrives as "missing" too.
+        issues.append(ConfigIssue(key, "", "is missing", _CANNOT_START, fatal=True))
+        return None
+    number, issue = _check_min(key, _shown(raw), _json_int(raw))
+    if issue is not None:
+        issues.append(issue)
+    return number
+
+
+def parse_timeout_seconds(raw: Any, key: str, issues: list[ConfigIssue]) -> float | None:
+    """A timeout in whole seconds; unset or 0 means the daemon's default (None)."""
+    if raw is None or (_json_int(raw) == 0):
+        return None
+    seconds = _json_int(raw)
+    if seconds is None:
+        problem = "is not an integer"
+    elif seconds < 0:
+        problem = "is not positive"
+    elif seconds > MAX_WAITING_TIME:
+        problem = "is longer than 365 days"
+    else:
+        return float(seconds)
+    issues.append(ConfigIssue(key, _shown(raw), problem, "ignoring it"))
+    return None
+
+
+def parse_min_resources(raw: Any, key: str, issues: list[ConfigIssue]) -> Resources | None:
+    """A group object's ``minResources``; a bad one is ignored, with an issue naming the entry."""
+    if raw is None:
+        return None
+    try:
+        return parse_resource_list(raw) or None
+    except ModelError as error:
+        # The error names one entry (``[cpu]``): show that entry's value, not the map.
+        entry = error.path[1:-1] if error.path.startswith("[") else ""
+        shown = raw.get(entry) if isinstance(raw, Mapping) else None
+        issues.append(
+            ConfigIssue(
+                key + error.path,
+                _shown(shown if shown is not None else raw),
+                error.detail,
+                "ignoring it",
+            )
+        )
+        return None
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else an empty one."""
+    return _mapping(value)
+
+
+def json_int(value: Any) -> int | None:
+    """An integer as JSON gives it (not a bool, not a fraction); None otherwise."""
+    return _json_int(value)
+
+
+def shown(value: Any) -> str:
+    """A JSON value as the user wrote it: a string as is, anything else as JSON."""
+    return _shown(value)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -388,7 +508,7 @@ def resolve_gang_spec(
 
     min_available = _resolve_min(ref, labels, annotations, podgroup, issues)
     if podgroup is not None:
-        issues.extend(issue for issue in podgroup.issues if issue.key != MIN_MEMBER_FIELD)
+        issues.extend(issue for issue in podgroup.issues if issue.key != podgroup.min_field)
 
     def option(key: str) -> str | None:
         if key in annotations:
@@ -429,10 +549,22 @@ def _resolve_min(
     podgroup: PodGroupInfo | None,
     issues: list[ConfigIssue],
 ) -> int | None:
+    if ref.source is GangSource.POD_GROUP and "/" in ref.name:
+        issues.append(
+            ConfigIssue(
+                ref.named_by or POD_GROUP_LABEL,
+                ref.name,
+                "is not a name: a gang's group object is in the pod's own namespace "
+                f"({ref.namespace})",
+                "the gang cannot start",
+                fatal=True,
+            )
+        )
+        return None
     if ref.source is GangSource.POD_GROUP and podgroup is None:
         issues.append(
             ConfigIssue(
-                POD_GROUP_LABEL,
+                ref.named_by or POD_GROUP_LABEL,
                 ref.name,
                 f"names a PodGroup that does not exist in namespace {ref.namespace}",
                 "the gang cannot start until it is created",
@@ -443,20 +575,20 @@ def _resolve_min(
 
     key: str
     text: str
-    if ref.source is GangSource.LABELS and LIGHTWEIGHT_MIN_LABEL in labels:
-        key, text = LIGHTWEIGHT_MIN_LABEL, labels[LIGHTWEIGHT_MIN_LABEL]
-    elif MIN_AVAILABLE_KEY in annotations:
-        key, text = MIN_AVAILABLE_KEY, annotations[MIN_AVAILABLE_KEY]
+    if ref.min_label and ref.min_label in labels:
+        key, text = ref.min_label, labels[ref.min_label]
+    elif ref.min_annotation and ref.min_annotation in annotations:
+        key, text = ref.min_annotation, annotations[ref.min_annotation]
     elif podgroup is not None and ref.source is GangSource.POD_GROUP:
         if podgroup.min_member is not None:
             return podgroup.min_member
-        own = [issue for issue in podgroup.issues if issue.key == MIN_MEMBER_FIELD]
+        own = [issue for issue in podgroup.issues if issue.key == podgroup.min_field]
         issues.extend(
-            own or [ConfigIssue(MIN_MEMBER_FIELD, "", "is missing", _CANNOT_START, fatal=True)]
+            own or [ConfigIssue(podgroup.min_field, "", "is missing", _CANNOT_START, fatal=True)]
         )
         return None
     else:
-        key = LIGHTWEIGHT_MIN_LABEL if ref.source is GangSource.LABELS else MIN_AVAILABLE_KEY
+        key = ref.min_label or ref.min_annotation or MIN_AVAILABLE_KEY
         issues.append(ConfigIssue(key, "", "is missing", _CANNOT_START, fatal=True))
         return None
 

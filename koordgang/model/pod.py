@@ -139,6 +139,9 @@ class PodInfo:
     owner_kind: str = ""
     #: A mirror pod: the API server's copy of a kubelet's static pod.
     mirror: bool = False
+    #: ``spec.schedulingGroup.podGroupName``: the upstream (``scheduling.k8s.io``) PodGroup
+    #: the pod belongs to, "" if none.
+    scheduling_group: str = ""
     #: ``status.startTime``: when the kubelet accepted the pod (None before).
     start_time: float | None = None
     key: str = field(init=False)
@@ -413,11 +416,17 @@ def parse_pod(
             mirror=_MIRROR_ANNOTATION
             in _fields.mapping(metadata, "annotations", "metadata.annotations"),
             start_time=_fields.timestamp(status, "startTime", "status.startTime"),
+            scheduling_group=_scheduling_group(spec),
         )
     except PodParseError:
         raise
     except ModelError as err:
         raise PodParseError(err.detail, err.path) from err
+
+
+def _scheduling_group(spec: Mapping[str, Any]) -> str:
+    group = _fields.mapping(spec, "schedulingGroup", "spec.schedulingGroup")
+    return _fields.string(group, "podGroupName", "spec.schedulingGroup.podGroupName").strip()
 
 
 def _owner(metadata: Mapping[str, Any]) -> tuple[str, str]:

@@ -518,10 +518,18 @@ def test_a_podgroup_without_min_member_cannot_start() -> None:
 # --- scheduleTimeoutSeconds and other PodGroup fields -----------------------------------------
 
 
+def test_a_zero_schedule_timeout_means_the_default_waiting_time() -> None:
+    # scheduler-plugins' clients write 0 for "no timeout of my own".
+    podgroup = parse_podgroup(podgroup_json({"minMember": 2, "scheduleTimeoutSeconds": 0}))
+    assert podgroup.schedule_timeout is None
+    assert podgroup.issues == ()
+    spec = resolve("default", {POD_GROUP_LABEL: "gang-a"}, {}, podgroup, default_waiting_time=90)
+    assert spec.waiting_time == 90.0
+
+
 @pytest.mark.parametrize(
     ("timeout", "shown", "problem"),
     [
-        (0, "0", "is not positive"),
         (-30, "-30", "is not positive"),
         ("600", "600", "is not an integer"),
         (1.5, "1.5", "is not an integer"),

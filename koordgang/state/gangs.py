@@ -19,9 +19,10 @@ the gang was satisfied; the timeout annotation on members means it timed out.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from koordgang.model.gang import (
+    KOORDINATOR,
     GangRef,
     GangSource,
     GangSpec,
@@ -33,6 +34,9 @@ from koordgang.model.gang import (
 )
 from koordgang.model.pod import PodInfo
 from koordgang.state.waiting import WaitingPods
+
+#: The pod annotation naming a member's task (Volcano); task minimums count per task.
+TASK_ANNOTATION = "volcano.sh/task-spec"
 
 
 class GangState(enum.StrEnum):
@@ -81,6 +85,15 @@ class Gang:
         self._timed_out_members: set[str] = set()
         #: The newest explanation given to its pending members (for `koordgang gangs`).
         self.last_message = ""
+        #: Its minResources could fit once, so its client may make its pods (Volcano's
+        #: enqueue); one-way.
+        self.enqueued = False
+        #: It was told it fell below its minimum after running whole (told once per fall).
+        self.told_below_minimum = False
+        #: Members bound and alive, or done: kept up to date member by member.
+        self._working = 0
+        #: Its minimum was bound and alive at once: it ran whole (a fall below is news).
+        self._ran_whole = False
         self._default_waiting_time = default_waiting_time
         self._spec: GangSpec | None = None
         self._representative: PodInfo | None = None
@@ -139,6 +152,18 @@ class Gang:
     def needs_podgroup(self) -> bool:
         return self.ref.source is GangSource.POD_GROUP and self.podgroup is None
 
+    @property
+    def api(self) -> str:
+        return self.ref.api
+
+    def is_gang(self) -> bool:
+        """False when its group object's policy is not a gang (its pods go alone)."""
+        return self.podgroup is None or self.podgroup.is_gang
+
+    def task_of(self, pod: PodInfo) -> str:
+        """The task (Volcano's ``volcano.sh/task-spec``) a member belongs to, "" if none."""
+        return pod.annotations.get(TASK_ANNOTATION, "")
+
     def live_members(self) -> Iterator[PodInfo]:
         return (p for p in self.members.values() if not p.is_terminal and not p.is_terminating)
 
@@ -165,14 +190,30 @@ class Gang:
             count += sum(1 for _ in self.bound_members())
         return count
 
+    def counted_members(self) -> list[PodInfo]:
+        """The members :meth:`counted` counts."""
+        members = [w.pod for w in self._waiting.in_part(self.key)]
+        if self.spec.match_policy is not MatchPolicy.ONLY_WAITING:
+            members.extend(self.bound_members())
+        return members
+
     def is_timed_out_member(self, uid: str) -> bool:
         """Whether ``uid`` is one of the members the timeout was declared for (as opposed to a
         replacement created since)."""
         return uid in self._timed_out_members
 
     def exempt(self) -> bool:
-        """Its pods schedule like plain pods: satisfied once, with the once-satisfied policy."""
+        """Its pods schedule like plain pods: satisfied once, with the once-satisfied policy;
+        or its group object is not a gang at all."""
+        if not self.is_gang():
+            return True
         return self._satisfied and self.spec.match_policy is MatchPolicy.ONCE_SATISFIED
+
+    def below_minimum(self) -> bool:
+        """It ran whole once, and now fewer members than its minimum are alive on nodes or
+        done: a member failed or was deleted (replacing it is the job controller's work)."""
+        minimum = self.spec.min_available or 0
+        return self._ran_whole and self.is_gang() and self._working < minimum
 
     # -- changes ------------------------------------------------------------------------------
 
@@ -183,6 +224,7 @@ class Gang:
     def upsert(self, pod: PodInfo) -> None:
         old = self.members.get(pod.uid)
         self.members[pod.uid] = pod
+        self._working += _working(pod) - (_working(old) if old is not None else 0)
         if old is None or old.annotations != pod.annotations or old.labels != pod.labels:
             self._changed()
         if pod.node_name and not pod.is_terminal and not self._timed_out:
@@ -191,16 +233,21 @@ class Gang:
         if is_timed_out(pod.annotations) and not self._satisfied:
             self._latch(GangState.TIMED_OUT)
             self._timed_out_members.add(pod.uid)
+        if self._satisfied and not self._ran_whole:
+            self._ran_whole = self._working >= (self.spec.min_available or 0) > 0
 
     def remove(self, uid: str) -> bool:
-        if self.members.pop(uid, None) is None:
+        old = self.members.pop(uid, None)
+        if old is None:
             return False
+        self._working -= _working(old)
         self._timed_out_members.discard(uid)
         if not self.members or (self._timed_out and not self._timed_out_members):
             # Nothing left that remembers the past (a restart would see a new gang): the next
             # members start afresh. This is how a user retries a timed-out gang: delete its
             # pods, and their replacements (a Job makes them at once) are scheduled anew.
             self._satisfied = self._satisfied and bool(self.members) and not self._timed_out
+            self._ran_whole = self._ran_whole and bool(self.members) and not self._timed_out
             self._timed_out = False
             self.first_attempt = None
             self.last_message = ""
@@ -235,13 +282,47 @@ class Gang:
             self._timed_out = True
 
 
+#: Finds the gangs a pod names, in the documented order of the gang APIs (the first wins).
+GangResolver = Callable[[PodInfo], Sequence[GangRef]]
+
+
+def koordinator_only(pod: PodInfo) -> Sequence[GangRef]:
+    ref = gang_ref_of(pod.namespace, pod.labels, pod.annotations)
+    return () if ref is None else (ref,)
+
+
+def _working(pod: PodInfo) -> int:
+    """1 for a member bound and alive, or done; 0 otherwise."""
+    if pod.phase == "Succeeded":
+        return 1
+    return int(bool(pod.node_name) and not pod.is_terminal and not pod.is_terminating)
+
+
 class GangRegistry:
-    def __init__(self, default_waiting_time: float, waiting: WaitingPods | None = None) -> None:
+    """Every gang, keyed ``namespace/name``: one gang per name in a namespace, whatever API
+    declares it. Group objects are kept per API; a gang uses the one of its own API."""
+
+    def __init__(
+        self,
+        default_waiting_time: float,
+        waiting: WaitingPods | None = None,
+        resolve: GangResolver = koordinator_only,
+    ) -> None:
         self._default_waiting_time = default_waiting_time
         self.waiting = waiting if waiting is not None else WaitingPods()
+        self._resolve = resolve
         self._gangs: dict[str, Gang] = {}
         self._gang_of: dict[str, str] = {}
-        self._podgroups: dict[str, PodGroupInfo] = {}
+        self._podgroups: dict[tuple[str, str], PodGroupInfo] = {}
+        #: Pods that name gangs in more than one API: uid -> the refs, the one used first.
+        self.conflicts: dict[str, tuple[GangRef, ...]] = {}
+
+    def refs_of(self, pod: PodInfo) -> Sequence[GangRef]:
+        return self._resolve(pod)
+
+    def read_with(self, resolve: GangResolver) -> None:
+        """Which gang APIs are read (the grouping plugin says, before the first pod)."""
+        self._resolve = resolve
 
     def get(self, key: str) -> Gang | None:
         return self._gangs.get(key)
@@ -257,12 +338,22 @@ class GangRegistry:
         gang = self._gangs.get(ref.key)
         if gang is None:
             gang = self._gangs[ref.key] = Gang(ref, self._default_waiting_time, self.waiting)
-            gang.set_podgroup(self._podgroups.get(ref.key))
+            gang.set_podgroup(self._podgroups.get((ref.api, ref.key)))
+        elif gang.ref != ref and not gang.members:
+            # Known so far from a group object only (or from other members, all gone): the
+            # members say how it is declared.
+            gang.ref = ref
+            gang.set_podgroup(self._podgroups.get((ref.api, ref.key)))
         return gang
 
     def on_pod(self, pod: PodInfo) -> Gang | None:
         """Records one of our pods; returns its gang (None if it belongs to none)."""
-        ref = gang_ref_of(pod.namespace, pod.labels, pod.annotations)
+        refs = self._resolve(pod)
+        ref = refs[0] if refs else None
+        if len(refs) > 1:
+            self.conflicts[pod.uid] = tuple(refs)
+        else:
+            self.conflicts.pop(pod.uid, None)
         previous = self._gang_of.get(pod.uid)
         if previous is not None and (ref is None or ref.key != previous):
             self.on_pod_deleted(pod.uid)
@@ -274,6 +365,7 @@ class GangRegistry:
         return gang
 
     def on_pod_deleted(self, uid: str) -> Gang | None:
+        self.conflicts.pop(uid, None)
         key = self._gang_of.pop(uid, None)
         if key is None:
             return None
@@ -284,22 +376,30 @@ class GangRegistry:
         self._drop_if_empty(gang)
         return gang
 
-    def on_podgroup(self, podgroup: PodGroupInfo) -> Gang:
-        self._podgroups[podgroup.key] = podgroup
+    def on_podgroup(self, podgroup: PodGroupInfo) -> Gang | None:
+        """Records a group object; returns its gang (None when the gang of that name is
+        declared in another API by its members: the object is kept, unused, meanwhile)."""
+        self._podgroups[(podgroup.api, podgroup.key)] = podgroup
         gang = self._gangs.get(podgroup.key)
         if gang is None:
-            ref = GangRef(podgroup.namespace, podgroup.name, GangSource.POD_GROUP)
+            ref = GangRef(podgroup.namespace, podgroup.name, GangSource.POD_GROUP, api=podgroup.api)
             gang = self._gang(ref)
+        if gang.ref.api != podgroup.api:
+            return None
         gang.set_podgroup(podgroup)
         return gang
 
-    def on_podgroup_deleted(self, key: str) -> Gang | None:
-        self._podgroups.pop(key, None)
+    def podgroup(self, api: str, key: str) -> PodGroupInfo | None:
+        return self._podgroups.get((api, key))
+
+    def on_podgroup_deleted(self, key: str, api: str = KOORDINATOR) -> Gang | None:
+        self._podgroups.pop((api, key), None)
         gang = self._gangs.get(key)
-        if gang is not None:
+        if gang is not None and gang.ref.api == api:
             gang.set_podgroup(None)
             self._drop_if_empty(gang)
-        return gang
+            return gang
+        return None
 
     def _drop_if_empty(self, gang: Gang) -> None:
         if not gang.members and gang.podgroup is None:

@@ -1,9 +1,12 @@
 """The Helm chart and the plain manifests install the same thing: the CRDs and the RBAC rules
-exist once in each, and must not drift apart."""
+exist once in each, and must not drift apart. The CRDs are also checked for what the API
+server demands of them (a structural schema), and the rules for the gang APIs read."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -29,3 +32,95 @@ def test_the_chart_grants_the_same_rights_as_the_manifests() -> None:
     lease_rules = yaml.safe_load((CHART / "files" / "leader-election-rules.yaml").read_text())
     assert chart_rules == cluster_role["rules"]
     assert lease_rules == role["rules"]
+
+
+CRDS = ROOT / "manifests" / "crds"
+
+
+def test_kustomize_installs_every_crd() -> None:
+    kustomization = yaml.safe_load((ROOT / "manifests" / "kustomization.yaml").read_text())
+    listed = sorted(r for r in kustomization["resources"] if r.startswith("crds/"))
+    assert listed == sorted(f"crds/{p.name}" for p in CRDS.glob("*.yaml"))
+
+
+def test_each_crd_file_is_named_after_its_crd_and_has_a_structural_schema() -> None:
+    for path in sorted(CRDS.glob("*.yaml")):
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        assert len(docs) == 1, path.name
+        crd = docs[0]
+        assert crd["kind"] == "CustomResourceDefinition", path.name
+        spec = crd["spec"]
+        assert crd["metadata"]["name"] == f"{spec['names']['plural']}.{spec['group']}"
+        assert path.name == f"{crd['metadata']['name']}.yaml"
+        assert [v["name"] for v in spec["versions"] if v["storage"]], path.name
+        for version in spec["versions"]:
+            _assert_structural(version["schema"]["openAPIV3Schema"], f"{path.name}:")
+
+
+def _assert_structural(schema: dict[str, Any], where: str) -> None:
+    """Every node states its type (an int-or-string quantity, or a sub-tree kept as written,
+    may instead say so), as the API server requires of a structural schema."""
+    assert (
+        "type" in schema
+        or schema.get("x-kubernetes-int-or-string")
+        or schema.get("x-kubernetes-preserve-unknown-fields")
+    ), where
+    assert not {"$ref", "oneOf", "not"} & set(schema), where
+    for name, sub in schema.get("properties", {}).items():
+        _assert_structural(sub, f"{where}.{name}")
+    if isinstance(schema.get("additionalProperties"), dict):
+        _assert_structural(schema["additionalProperties"], f"{where}.*")
+    if "items" in schema:
+        _assert_structural(schema["items"], f"{where}[]")
+    if schema.get("type") == "object":
+        assert (
+            "properties" in schema
+            or "additionalProperties" in schema
+            or schema.get("x-kubernetes-preserve-unknown-fields")
+            or where.endswith(".metadata")
+        ), where
+
+
+def test_each_optional_crd_of_the_chart_has_its_value() -> None:
+    # templates/crds.yaml maps the other projects' CRD files to a value under `crds:`.
+    template = (CHART / "templates" / "crds.yaml").read_text()
+    pairs = dict(re.findall(r'"([\w.-]+\.yaml)"\s+"(\w+)"', template))
+    assert pairs == {
+        "podgroups.scheduling.x-k8s.io.yaml": "schedulerPlugins",
+        "podgroups.scheduling.volcano.sh.yaml": "volcano",
+    }
+    for name in pairs:
+        assert (CHART / "files" / "crds" / name).exists(), name
+    values = yaml.safe_load((CHART / "values.yaml").read_text())["crds"]
+    assert values == {"install": True, "schedulerPlugins": True, "volcano": True}
+
+
+def _grants(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_the_scheduler_may_read_every_gang_api_and_write_podgroup_status() -> None:
+    rules = yaml.safe_load((CHART / "files" / "clusterrole-rules.yaml").read_text())
+    grants = _grants(rules)
+    assert not [g for g in grants if "*" in g]
+    groups = ["scheduling.sigs.k8s.io", "scheduling.x-k8s.io", "scheduling.volcano.sh",
+              "scheduling.k8s.io"]  # fmt: skip
+    for group in groups:
+        for verb in ("get", "list", "watch"):
+            assert (group, "podgroups", verb) in grants
+        for verb in ("patch", "update"):
+            assert (group, "podgroups/status", verb) in grants
+    for verb in ("get", "list", "watch"):
+        assert ("scheduling.k8s.io", "workloads", verb) in grants
+    # The other projects' PodGroups and the upstream API are read, never written, apart
+    # from their status.
+    for group in groups[1:]:
+        written = {(r, v) for g, r, v in grants if g == group and r != "podgroups/status"
+                   and v not in ("get", "list", "watch")}  # fmt: skip
+        assert not written, group

@@ -16,6 +16,7 @@ from koordgang.gangs_view import render_table
 GANGS = [
     {
         "gang": "default/train",
+        "api": "volcano",
         "group": ["default/train", "infer/serve"],
         "mode": "Strict",
         "minAvailable": 8,
@@ -29,6 +30,7 @@ GANGS = [
     },
     {
         "gang": "infer/serve",
+        "api": "koordinator",
         "group": ["default/train", "infer/serve"],
         "mode": "NonStrict",
         "minAvailable": None,
@@ -46,6 +48,7 @@ def test_the_table_has_a_line_per_gang_with_partners_counts_and_reason() -> None
     lines = render_table(GANGS).splitlines()
     assert lines[0].split() == [
         "GANG",
+        "API",
         "GROUP",
         "MODE",
         "MIN",
@@ -57,8 +60,9 @@ def test_the_table_has_a_line_per_gang_with_partners_counts_and_reason() -> None
         "WAITING",
         "FOR",
     ]
-    assert lines[1].split()[:8] == [
+    assert lines[1].split()[:9] == [
         "default/train",
+        "volcano",
         "infer/serve",
         "Strict",
         "8",
@@ -72,6 +76,7 @@ def test_the_table_has_a_line_per_gang_with_partners_counts_and_reason() -> None
     # An unusable min-available shows as "?", no reason as "-".
     assert lines[2].split() == [
         "infer/serve",
+        "koordinator",
         "default/train",
         "NonStrict",
         "?",

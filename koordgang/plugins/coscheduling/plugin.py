@@ -12,7 +12,7 @@
 - Reserve/Unreserve: a group whose held placements time out is marked timed out;
 - Permit: all gangs at their minimum: bind, with everything held earlier; NonStrict short: hold
   until the waiting time runs out; Strict short: give up;
-- events and PodGroup status.
+- events and group objects' status, in each gang API's own terms (``apis/``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from koordgang.framework.group import (
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import SortKey
 from koordgang.framework.jobs import JobRef
-from koordgang.framework.report import Report, StatusUpdate
+from koordgang.framework.report import Report, StatusUpdate, WatchedResource
 from koordgang.framework.results import (
     ALLOW,
     Decision,
@@ -47,25 +47,29 @@ from koordgang.model.gang import (
     NETWORK_TOPOLOGY_SPEC_KEY,
     TIMEOUT_KEY,
     GangMode,
+    PodGroupInfo,
     is_timed_out,
-    parse_podgroup,
     topology_index,
 )
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.coscheduling import messages as say
+from koordgang.plugins.coscheduling.apis import GANG_APIS, GangApi, Resolve
+from koordgang.plugins.coscheduling.apis.koordinator import KoordinatorApi
 from koordgang.plugins.coscheduling.min_resources import free_in_cluster, shortfall
 from koordgang.plugins.coscheduling.readiness import check_group
 from koordgang.plugins.coscheduling.sort import gang_sort_key
-from koordgang.plugins.coscheduling.status import podgroup_status
 from koordgang.state.gangs import Gang, GangRegistry
 from koordgang.state.snapshot import Placement, Snapshot
 
 log = structlog.get_logger("koordgang.gangs")
 
-PODGROUP_KIND = "PodGroup"
-PODGROUP_API_VERSION = "scheduling.sigs.k8s.io/v1alpha1"
-PODGROUP_PLURAL = "podgroups"
+_KOORDINATOR = KoordinatorApi.resource
+assert _KOORDINATOR is not None
+#: Koordinator's PodGroup: the id its events arrive under, its apiVersion and plural.
+PODGROUP_KIND = _KOORDINATOR.id
+PODGROUP_API_VERSION = _KOORDINATOR.api_version
+PODGROUP_PLURAL = _KOORDINATOR.plural
 _GROUPS_REMEMBERED = 4096
 
 
@@ -78,8 +82,18 @@ def member_order(pod: PodInfo) -> tuple[int, int, str]:
 class Coscheduling:
     name = "Coscheduling"
 
-    def __init__(self, gangs: GangRegistry) -> None:
+    def __init__(self, gangs: GangRegistry, apis: Sequence[GangApi] = GANG_APIS) -> None:
         self.gangs = gangs
+        self.apis = tuple(apis)
+        gangs.read_with(Resolve(self.apis))
+        self._api_named = {api.name: api for api in self.apis}
+        self._api_of_resource = {
+            api.resource.id: api for api in self.apis if api.resource is not None
+        }
+        #: Group objects told that a field of theirs is ignored (by uid), pods told that they
+        #: name gangs in two APIs: each is told once.
+        self._told_ignored: set[str] = set()
+        self._told_conflict: set[str] = set()
         self._handle: Handle | None = None
         #: Gangs whose PodGroup status may have changed since it was last published.
         self._dirty: set[str] = set()
@@ -128,6 +142,8 @@ class Coscheduling:
         for changed in (before, gang):
             if changed is not None:
                 self._dirty.add(changed.key)
+                self._check_minimum(changed)
+        self._tell_conflict(pod)
         # A PodGroup that has not arrived yet is not a mistake: the pod is told it waits.
         if (
             gang is not None
@@ -145,37 +161,128 @@ class Coscheduling:
                     )
                 )
 
+    def _tell_conflict(self, pod: PodInfo) -> None:
+        refs = self.gangs.conflicts.get(pod.uid)
+        if not refs or pod.uid in self._told_conflict or pod.node_name:
+            return
+        self._told_conflict.add(pod.uid)
+        used, *others = refs
+        named = ", ".join(f"{ref.key} ({ref.api})" for ref in others)
+        self.handle.report(
+            Report.for_pod(
+                pod,
+                "Warning",
+                "GangApiConflict",
+                f"the pod names gangs in more than one API: {used.key} ({used.api}) and "
+                f"{named}; it belongs to {used.key} ({used.api}), the first in the documented "
+                "order",
+                always=True,
+            )
+        )
+
+    def _check_minimum(self, gang: Gang) -> None:
+        """A gang that ran whole and falls below its minimum says so once (an Event on its
+        group object, or on its members without one); restarting the job is its
+        controller's work."""
+        below = gang.below_minimum()
+        if not below:
+            gang.told_below_minimum = False
+            return
+        if gang.told_below_minimum:
+            return
+        gang.told_below_minimum = True
+        minimum = gang.spec.min_available or 0
+        alive = sum(1 for p in gang.bound_members() if not p.is_terminating)
+        message = (
+            f"gang {gang.key} fell below its minimum: {alive} of {minimum} members alive on "
+            "nodes; its job controller must replace the others"
+        )
+        log.warning("gang below its minimum", gang=gang.key, alive=alive, minimum=minimum)
+        ref = self._object_ref(gang.podgroup)
+        if ref is not None:
+            self.handle.report(Report(ref, "Warning", "GangBelowMinimum", message))
+            return
+        rep = gang.representative()
+        if rep is not None:
+            self.handle.report(
+                Report.for_pod(rep, "Warning", "GangBelowMinimum", message, always=True)
+            )
+
+    def _object_ref(self, podgroup: PodGroupInfo | None) -> ObjectRef | None:
+        if podgroup is None:
+            return None
+        api = self._api_named.get(podgroup.api)
+        if api is None or api.resource is None:
+            return None
+        return ObjectRef(
+            api.resource.kind,
+            podgroup.namespace,
+            podgroup.name,
+            podgroup.uid,
+            api_version=api.resource.api_version,
+        )
+
     def _pod_deleted(self, uid: str) -> None:
+        self._told_conflict.discard(uid)
         before = self.gangs.gang_of(uid)
         was_timed_out = before is not None and before.timed_out
         gang = self.gangs.on_pod_deleted(uid)
         if gang is None:
             return
         self._dirty.add(gang.key)
+        self._check_minimum(gang)
         if was_timed_out and not gang.timed_out:
             # The user deleted the timed-out members: the others get a fresh start.
             self.handle.activate(gang.pending_members())
             self.handle.request_move()
 
+    def watches(self) -> Sequence[WatchedResource]:
+        return [api.resource for api in self.apis if api.resource is not None]
+
     def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
-        if kind != PODGROUP_KIND:
+        api = self._api_of_resource.get(kind)
+        if api is None:
             return False
-        podgroup = parse_podgroup(obj)
+        podgroup = api.parse(obj)
         if event == "DELETED":
-            self.gangs.on_podgroup_deleted(podgroup.key)
+            self._told_ignored.discard(podgroup.uid)
+            gang = self.gangs.on_podgroup_deleted(podgroup.key, api.name)
+            if gang is not None:
+                self._dirty.add(gang.key)
             return True
         gang = self.gangs.on_podgroup(podgroup)
-        self._dirty.add(gang.key)
+        if gang is not None:
+            self._dirty.add(gang.key)
+        ref = self._object_ref(podgroup)
+        if ref is None:
+            return True
         if podgroup.issues:
-            ref = ObjectRef(
-                PODGROUP_KIND,
-                podgroup.namespace,
-                podgroup.name,
-                podgroup.uid,
-                api_version=PODGROUP_API_VERSION,
-            )
             message = "; ".join(issue.message() for issue in podgroup.issues)
             self.handle.report(Report(ref, "Warning", "InvalidGangConfig", message))
+        if podgroup.ignored and podgroup.uid not in self._told_ignored:
+            self._told_ignored.add(podgroup.uid)
+            fields = ", ".join(f'{key}="{value}"' for key, value in podgroup.ignored.items())
+            self.handle.report(
+                Report(
+                    ref,
+                    "Normal",
+                    "FieldIgnored",
+                    f"{fields}: not used by koord-scheduler (queues are Volcano's); the gang "
+                    "is scheduled by its priority and arrival",
+                )
+            )
+        if gang is None:
+            other = self.gangs.get(podgroup.key)
+            if other is not None:
+                self.handle.report(
+                    Report(
+                        ref,
+                        "Warning",
+                        "GangApiConflict",
+                        f"gang {podgroup.key} is declared in {other.api} by its pods; this "
+                        f"{api.name} object is not used",
+                    )
+                )
         return True
 
     # -- grouping ------------------------------------------------------------------------------
@@ -221,16 +328,7 @@ class Coscheduling:
             owner = self.gangs.gang_of(member.uid)
             if owner is not None and owner.key in by_gang:
                 by_gang[owner.key].append(member)
-        parts = [
-            GroupPart(
-                g.key,
-                sorted(by_gang[g.key], key=member_order),
-                minimum=g.spec.min_available or 0,
-                counted=g.counted(),
-                strict=g.spec.mode is GangMode.STRICT,
-            )
-            for g in gangs
-        ]
+        parts = [self._part(g, by_gang[g.key]) for g in gangs]
         key = "\n".join(sorted(by_gang))
         hints = {}
         ordered = sorted(gangs, key=lambda g: g.key)
@@ -255,6 +353,28 @@ class Coscheduling:
         if len(self._groups) > _GROUPS_REMEMBERED:
             self._groups.popitem(last=False)
         return SchedulingGroup(key, parts, pod, hints=hints)
+
+    def _part(self, gang: Gang, pending: list[PodInfo]) -> GroupPart:
+        part = GroupPart(
+            gang.key,
+            sorted(pending, key=member_order),
+            minimum=gang.spec.min_available or 0,
+            counted=gang.counted(),
+            strict=gang.spec.mode is GangMode.STRICT,
+        )
+        tasks = gang.podgroup.task_minimums if gang.podgroup is not None else {}
+        if tasks:
+            part.task_minimums = dict(tasks)
+            part.task_of = {p.uid: gang.task_of(p) for p in pending}
+            counted: dict[str, int] = {}
+            for member in gang.counted_members():
+                task = gang.task_of(member)
+                counted[task] = counted.get(task, 0) + 1
+            part.task_counted = counted
+            # Members of tasks with a minimum go first: they are what the gang cannot do
+            # without.
+            part.pending.sort(key=lambda p: gang.task_of(p) not in tasks)
+        return part
 
     def _gangs_of(self, group_key: str) -> list[Gang]:
         keys = self._groups.get(group_key) or tuple(group_key.split("\n"))
@@ -440,22 +560,72 @@ class Coscheduling:
         return JobRef(gang.key, minimum=gang.spec.min_available or 0, running=running)
 
     def status_updates(self) -> list[StatusUpdate]:
+        self._enqueue()
         updates = []
+        now = self.handle.wall()
         for key in sorted(self._dirty):
             gang = self.gangs.get(key)
             if gang is None or gang.podgroup is None:
                 continue
+            api = self._api_named.get(gang.api)
+            if api is None or api.resource is None:
+                continue
+            status = api.status(gang, now)
+            if status is None:
+                continue
             updates.append(
                 StatusUpdate(
-                    PODGROUP_API_VERSION,
-                    PODGROUP_PLURAL,
+                    api.resource.api_version,
+                    api.resource.plural,
                     gang.podgroup.namespace,
                     gang.podgroup.name,
-                    podgroup_status(gang),
+                    status,
                 )
             )
         self._dirty.clear()
         return updates
+
+    def _enqueue(self) -> None:
+        """Gangs whose clients wait for them to be enqueued: enqueued, oldest first, while
+        their minResources fit what is free and not promised to gangs enqueued before them
+        (Volcano's enqueue). Asked once a second."""
+        waiting = [
+            g
+            for g in self.gangs.gangs()
+            if not g.enqueued
+            and g.podgroup is not None
+            and g.is_gang()
+            and (api := self._api_named.get(g.api)) is not None
+            and api.enqueues
+        ]
+        if not waiting:
+            return
+        snapshot = Snapshot(self.handle.cache)
+        names: set[str] = set()
+        for g in self.gangs.gangs():
+            if g.podgroup is not None and g.podgroup.min_resources is not None:
+                names.update(g.podgroup.min_resources.names())
+        free = free_in_cluster(snapshot, names)
+        for g in self.gangs.gangs():
+            # Room promised to gangs enqueued but not placed yet is not free for others.
+            minimum = g.podgroup.min_resources if g.podgroup is not None else None
+            if g.enqueued and not g.satisfied and minimum is not None:
+                for name, amount in minimum.items():
+                    free[name] = free.get(name, 0) - amount
+        for g in sorted(waiting, key=lambda g: (g.created_at(), g.key)):
+            minimum = g.podgroup.min_resources if g.podgroup is not None else None
+            short = shortfall(minimum, (), free, {}) if minimum is not None else []
+            if short:
+                message = f"gang {g.key}: minResources do not fit the free room: {'; '.join(short)}"
+                if message != g.last_message:
+                    g.last_message = message
+                    self._dirty.add(g.key)
+                continue
+            g.enqueued = True
+            self._dirty.add(g.key)
+            if minimum is not None:
+                for name, amount in minimum.items():
+                    free[name] = free.get(name, 0) - amount
 
 
 def _all_pods(part: PartPlan) -> Iterable[PodInfo]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from koordgang.model.gang import KOORDINATOR
 from koordgang.state.gangs import Gang
 
 
@@ -21,7 +22,10 @@ READY = GroupVerdict(True)
 def _own_problem(gang: Gang) -> str:
     spec = gang.spec
     if gang.needs_podgroup():
-        return f"waiting for PodGroup {gang.key}"
+        if gang.api == KOORDINATOR:
+            return f"waiting for PodGroup {gang.key}"
+        named = f", named by {gang.ref.named_by}" if gang.ref.named_by else ""
+        return f"waiting for PodGroup {gang.key} ({gang.api}{named})"
     if not spec.startable:
         fatal = next((i for i in spec.issues if i.fatal), None)
         reason = fatal.message() if fatal is not None else "min-available is not usable"
@@ -37,6 +41,21 @@ def _own_problem(gang: Gang) -> str:
         # Scheduling-gated members (Kueue holds pods this way) do not count until ungated.
         note = f" ({gated} more scheduling-gated)" if gated else ""
         return f"{created}/{minimum} members created{note}, min {minimum}"
+    tasks = gang.podgroup.task_minimums if gang.podgroup is not None else {}
+    if tasks:
+        per_task: dict[str, int] = {}
+        for pod in gang.live_members():
+            if not pod.scheduling_gates:
+                task = gang.task_of(pod)
+                per_task[task] = per_task.get(task, 0) + 1
+        for task, need in sorted(tasks.items()):
+            have = per_task.get(task, 0)
+            if have < need:
+                return (
+                    f"task {task} has {have}/{need} members created "
+                    f"(spec.minTaskMember[{task}]={need}; members name their task in "
+                    "annotation volcano.sh/task-spec)"
+                )
     return ""
 
 

@@ -1,15 +1,12 @@
-"""PodGroup status, computed from what the scheduler knows of the gang."""
+"""PodGroup status as Koordinator and scheduler-plugins keep it (they share the shape): phase,
+member counts, scheduleStartTime and occupiedBy."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
+from koordgang.plugins.coscheduling.apis.base import member_counts, occupied_by, rfc3339
 from koordgang.state.gangs import Gang
-
-
-def _rfc3339(epoch: float) -> str:
-    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def podgroup_phase(gang: Gang, scheduled: int, running: int, succeeded: int, failed: int) -> str:
@@ -23,6 +20,9 @@ def podgroup_phase(gang: Gang, scheduled: int, running: int, succeeded: int, fai
         return "Failed"
     if minimum and running + succeeded >= minimum:
         return "Running"
+    if gang.below_minimum():
+        # It ran whole and lost members: their replacements are being scheduled.
+        return "Scheduling"
     if gang.satisfied or (minimum and scheduled >= minimum):
         return "Scheduled"
     if gang.held() or scheduled or gang.first_attempt is not None:
@@ -33,26 +33,19 @@ def podgroup_phase(gang: Gang, scheduled: int, running: int, succeeded: int, fai
 
 
 def podgroup_status(gang: Gang) -> dict[str, Any]:
-    scheduled = running = succeeded = failed = 0
-    for pod in gang.members.values():
-        if pod.node_name:
-            scheduled += 1
-        if pod.phase == "Running":
-            running += 1
-        elif pod.phase == "Succeeded":
-            succeeded += 1
-        elif pod.phase == "Failed":
-            failed += 1
+    counts = member_counts(gang)
     status: dict[str, Any] = {
-        "phase": podgroup_phase(gang, scheduled, running, succeeded, failed),
-        "scheduled": scheduled,
-        "running": running,
-        "succeeded": succeeded,
-        "failed": failed,
+        "phase": podgroup_phase(
+            gang, counts.scheduled, counts.running, counts.succeeded, counts.failed
+        ),
+        "scheduled": counts.scheduled,
+        "running": counts.running,
+        "succeeded": counts.succeeded,
+        "failed": counts.failed,
     }
     if gang.first_attempt is not None:
-        status["scheduleStartTime"] = _rfc3339(gang.first_attempt)
-    owner = next((p.owner for p in gang.members.values() if p.owner), "")
+        status["scheduleStartTime"] = rfc3339(gang.first_attempt)
+    owner = occupied_by(gang)
     if owner:
         status["occupiedBy"] = owner
     return status

@@ -233,7 +233,7 @@ class Scheduler:
         for info in nodes:
             self.cache.upsert_node(info)
         for obj in podgroups:
-            self.framework.on_object("PodGroup", "ADDED", obj)
+            self.framework.on_object("podgroups.scheduling.sigs.k8s.io", "ADDED", obj)
         for pod in pods:
             self.add(pod)
 
@@ -1151,7 +1151,9 @@ def test_a_podgroup_event_may_let_parked_pods_fit_and_makes_the_gang_ready() -> 
     scheduler = Scheduler(pods, cluster(2))
     before = scheduler.cycle("a-0")
 
-    moved = scheduler.framework.on_object("PodGroup", "ADDED", podgroup_json("a"))
+    moved = scheduler.framework.on_object(
+        "podgroups.scheduling.sigs.k8s.io", "ADDED", podgroup_json("a")
+    )
     after = scheduler.cycle("a-0")
 
     assert before.status.message() == "gang ns/a: waiting for PodGroup ns/a"
@@ -1165,7 +1167,7 @@ def test_a_podgroup_alone_makes_a_gang_without_members() -> None:
     scheduler = Scheduler()
 
     assert scheduler.framework.on_object(
-        "PodGroup", "MODIFIED", podgroup_json("a", {"minMember": 3})
+        "podgroups.scheduling.sigs.k8s.io", "MODIFIED", podgroup_json("a", {"minMember": 3})
     )
 
     gang_a = gang_of(scheduler.gangs)
@@ -1177,7 +1179,12 @@ def test_an_invalid_podgroup_is_told_what_is_wrong_with_it() -> None:
     scheduler = Scheduler()
     spec = {"scheduleTimeoutSeconds": -1, "minResources": {"cpu": "lots"}}
 
-    assert scheduler.framework.on_object("PodGroup", "ADDED", podgroup_json("a", spec)) is True
+    assert (
+        scheduler.framework.on_object(
+            "podgroups.scheduling.sigs.k8s.io", "ADDED", podgroup_json("a", spec)
+        )
+        is True
+    )
 
     [report] = scheduler.reports()
     assert report.obj == ObjectRef("PodGroup", "ns", "a", "pg-a", api_version=PODGROUP_API)
@@ -1199,7 +1206,12 @@ def test_a_deleted_podgroup_leaves_its_members_waiting_for_it_again() -> None:
     pods = [member(f"a-{i}", how="podgroup", min_available=None) for i in range(2)]
     scheduler = Scheduler(pods, cluster(2), [podgroup_json("a")])
 
-    assert scheduler.framework.on_object("PodGroup", "DELETED", podgroup_json("a")) is True
+    assert (
+        scheduler.framework.on_object(
+            "podgroups.scheduling.sigs.k8s.io", "DELETED", podgroup_json("a")
+        )
+        is True
+    )
 
     assert gang_of(scheduler.gangs).podgroup is None
     assert scheduler.cycle("a-0").status.message() == "gang ns/a: waiting for PodGroup ns/a"

@@ -17,6 +17,7 @@ def gang_rows(gangs: GangRegistry, cache: SchedulerCache) -> list[dict[str, Any]
         rows.append(
             {
                 "gang": gang.key,
+                "api": gang.api,
                 "group": list(spec.groups),
                 "mode": spec.mode.value,
                 "minAvailable": spec.min_available,

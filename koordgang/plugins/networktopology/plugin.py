@@ -10,7 +10,7 @@ recomputed from the nodes' labels whenever nodes change, and written when it dif
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -25,7 +25,7 @@ from koordgang.framework.group import (
     SchedulingGroup,
 )
 from koordgang.framework.handle import Handle
-from koordgang.framework.report import Report, StatusUpdate
+from koordgang.framework.report import Report, StatusUpdate, WatchedResource
 from koordgang.framework.status import Code, Status
 from koordgang.model.gang import (
     NETWORK_TOPOLOGY_INDEX_KEY,
@@ -54,9 +54,14 @@ from koordgang.state.snapshot import Placement, Snapshot
 
 log = structlog.get_logger("koordgang.topology")
 
-KIND = "ClusterNetworkTopology"
-API_VERSION = "scheduling.koordinator.sh/v1alpha1"
-PLURAL = "clusternetworktopologies"
+RESOURCE = WatchedResource(
+    "scheduling.koordinator.sh", "v1alpha1", "clusternetworktopologies", "ClusterNetworkTopology"
+)
+KIND = RESOURCE.kind
+API_VERSION = RESOURCE.api_version
+PLURAL = RESOURCE.plural
+#: What its events arrive under (``on_object``'s ``kind``).
+RESOURCE_ID = RESOURCE.id
 NAME = "NetworkTopology"
 #: Gangs whose domain the gang view can show.
 _REMEMBERED = 10_000
@@ -96,8 +101,11 @@ class NetworkTopology:
     def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
         return None
 
+    def watches(self) -> Sequence[WatchedResource]:
+        return (RESOURCE,)
+
     def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
-        if kind != KIND or (obj.get("metadata") or {}).get("name") != DEFAULT_NAME:
+        if kind != RESOURCE_ID or (obj.get("metadata") or {}).get("name") != DEFAULT_NAME:
             return False
         if event == "DELETED":
             self._object, self._spec, self._problem = None, None, ""

@@ -76,7 +76,7 @@ def job(name: str, count: int, rules: str, cpu: str = "1", ranked: bool = True) 
 
 def scheduler(pods: list[PodInfo], nodes: list[NodeInfo]) -> Scheduler:
     sched = Scheduler(pods, nodes)
-    sched.framework.on_object("ClusterNetworkTopology", "ADDED", CNT)
+    sched.framework.on_object("clusternetworktopologies.scheduling.koordinator.sh", "ADDED", CNT)
     return sched
 
 
@@ -160,7 +160,7 @@ def test_a_spec_with_a_cycle_is_not_used_and_says_so() -> None:
             ]
         },
     }
-    sched.framework.on_object("ClusterNetworkTopology", "ADDED", broken)
+    sched.framework.on_object("clusternetworktopologies.scheduling.koordinator.sh", "ADDED", broken)
     [plugin] = [p for p in sched.framework.plugins if isinstance(p, NetworkTopology)]
     [update] = plugin.status_updates()
     condition = update.status["conditions"][0]

@@ -1,0 +1,46 @@
+"""The gang APIs the scheduler reads, in the order that decides which gang a pod belongs to
+when it names gangs in more than one (the first wins, and the pod is warned): a new API is one
+module here and one line in :data:`GANG_APIS`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from koordgang.model.gang import GangRef
+from koordgang.model.pod import PodInfo
+from koordgang.plugins.coscheduling.apis.base import GangApi
+from koordgang.plugins.coscheduling.apis.koordinator import KoordinatorApi
+from koordgang.plugins.coscheduling.apis.kubernetes import KubernetesApi
+from koordgang.plugins.coscheduling.apis.kueue import KueueApi
+from koordgang.plugins.coscheduling.apis.scheduler_plugins import SchedulerPluginsApi
+from koordgang.plugins.coscheduling.apis.volcano import VolcanoApi
+
+GANG_APIS: tuple[GangApi, ...] = (
+    KoordinatorApi(),
+    SchedulerPluginsApi(),
+    KubernetesApi(),
+    VolcanoApi(),
+    KueueApi(),
+)
+
+
+def resolver(apis: Sequence[GangApi] = GANG_APIS) -> Resolve:
+    return Resolve(tuple(apis))
+
+
+class Resolve:
+    """Every gang a pod names, one per API at most, in the APIs' order."""
+
+    def __init__(self, apis: tuple[GangApi, ...]) -> None:
+        self.apis = apis
+
+    def __call__(self, pod: PodInfo) -> Sequence[GangRef]:
+        refs = []
+        for api in self.apis:
+            ref = api.ref_of(pod)
+            if ref is not None:
+                refs.append(ref)
+        return refs
+
+
+__all__ = ["GANG_APIS", "GangApi", "Resolve"]

@@ -1,0 +1,65 @@
+"""What a gang API is to the scheduler: how a pod names its gang, how its group object becomes
+the one internal gang, and what status goes back, in the API's own terms."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from koordgang.framework.report import WatchedResource
+from koordgang.model.gang import GangRef, PodGroupInfo
+from koordgang.model.pod import PodInfo
+from koordgang.state.gangs import Gang
+
+
+class GangApi(Protocol):
+    #: Short name: the API column of ``koordgang gangs`` and the ``api`` label of metrics.
+    name: str
+    #: The group object's resource; None for an API of pod labels and annotations only.
+    resource: WatchedResource | None
+    #: Its clients make pods only once the scheduler finds the gang's minResources could fit
+    #: (``Gang.enqueued``), so the scheduler checks gangs that have no members yet.
+    enqueues: bool
+
+    def ref_of(self, pod: PodInfo) -> GangRef | None:
+        """The gang ``pod`` names in this API, None if it names none."""
+
+    def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
+        """A group object of :attr:`resource` as the internal gang's object. Never raises:
+        what cannot be used becomes an issue naming the field."""
+
+    def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
+        """The status to merge into the gang's group object (None: nothing to write)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberCounts:
+    scheduled: int
+    running: int
+    succeeded: int
+    failed: int
+
+
+def member_counts(gang: Gang) -> MemberCounts:
+    scheduled = running = succeeded = failed = 0
+    for pod in gang.members.values():
+        if pod.node_name:
+            scheduled += 1
+        if pod.phase == "Running":
+            running += 1
+        elif pod.phase == "Succeeded":
+            succeeded += 1
+        elif pod.phase == "Failed":
+            failed += 1
+    return MemberCounts(scheduled, running, succeeded, failed)
+
+
+def rfc3339(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def occupied_by(gang: Gang) -> str:
+    """The controller of the gang's members (``namespace/name``), "" if they have none."""
+    return next((p.owner for p in gang.members.values() if p.owner), "")

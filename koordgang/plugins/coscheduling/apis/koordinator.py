@@ -1,0 +1,31 @@
+"""Koordinator: a ``scheduling.sigs.k8s.io/v1alpha1`` PodGroup named by the pod label
+``pod-group.scheduling.sigs.k8s.io``, the lightweight labels, or the
+``gang.scheduling.koordinator.sh/*`` annotations. Status: phase and member counts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from koordgang.framework.report import WatchedResource
+from koordgang.model.gang import KOORDINATOR, GangRef, PodGroupInfo, gang_ref_of, parse_podgroup
+from koordgang.model.pod import PodInfo
+from koordgang.plugins.coscheduling.status import podgroup_status
+from koordgang.state.gangs import Gang
+
+
+class KoordinatorApi:
+    name = KOORDINATOR
+    enqueues = False
+    resource: WatchedResource | None = WatchedResource(
+        "scheduling.sigs.k8s.io", "v1alpha1", "podgroups", "PodGroup"
+    )
+
+    def ref_of(self, pod: PodInfo) -> GangRef | None:
+        return gang_ref_of(pod.namespace, pod.labels, pod.annotations)
+
+    def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
+        return parse_podgroup(obj)
+
+    def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
+        return podgroup_status(gang)

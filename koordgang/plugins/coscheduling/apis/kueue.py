@@ -1,0 +1,38 @@
+"""Kueue's plain pod groups: the pod label ``kueue.x-k8s.io/pod-group-name`` names the group and
+the annotation ``kueue.x-k8s.io/pod-group-total-count`` gives its size, which is the gang's
+minimum. Kueue admits a group by removing its scheduling gate from the pods; the scheduler then
+places the group whole. No object: nothing is written back but the pods' own conditions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from koordgang.framework.report import WatchedResource
+from koordgang.model.gang import GangRef, GangSource, PodGroupInfo, nonblank, podgroup_info
+from koordgang.model.pod import PodInfo
+from koordgang.state.gangs import Gang
+
+API = "kueue"
+GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
+TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
+
+
+class KueueApi:
+    name = API
+    enqueues = False
+    resource: WatchedResource | None = None
+
+    def ref_of(self, pod: PodInfo) -> GangRef | None:
+        name = nonblank(pod.labels.get(GROUP_NAME_LABEL))
+        if name is None:
+            return None
+        return GangRef(
+            pod.namespace, name, GangSource.LABELS, api=API, min_annotation=TOTAL_COUNT_ANNOTATION
+        )
+
+    def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
+        return podgroup_info(obj, min_member=None, issues=[], api=API)
+
+    def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
+        return None

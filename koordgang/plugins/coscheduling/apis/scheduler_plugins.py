@@ -1,0 +1,39 @@
+"""scheduler-plugins' Coscheduling (current): a ``scheduling.x-k8s.io/v1alpha1`` PodGroup named
+by the pod label ``scheduling.x-k8s.io/pod-group``, with ``minMember``, ``minResources`` and
+``scheduleTimeoutSeconds`` (unset or 0: the daemon's default waiting time). Written by Kubeflow
+training-operator, MPI operator and KubeRay. Status as scheduler-plugins keeps it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from koordgang.framework.report import WatchedResource
+from koordgang.model.gang import GangRef, GangSource, PodGroupInfo, nonblank, parse_podgroup
+from koordgang.model.pod import PodInfo
+from koordgang.plugins.coscheduling.status import podgroup_status
+from koordgang.state.gangs import Gang
+
+API = "scheduler-plugins"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+class SchedulerPluginsApi:
+    name = API
+    enqueues = False
+    resource: WatchedResource | None = WatchedResource(
+        "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup"
+    )
+
+    def ref_of(self, pod: PodInfo) -> GangRef | None:
+        name = nonblank(pod.labels.get(POD_GROUP_LABEL))
+        if name is None:
+            return None
+        return GangRef(pod.namespace, name, GangSource.POD_GROUP, api=API, named_by=POD_GROUP_LABEL)
+
+    def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
+        return replace(parse_podgroup(obj), api=API)
+
+    def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
+        return podgroup_status(gang)

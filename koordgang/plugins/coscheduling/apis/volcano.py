@@ -1,0 +1,141 @@
+"""Volcano: a ``scheduling.volcano.sh/v1beta1`` PodGroup named by the pod annotation
+``scheduling.k8s.io/group-name``, with ``minMember``, ``minTaskMember`` (per task, the task named
+by the pod annotation ``volcano.sh/task-spec``), ``minResources`` and ``priorityClassName``.
+``queue`` is Volcano's own: it is read, said to be ignored, and not acted on.
+
+Clients in Volcano mode create their pods only once the PodGroup leaves ``Pending``: the
+scheduler moves it to ``Inqueue`` when its ``minResources`` could fit (Volcano's enqueue), then
+``Running`` once its minimum runs. A gang that ran and lost members is ``Unknown``, as Volcano
+calls it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from koordgang.framework.report import WatchedResource
+from koordgang.model.gang import (
+    MIN_MEMBER_FIELD,
+    ConfigIssue,
+    GangRef,
+    GangSource,
+    PodGroupInfo,
+    json_int,
+    mapping,
+    nonblank,
+    parse_min_resources,
+    parse_minimum,
+    podgroup_info,
+    shown,
+)
+from koordgang.model.pod import PodInfo
+from koordgang.plugins.coscheduling.apis.base import member_counts, rfc3339
+from koordgang.state.gangs import Gang
+
+API = "volcano"
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+MIN_TASK_MEMBER_FIELD = "spec.minTaskMember"
+PENDING = "Pending"
+INQUEUE = "Inqueue"
+RUNNING = "Running"
+UNKNOWN = "Unknown"
+COMPLETED = "Completed"
+
+
+class VolcanoApi:
+    name = API
+    enqueues = True
+    resource: WatchedResource | None = WatchedResource(
+        "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup"
+    )
+
+    def ref_of(self, pod: PodInfo) -> GangRef | None:
+        name = nonblank(pod.annotations.get(GROUP_NAME_ANNOTATION))
+        if name is None:
+            return None
+        return GangRef(
+            pod.namespace,
+            name,
+            GangSource.POD_GROUP,
+            api=API,
+            named_by=GROUP_NAME_ANNOTATION,
+        )
+
+    def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
+        spec = mapping(obj.get("spec"))
+        issues: list[ConfigIssue] = []
+        minimum = parse_minimum(spec.get("minMember"), MIN_MEMBER_FIELD, issues)
+        tasks = _task_minimums(spec.get("minTaskMember"), minimum, issues)
+        resources = parse_min_resources(spec.get("minResources"), "spec.minResources", issues)
+        ignored = {}
+        queue = spec.get("queue")
+        if isinstance(queue, str) and queue:
+            ignored["spec.queue"] = queue
+        return podgroup_info(
+            obj,
+            min_member=minimum,
+            issues=issues,
+            min_resources=resources,
+            api=API,
+            task_minimums=tasks,
+            ignored=ignored,
+        )
+
+    def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
+        podgroup = gang.podgroup
+        if podgroup is None:
+            return None
+        counts = member_counts(gang)
+        minimum = gang.spec.min_available or 0
+        current = podgroup.status.get("phase")
+        if gang.below_minimum():
+            phase = UNKNOWN
+        elif minimum and counts.succeeded >= minimum and not counts.running:
+            phase = COMPLETED
+        elif gang.satisfied:
+            phase = RUNNING
+        elif gang.enqueued or current in (INQUEUE, RUNNING, UNKNOWN):
+            phase = INQUEUE  # never back to Pending: the client has made its pods
+        else:
+            phase = PENDING
+        status: dict[str, Any] = {
+            "phase": phase,
+            "running": counts.running,
+            "succeeded": counts.succeeded,
+            "failed": counts.failed,
+        }
+        if not gang.satisfied and gang.last_message:
+            status["conditions"] = [
+                {
+                    "type": "Unschedulable",
+                    "status": "True",
+                    "reason": "NotEnoughResources",
+                    "message": gang.last_message,
+                    "lastTransitionTime": rfc3339(now),
+                }
+            ]
+        return status
+
+
+def _task_minimums(raw: Any, minimum: int | None, issues: list[ConfigIssue]) -> dict[str, int]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        issues.append(
+            ConfigIssue(
+                MIN_TASK_MEMBER_FIELD, shown(raw), "is not a map of task to count", "ignoring it"
+            )
+        )
+        return {}
+    tasks: dict[str, int] = {}
+    for task, value in raw.items():
+        number = json_int(value)
+        key = f"{MIN_TASK_MEMBER_FIELD}[{task}]"
+        if number is None or number < 0:
+            issues.append(
+                ConfigIssue(key, shown(value), "is not a non-negative integer", "ignoring it")
+            )
+            continue
+        if number:
+            tasks[str(task)] = number
+    return tasks
