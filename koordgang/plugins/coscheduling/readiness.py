@@ -21,7 +21,7 @@ READY = GroupVerdict(True)
 
 def _own_problem(gang: Gang) -> str:
     spec = gang.spec
-    if gang.needs_podgroup():
+    if gang.needs_podgroup() and "/" not in gang.ref.name:
         if gang.api == KOORDINATOR:
             return f"waiting for PodGroup {gang.key}"
         named = f", named by {gang.ref.named_by}" if gang.ref.named_by else ""

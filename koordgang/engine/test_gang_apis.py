@@ -1,0 +1,385 @@
+"""Every gang API, through the whole engine (fake API server, fake clock): a gang written in any
+of them binds all or nothing, its pods are told why they wait, and its group object's status is
+written back in that API's own terms."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from koordgang.engine.conftest import (
+    NS,
+    FakeApi,
+    FakeClock,
+    Harness,
+    MakeScheduler,
+    node,
+    parse,
+    pod,
+    pod_json,
+)
+from koordgang.model.gang import MIN_AVAILABLE_KEY, NAME_KEY
+from koordgang.model.pod import PodInfo
+
+X_K8S = "podgroups.scheduling.x-k8s.io"
+UPSTREAM = "podgroups.scheduling.k8s.io"
+VOLCANO = "podgroups.scheduling.volcano.sh"
+
+
+def group_object(
+    api_version: str, name: str, spec: dict[str, Any], status: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": api_version,
+        "kind": "PodGroup",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "uid": f"uid-{name}",
+            "resourceVersion": "1",
+            "creationTimestamp": "2024-01-01T00:00:00Z",
+        },
+        "spec": spec,
+        "status": status or {},
+    }
+
+
+def x_k8s_member(name: str, group: str = "pg", cpu: str = "1") -> PodInfo:
+    return pod(name, cpu=cpu, labels={"scheduling.x-k8s.io/pod-group": group})
+
+
+def upstream_member(name: str, group: str = "pg", cpu: str = "1") -> PodInfo:
+    obj = pod_json(name, cpu=cpu)
+    obj["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return parse(obj)
+
+
+def volcano_member(name: str, group: str = "pg", task: str = "", cpu: str = "1") -> PodInfo:
+    annotations = {"scheduling.k8s.io/group-name": group}
+    if task:
+        annotations["volcano.sh/task-spec"] = task
+    return pod(name, cpu=cpu, annotations=annotations)
+
+
+def status_patches(api: FakeApi, group_path: str, name: str) -> list[dict[str, Any]]:
+    return [
+        call.body["status"]
+        for call in api.landed()
+        if call.path == f"/apis/{group_path}/namespaces/{NS}/podgroups/{name}/status"
+    ]
+
+
+async def publish(sched: Harness, clock: FakeClock) -> None:
+    """One loop tick: statuses are published once a second."""
+    clock.advance(1.0)
+    await sched.run()
+
+
+# -- scheduler-plugins ----------------------------------------------------------------------
+
+
+async def test_a_scheduler_plugins_gang_that_does_not_fit_binds_nothing_and_says_why(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    sched.intake.on_object(
+        X_K8S, "ADDED", group_object("scheduling.x-k8s.io/v1alpha1", "pg", {"minMember": 4})
+    )
+    members = [x_k8s_member(f"w-{i}", cpu="2") for i in range(4)]
+    sched.list(nodes=[node("n1", cpu="6")], pods=members)
+    await sched.run()
+
+    assert api.binds() == []
+    for member in members:
+        condition = api.condition(member.name)
+        assert condition is not None and condition["status"] == "False"
+        assert "gang ns/pg" in condition["message"], condition["message"]
+    await publish(sched, clock)
+    [*_, status] = status_patches(api, "scheduling.x-k8s.io/v1alpha1", "pg")
+    assert status["phase"] == "Scheduling" and status["scheduled"] == 0
+
+
+async def test_a_scheduler_plugins_gang_binds_whole_once_room_exists(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    sched.intake.on_object(
+        X_K8S,
+        "ADDED",
+        group_object(
+            "scheduling.x-k8s.io/v1alpha1", "pg", {"minMember": 4, "scheduleTimeoutSeconds": 0}
+        ),
+    )
+    members = [x_k8s_member(f"w-{i}", cpu="2") for i in range(4)]
+    sched.list(nodes=[node("n1", cpu="6")], pods=members)
+    await sched.run()
+    assert api.binds() == []
+
+    sched.intake.on_node_upsert(node("n2", cpu="6"))
+    clock.advance(30.0)
+    await sched.run()
+    assert sorted(name for name, _ in api.binds()) == [f"w-{i}" for i in range(4)]
+    sched.observe_binds()
+    await publish(sched, clock)
+    [*_, status] = status_patches(api, "scheduling.x-k8s.io/v1alpha1", "pg")
+    assert status["phase"] == "Scheduled" and status["scheduled"] == 4
+
+
+# -- upstream Kubernetes --------------------------------------------------------------------
+
+
+def upstream_group(name: str, min_count: int | None, **status: Any) -> dict[str, Any]:
+    policy: dict[str, Any] = {"gang": {"minCount": min_count}} if min_count else {"basic": {}}
+    return group_object("scheduling.k8s.io/v1alpha2", name, {"schedulingPolicy": policy}, status)
+
+
+async def test_an_upstream_gang_writes_podgroupscheduled_false_then_true_never_back(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    sched.intake.on_object(UPSTREAM, "ADDED", upstream_group("job-a", 4))
+    members = [upstream_member(f"job-a-{i}", "job-a", cpu="2") for i in range(4)]
+    sched.list(nodes=[node("n1", cpu="6")], pods=members)
+    await sched.run()
+    assert api.binds() == []
+    await publish(sched, clock)
+    [*_, waiting] = status_patches(api, "scheduling.k8s.io/v1alpha2", "job-a")
+    [condition] = waiting["conditions"]
+    assert condition["type"] == "PodGroupScheduled"
+    assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+    assert "gang ns/job-a" in condition["message"]
+    # The informer shows what was written.
+    sched.intake.on_object(UPSTREAM, "MODIFIED", upstream_group("job-a", 4, **waiting))
+
+    sched.intake.on_node_upsert(node("n2", cpu="6"))
+    clock.advance(30.0)
+    await sched.run()
+    assert len(api.binds()) == 4
+    sched.observe_binds()
+    await publish(sched, clock)
+    [*_, scheduled] = status_patches(api, "scheduling.k8s.io/v1alpha2", "job-a")
+    [condition] = scheduled["conditions"]
+    assert (condition["status"], condition["reason"]) == ("True", "Scheduled")
+    sched.intake.on_object(UPSTREAM, "MODIFIED", upstream_group("job-a", 4, **scheduled))
+
+    # A member fails: the gang is below its minimum, but the condition stays True.
+    written = len(status_patches(api, "scheduling.k8s.io/v1alpha2", "job-a"))
+    [first] = [p for p in sched.cache.pods() if p.name == "job-a-0"]
+    sched.intake.on_pod_upsert(replace(first, phase="Failed", resource_version="9"))
+    await publish(sched, clock)
+    assert len(status_patches(api, "scheduling.k8s.io/v1alpha2", "job-a")) == written
+    [event] = api.events("job-a", "GangBelowMinimum")
+    assert event["involvedObject"]["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+    assert "fell below its minimum: 3 of 4" in event["message"]
+
+
+async def test_upstream_pods_whose_podgroup_is_missing_wait_and_say_so(
+    sched: Harness, api: FakeApi
+) -> None:
+    members = [upstream_member(f"j-{i}", "missing") for i in range(2)]
+    sched.list(nodes=[node("n1", cpu="8")], pods=members)
+    await sched.run()
+    assert api.binds() == []
+    condition = api.condition("j-0")
+    assert condition is not None
+    assert "waiting for PodGroup ns/missing (kubernetes" in condition["message"]
+    assert "spec.schedulingGroup.podGroupName" in condition["message"]
+
+
+async def test_an_upstream_basic_podgroup_is_no_gang_its_pods_go_alone(
+    sched: Harness, api: FakeApi
+) -> None:
+    sched.intake.on_object(UPSTREAM, "ADDED", upstream_group("svc", None))
+    members = [upstream_member(f"s-{i}", "svc", cpu="2") for i in range(4)]
+    sched.list(nodes=[node("n1", cpu="6")], pods=members)
+    await sched.run()
+    assert len(api.binds()) == 3
+
+
+# -- Volcano --------------------------------------------------------------------------------
+
+
+async def test_a_volcano_podgroup_is_enqueued_only_when_its_min_resources_fit(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    spec = {"minMember": 2, "minResources": {"cpu": "8"}, "queue": "research"}
+    sched.list(nodes=[node("n1", cpu="6")], pods=[])
+    sched.intake.on_object(
+        VOLCANO, "ADDED", group_object("scheduling.volcano.sh/v1beta1", "pg", spec)
+    )
+    await publish(sched, clock)
+    [*_, pending] = status_patches(api, "scheduling.volcano.sh/v1beta1", "pg")
+    assert pending["phase"] == "Pending"
+    assert "cpu short by 2" in pending["conditions"][0]["message"]
+    [told] = api.events("pg", "FieldIgnored")
+    assert told["type"] == "Normal" and 'spec.queue="research"' in told["message"]
+
+    sched.intake.on_node_upsert(node("n2", cpu="6"))
+    await publish(sched, clock)
+    [*_, inqueue] = status_patches(api, "scheduling.volcano.sh/v1beta1", "pg")
+    assert inqueue["phase"] == "Inqueue"
+
+    # Its client makes the pods now; they bind whole, and the gang runs.
+    members = [volcano_member(f"v-{i}", cpu="4") for i in range(2)]
+    sched.add(*members)
+    await sched.run()
+    assert len(api.binds()) == 2
+    sched.observe_binds()
+    await publish(sched, clock)
+    [*_, running] = status_patches(api, "scheduling.volcano.sh/v1beta1", "pg")
+    assert running["phase"] == "Running"
+    # The queue is mentioned once, not at every update of the object.
+    sched.intake.on_object(
+        VOLCANO, "MODIFIED", group_object("scheduling.volcano.sh/v1beta1", "pg", spec, running)
+    )
+    await sched.run()
+    assert len(api.events("pg", "FieldIgnored")) == 1
+
+
+async def test_volcano_task_minimums_must_be_met_as_well_as_the_gang_minimum(
+    sched: Harness, api: FakeApi
+) -> None:
+    spec = {"minMember": 3, "minTaskMember": {"ps": 1, "worker": 2}}
+    sched.intake.on_object(
+        VOLCANO, "ADDED", group_object("scheduling.volcano.sh/v1beta1", "pg", spec)
+    )
+    # Three workers and no ps: the gang minimum is met, the ps task's is not.
+    members = [volcano_member(f"worker-{i}", task="worker") for i in range(3)]
+    sched.list(nodes=[node("n1", cpu="8")], pods=members)
+    await sched.run()
+    assert api.binds() == []
+    condition = api.condition("worker-0")
+    assert condition is not None
+    assert "task ps has 0/1 members created (spec.minTaskMember[ps]=1" in condition["message"]
+
+    sched.add(volcano_member("ps-0", task="ps"))
+    await sched.run()
+    assert sorted(name for name, _ in api.binds()) == ["ps-0", "worker-0", "worker-1", "worker-2"]
+
+
+async def test_a_volcano_task_that_cannot_reach_its_minimum_keeps_the_gang_whole(
+    sched: Harness, api: FakeApi
+) -> None:
+    spec = {"minMember": 2, "minTaskMember": {"ps": 1, "worker": 1}}
+    sched.intake.on_object(
+        VOLCANO, "ADDED", group_object("scheduling.volcano.sh/v1beta1", "pg", spec)
+    )
+    members = [
+        volcano_member("ps-0", task="ps", cpu="16"),  # fits nowhere
+        volcano_member("worker-0", task="worker"),
+        volcano_member("worker-1", task="worker"),
+    ]
+    sched.list(nodes=[node("n1", cpu="8")], pods=members)
+    await sched.run()
+    assert api.binds() == []
+
+
+# -- Kueue ----------------------------------------------------------------------------------
+
+
+def kueue_member(name: str, total: str = "3", gated: bool = False) -> PodInfo:
+    return pod(
+        name,
+        labels={"kueue.x-k8s.io/pod-group-name": "grp"},
+        annotations={"kueue.x-k8s.io/pod-group-total-count": total},
+        gates=("kueue.x-k8s.io/admission",) if gated else (),
+    )
+
+
+async def test_a_kueue_pod_group_binds_whole_once_admitted(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    gated = [kueue_member(f"k-{i}", gated=True) for i in range(3)]
+    sched.list(nodes=[node("n1", cpu="8")], pods=gated)
+    await sched.run()
+    assert api.binds() == []
+
+    # Kueue admits two of three first: still nothing binds.
+    sched.add(*[kueue_member(f"k-{i}") for i in range(2)])
+    clock.advance(30.0)
+    await sched.run()
+    assert api.binds() == []
+    sched.add(kueue_member("k-2"))
+    clock.advance(30.0)
+    await sched.run()
+    assert sorted(name for name, _ in api.binds()) == ["k-0", "k-1", "k-2"]
+
+
+async def test_a_kueue_group_without_a_total_count_cannot_start_and_says_which_key(
+    sched: Harness, api: FakeApi
+) -> None:
+    member = pod("k-0", labels={"kueue.x-k8s.io/pod-group-name": "grp"})
+    sched.list(nodes=[node("n1", cpu="8")], pods=[member])
+    await sched.run()
+    assert api.binds() == []
+    condition = api.condition("k-0")
+    assert condition is not None
+    assert 'kueue.x-k8s.io/pod-group-total-count="" is missing' in condition["message"]
+
+
+# -- across APIs ----------------------------------------------------------------------------
+
+
+async def test_a_pod_naming_gangs_in_two_apis_belongs_to_the_first_and_is_warned(
+    sched: Harness, api: FakeApi
+) -> None:
+    member = pod(
+        "p-0",
+        labels={"scheduling.x-k8s.io/pod-group": "other"},
+        annotations={NAME_KEY: "mine", MIN_AVAILABLE_KEY: "1"},
+    )
+    sched.list(nodes=[node("n1", cpu="8")], pods=[member])
+    await sched.run()
+    # Koordinator comes first: its gang of one binds, the scheduler-plugins PodGroup (which
+    # does not exist) is not waited for.
+    assert api.binds() == [("p-0", "n1")]
+    [event] = api.events("p-0", "GangApiConflict")
+    assert "ns/mine (koordinator)" in event["message"]
+    assert "ns/other (scheduler-plugins)" in event["message"]
+
+
+async def test_bad_group_objects_are_explained_on_the_object_and_the_pods(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    sched.intake.on_object(
+        UPSTREAM,
+        "ADDED",
+        upstream_group("zero", 1) | {"spec": {"schedulingPolicy": {"gang": {"minCount": 0}}}},
+    )
+    sched.intake.on_object(
+        X_K8S, "ADDED", group_object("scheduling.x-k8s.io/v1alpha1", "neg", {"minMember": -2})
+    )
+    members = [
+        upstream_member("z-0", "zero"),
+        x_k8s_member("n-0", "neg"),
+        x_k8s_member("o-0", "other-ns/pg"),
+    ]
+    sched.list(nodes=[node("n1", cpu="8")], pods=members)
+    await sched.run()
+    assert api.binds() == []
+    [bad_zero] = api.events("zero", "InvalidGangConfig")
+    assert "spec.schedulingPolicy.gang.minCount" in bad_zero["message"]
+    [bad_neg] = api.events("neg", "InvalidGangConfig")
+    assert 'spec.minMember="-2" is less than 1' in bad_neg["message"]
+    for name, says in (
+        ("z-0", "spec.schedulingPolicy.gang.minCount"),
+        ("n-0", 'spec.minMember="-2" is less than 1'),
+        ("o-0", "a gang's group object is in the pod's own namespace"),
+    ):
+        condition = api.condition(name)
+        assert condition is not None and says in condition["message"], (name, condition)
+
+
+async def test_a_deleted_group_object_leaves_its_pending_members_waiting_for_it(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    obj = group_object("scheduling.x-k8s.io/v1alpha1", "pg", {"minMember": 2})
+    sched.intake.on_object(X_K8S, "ADDED", obj)
+    sched.intake.on_object(X_K8S, "DELETED", obj)
+    members = [x_k8s_member(f"w-{i}") for i in range(2)]
+    sched.list(nodes=[node("n1", cpu="8")], pods=members)
+    await sched.run()
+    assert api.binds() == []
+    condition = api.condition("w-0")
+    assert (
+        condition is not None
+        and "waiting for PodGroup ns/pg (scheduler-plugins" in (condition["message"])
+    )
