@@ -52,6 +52,16 @@ MATCH_POLICY = PREFIX + "match-policy"
 #: Written by the scheduler on every member of a gang whose waiting time ran out.
 TIMEOUT = PREFIX + "timeout"
 
+#: The other gang APIs, as each documents itself: (group, version) of the group object and
+#: where the pod names it.
+X_K8S = ("scheduling.x-k8s.io", "v1alpha1")
+X_K8S_LABEL = "scheduling.x-k8s.io/pod-group"
+UPSTREAM = ("scheduling.k8s.io", "v1alpha2")
+VOLCANO = ("scheduling.volcano.sh", "v1beta1")
+VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
+KUEUE_LABEL = "kueue.x-k8s.io/pod-group-name"
+KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
+
 #: A label of the tests' own on every member, so a gang's pods can be listed whatever the way.
 MEMBER_LABEL = "e2e.koordgang/gang"
 
@@ -383,11 +393,69 @@ def _parse_groups(text: str | None) -> frozenset[str] | None:
     return frozenset(value)
 
 
+def group_object(
+    cluster: Cluster, api: tuple[str, str], namespace: str, name: str
+) -> dict[str, Any] | None:
+    """A gang's group object in one API, None if it (or its kind) does not exist."""
+    try:
+        obj: dict[str, Any] = cluster.custom.get_namespaced_custom_object(
+            api[0], api[1], namespace, "podgroups", name
+        )
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    return obj
+
+
+def _positive(raw: Any) -> int | None:
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 1 else None
+
+
+def _other_api_gang(
+    cluster: Cluster,
+    pod: Any,
+    objects: dict[tuple[tuple[str, str], str], dict[str, Any] | None],
+) -> tuple[str, int | None] | None:
+    """(gang key, minimum) of a pod declared in a gang API other than Koordinator's; None for
+    no gang (or an upstream PodGroup whose policy is ``basic``)."""
+    namespace = pod.metadata.namespace
+    labels = pod.metadata.labels or {}
+    annotations = pod.metadata.annotations or {}
+    group = getattr(pod.spec, "scheduling_group", None)
+    upstream_name = group.pod_group_name if group is not None else None
+    path: tuple[str, ...]
+    if X_K8S_LABEL in labels:
+        api, name, path = X_K8S, labels[X_K8S_LABEL], ("minMember",)
+    elif upstream_name:
+        api, name, path = UPSTREAM, upstream_name, ("schedulingPolicy", "gang", "minCount")
+    elif VOLCANO_ANNOTATION in annotations:
+        api, name, path = VOLCANO, annotations[VOLCANO_ANNOTATION], ("minMember",)
+    elif KUEUE_LABEL in labels:
+        return f"{namespace}/{labels[KUEUE_LABEL]}", _int_or_none(annotations.get(KUEUE_TOTAL))
+    else:
+        return None
+    if (api, f"{namespace}/{name}") not in objects:
+        objects[(api, f"{namespace}/{name}")] = group_object(cluster, api, namespace, name)
+    obj = objects[(api, f"{namespace}/{name}")]
+    if obj is None:
+        return f"{namespace}/{name}", None
+    value: Any = obj.get("spec") or {}
+    if api == UPSTREAM and "gang" not in (value.get("schedulingPolicy") or {}):
+        return None
+    for step in path:
+        value = value.get(step) if isinstance(value, Mapping) else None
+    return f"{namespace}/{name}", _positive(value)
+
+
 def observed_gangs(cluster: Cluster, namespaces: Iterable[str]) -> dict[str, SeenGang]:
     """Every gang our pods declare in ``namespaces``, with its minimum and bound members, as the
-    contract defines them (first matching declaration; pod annotations override the PodGroup)."""
+    contract defines them (first matching declaration; pod annotations override the PodGroup;
+    Koordinator's declarations first, then scheduler-plugins', upstream's, Volcano's and
+    Kueue's)."""
     seen: dict[str, SeenGang] = {}
     podgroups: dict[str, dict[str, Any] | None] = {}
+    others: dict[tuple[tuple[str, str], str], dict[str, Any] | None] = {}
     for namespace in namespaces:
         for pod in cluster.pods(namespace):
             if pod.spec.scheduler_name != SCHEDULER:
@@ -416,7 +484,10 @@ def observed_gangs(cluster: Cluster, namespaces: Iterable[str]) -> dict[str, See
                 key = f"{namespace}/{annotations[NAME]}"
                 minimum = _int_or_none(annotations.get(MIN_AVAILABLE))
             else:
-                continue
+                other = _other_api_gang(cluster, pod, others)
+                if other is None:
+                    continue
+                key, minimum = other
             entry = seen.setdefault(key, SeenGang(key=key, minimum=minimum))
             entry.pods += 1
             groups = _parse_groups(group_text)

@@ -26,17 +26,20 @@ def wait_until(
     timeout: float = 60.0,
     interval: float = 0.25,
     what: str = "condition",
+    last: Callable[[], Any] | None = None,
 ) -> T:
-    """Polls ``predicate`` until it returns something truthy; fails the test after ``timeout``."""
+    """Polls ``predicate`` until it returns something truthy; fails the test after ``timeout``
+    (saying what ``last`` returns then, if given, else the predicate's last value)."""
     deadline = time.monotonic() + timeout
-    last: T | None = None
+    value: T | None = None
     while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
+        value = predicate()
+        if value:
+            return value
         time.sleep(interval)
+    shown = last() if last is not None else value
     raise AssertionError(
-        f"timed out after {timeout:.0f} s waiting for {what}; last value: {last!r}"
+        f"timed out after {timeout:.0f} s waiting for {what}; last value: {shown!r}"
     )
 
 

@@ -48,8 +48,7 @@ def test_every_rendered_object_passes_a_server_side_dry_run(cluster: Cluster) ->
         "ClusterRole",
         "ClusterRoleBinding",
         "ConfigMap",
-        "CustomResourceDefinition",
-        "CustomResourceDefinition",
+        *["CustomResourceDefinition"] * 4,
         "Deployment",
         "PodDisruptionBudget",
         "Role",
@@ -78,6 +77,25 @@ def test_optional_objects_follow_their_values() -> None:
     assert [o["kind"] for o in monitor].count("ServiceMonitor") == 1
     assert not [o for o in rendered("--set", "crds.install=false")
                 if o["kind"] == "CustomResourceDefinition"]  # fmt: skip
+    # Other projects' CRDs each have a value, for clusters where that project installed them.
+    assert _crds(rendered()) == {
+        "podgroups.scheduling.sigs.k8s.io",
+        "clusternetworktopologies.scheduling.koordinator.sh",
+        "podgroups.scheduling.x-k8s.io",
+        "podgroups.scheduling.volcano.sh",
+    }
+    without_volcano = _crds(rendered("--set", "crds.volcano=false"))
+    assert "podgroups.scheduling.volcano.sh" not in without_volcano
+    assert "podgroups.scheduling.x-k8s.io" in without_volcano
+    without_plugins = _crds(rendered("--set", "crds.schedulerPlugins=false"))
+    assert "podgroups.scheduling.x-k8s.io" not in without_plugins
+    assert "podgroups.scheduling.volcano.sh" in without_plugins
+    # Values from before the switches existed (helm upgrade --reuse-values): only our own.
+    old_values = ("--set", "crds.schedulerPlugins=null", "--set", "crds.volcano=null")
+    assert _crds(rendered(*old_values)) == {
+        "podgroups.scheduling.sigs.k8s.io",
+        "clusternetworktopologies.scheduling.koordinator.sh",
+    }
     pdb = rendered("--set", "podDisruptionBudget.enabled=false")
     assert [o["kind"] for o in pdb].count("PodDisruptionBudget") == 0
     # Without an election, one scheduler at a time: Recreate.
@@ -87,6 +105,10 @@ def test_optional_objects_follow_their_values() -> None:
     config = next(o for o in rendered("--set", "config.scoreStrategy=MostAllocated")
                   if o["kind"] == "ConfigMap")  # fmt: skip
     assert yaml.safe_load(config["data"]["koordgang.yaml"])["scoreStrategy"] == "MostAllocated"
+
+
+def _crds(objects: list[dict[str, Any]]) -> set[str]:
+    return {o["metadata"]["name"] for o in objects if o["kind"] == "CustomResourceDefinition"}
 
 
 def _exists(cluster: Cluster, name: str) -> bool:

@@ -46,8 +46,12 @@ START_ORDER = (ETCD, APISERVER, KWOK, CONTROLLER_MANAGER)
 STOP_ORDER = tuple(reversed(START_ORDER))
 
 #: The controllers a user's workloads need here: Jobs, Deployments, StatefulSets, DaemonSets
-#: and CronJobs make pods, PodDisruptionBudgets get their status, deleted namespaces are
-#: emptied, owners' deletions cascade. Left out on purpose: node-lifecycle (kwok's lease renewals
+#: and CronJobs make pods (an Indexed Job with parallelism == completions > 1 also gets a
+#: Workload and a gang PodGroup, see FEATURE_GATES), PodDisruptionBudgets get their status,
+#: deleted namespaces are emptied, owners' deletions cascade, and the
+#: scheduling.k8s.io/podgroup-protection finalizer (stamped on every PodGroup by the
+#: PodGroupProtection admission plugin) is removed once no unfinished pod names the group, so
+#: deleting a PodGroup does not hang. Left out on purpose: node-lifecycle (kwok's lease renewals
 #: lag on a saturated 2-core machine, and nodes must not be tainted NotReady under a test or a
 #: benchmark), taint-eviction, volume binding (tests bind their claims themselves), and
 #: everything about services, certificates and clouds.
@@ -60,11 +64,23 @@ CONTROLLERS = (
     "job-controller",
     "namespace-controller",
     "pod-garbage-collector-controller",
+    "podgroup-protection-controller",
     "replicaset-controller",
     "serviceaccount-controller",
     "statefulset-controller",
     "ttl-after-finished-controller",
 )
+
+#: The alpha gang API of Kubernetes 1.36, for kube-apiserver and kube-controller-manager alike.
+#: GenericWorkload serves Workload and PodGroup (scheduling.k8s.io/v1alpha2, which also needs
+#: ALPHA_APIS) and the pod field spec.schedulingGroup.podGroupName; WorkloadWithJob (requires
+#: GenericWorkload) makes the Job controller create a Workload and a PodGroup for gang-shaped
+#: Jobs and point their pods at the PodGroup.
+FEATURE_GATES = "GenericWorkload=true,WorkloadWithJob=true"
+#: Alpha API versions are served only when asked for.
+ALPHA_APIS = "scheduling.k8s.io/v1alpha2=true"
+#: What `_health` asks for to tell a plane started with ALPHA_APIS from one started without.
+ALPHA_API_PATH = "/apis/scheduling.k8s.io/v1alpha2"
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 # Pod IPs kwok hands out. Not the service range: a pod IP equal to a ClusterIP (10.0.0.1 is
@@ -395,6 +411,8 @@ class LocalControlPlane:
             # we do not run clears it. Priority stays on: preemption needs spec.priority.
             "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
             "--allow-privileged=true",
+            f"--feature-gates={FEATURE_GATES}",
+            f"--runtime-config={ALPHA_APIS}",
             *(
                 [
                     f"--audit-policy-file={self.state.audit_policy}",
@@ -433,6 +451,7 @@ class LocalControlPlane:
         return [
             f"--kubeconfig={self.kubeconfig}",
             f"--controllers={','.join(CONTROLLERS)}",
+            f"--feature-gates={FEATURE_GATES}",
             "--leader-elect=false",
             "--bind-address=127.0.0.1",
             f"--secure-port={e.controller_manager_port}",
@@ -539,6 +558,14 @@ class LocalControlPlane:
                 endpoints.apiserver_port, endpoints.token, endpoints.tls_context()
             ):
                 return False, "kube-apiserver is not ready"
+            # A plane started before the alpha gang API was switched on must not be reused.
+            served, _ = probes.http_get(
+                endpoints.apiserver_url + ALPHA_API_PATH,
+                token=endpoints.token,
+                context=endpoints.tls_context(),
+            )
+            if served != 200:
+                return False, f"kube-apiserver does not serve {ALPHA_API_PATH}"
         except (ssl.SSLError, OSError) as error:
             return False, f"kube-apiserver TLS check failed: {error}"
         if not probes.kwok_healthy(endpoints.kwok_port):

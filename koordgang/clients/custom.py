@@ -15,12 +15,21 @@ def object_path(api_version: str, plural: str, namespace: str, name: str) -> str
 
 
 async def patch_status(
-    api: KubeApi, api_version: str, plural: str, namespace: str, name: str, status: dict[str, Any]
+    api: KubeApi,
+    api_version: str,
+    plural: str,
+    namespace: str,
+    name: str,
+    status: dict[str, Any],
+    *,
+    subresource: bool = True,
 ) -> None:
-    """Merges ``status`` into the object's status subresource."""
+    """Merges ``status`` into the object's status subresource (or, for a kind without one,
+    into the object itself)."""
+    path = object_path(api_version, plural, namespace, name)
     await api.request(
         "PATCH",
-        object_path(api_version, plural, namespace, name) + "/status",
+        path + "/status" if subresource else path,
         body={"status": status},
         content_type=MERGE_PATCH,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any
 
@@ -38,7 +38,9 @@ class StatusWriter:
     def submit(self, updates: Iterable[StatusUpdate]) -> None:
         """Queues the writes of statuses that differ from what was last written."""
         for update in updates:
-            if self._written.get(update.key) == update.status:
+            if self._written.get(update.key) == update.status and _agrees(
+                update.observed, update.status
+            ):
                 self._pending.pop(update.key, None)
                 continue
             self._pending[update.key] = update
@@ -66,6 +68,7 @@ class StatusWriter:
                         update.namespace,
                         update.name,
                         update.status,
+                        subresource=update.subresource,
                     ),
                     attempts=3,
                 )
@@ -87,3 +90,10 @@ class StatusWriter:
         self._wakeup.set()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._idle.wait(), timeout=timeout)
+
+
+def _agrees(observed: Mapping[str, Any] | None, status: Mapping[str, Any]) -> bool:
+    """Whether the object as last read shows ``status`` (unknown counts as yes)."""
+    if observed is None:
+        return True
+    return all(observed.get(key) == value for key, value in status.items())

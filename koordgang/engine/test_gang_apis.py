@@ -62,10 +62,14 @@ def volcano_member(name: str, group: str = "pg", task: str = "", cpu: str = "1")
 
 
 def status_patches(api: FakeApi, group_path: str, name: str) -> list[dict[str, Any]]:
+    """Status written to a group object: through its status subresource, or (Volcano's,
+    which has none) merged into the object."""
+    path = f"/apis/{group_path}/namespaces/{NS}/podgroups/{name}"
+    subresource = not group_path.startswith("scheduling.volcano.sh/")
     return [
         call.body["status"]
         for call in api.landed()
-        if call.path == f"/apis/{group_path}/namespaces/{NS}/podgroups/{name}/status"
+        if call.method == "PATCH" and call.path == (path + "/status" if subresource else path)
     ]
 
 

@@ -3,6 +3,7 @@ engine's writers carry them out (coalesced, in order, off the scheduling path)."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,12 @@ class StatusUpdate:
     namespace: str
     name: str
     status: dict[str, Any]
+    #: Written through the ``status`` subresource; False for a kind without one (Volcano's
+    #: PodGroup), whose status is merged into the object itself.
+    subresource: bool = True
+    #: The object's status as last read, if known: a status written before and overwritten
+    #: since (a client that updates the whole object) is written again.
+    observed: Mapping[str, Any] | None = field(default=None, compare=False)
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -90,6 +97,8 @@ class WatchedResource:
     version: str
     plural: str
     kind: str
+    #: Whether the kind has a ``status`` subresource (Volcano's PodGroup has none).
+    status_subresource: bool = True
 
     @property
     def api_version(self) -> str:

@@ -88,6 +88,9 @@ class Gang:
         #: Its minResources could fit once, so its client may make its pods (Volcano's
         #: enqueue); one-way.
         self.enqueued = False
+        #: When it was enqueued (monotonic seconds): its promise of room lapses after its
+        #: waiting time.
+        self.enqueued_at: float | None = None
         #: It was told it fell below its minimum after running whole (told once per fall).
         self.told_below_minimum = False
         #: Members bound and alive, or done: kept up to date member by member.

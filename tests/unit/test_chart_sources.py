@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from koordgang.plugins.coscheduling.apis import GANG_APIS
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "koordgang"
 
@@ -105,22 +107,30 @@ def _grants(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     }
 
 
-def test_the_scheduler_may_read_every_gang_api_and_write_podgroup_status() -> None:
+def test_the_scheduler_may_read_every_gang_api_and_write_its_status_and_no_more() -> None:
+    """The rules follow what the gang APIs declare: each group object is read, and its status
+    written (through the status subresource, or into the object for a kind without one)."""
     rules = yaml.safe_load((CHART / "files" / "clusterrole-rules.yaml").read_text())
     grants = _grants(rules)
     assert not [g for g in grants if "*" in g]
-    groups = ["scheduling.sigs.k8s.io", "scheduling.x-k8s.io", "scheduling.volcano.sh",
-              "scheduling.k8s.io"]  # fmt: skip
-    for group in groups:
+    for api in GANG_APIS:
+        resource = api.resource
+        if resource is None:
+            continue
+        group, plural = resource.group, resource.plural
         for verb in ("get", "list", "watch"):
-            assert (group, "podgroups", verb) in grants
-        for verb in ("patch", "update"):
-            assert (group, "podgroups/status", verb) in grants
-    for verb in ("get", "list", "watch"):
-        assert ("scheduling.k8s.io", "workloads", verb) in grants
-    # The other projects' PodGroups and the upstream API are read, never written, apart
-    # from their status.
-    for group in groups[1:]:
-        written = {(r, v) for g, r, v in grants if g == group and r != "podgroups/status"
-                   and v not in ("get", "list", "watch")}  # fmt: skip
-        assert not written, group
+            assert (group, plural, verb) in grants, (api.name, verb)
+        status = f"{plural}/status" if resource.status_subresource else plural
+        assert (group, status, "patch") in grants, api.name
+        if api.name == "koordinator":
+            continue  # koordgang's own API
+        # The other projects' objects are read, never written, apart from their status.
+        written = {
+            (r, v)
+            for g, r, v in grants
+            if g == group
+            and v not in ("get", "list", "watch")
+            and (r, v) != (status, "patch")
+            and (r, v) != (status, "update")
+        }
+        assert not written, (api.name, written)

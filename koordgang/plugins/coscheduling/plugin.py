@@ -56,6 +56,7 @@ from koordgang.model.pod import PodInfo
 from koordgang.plugins.coscheduling import messages as say
 from koordgang.plugins.coscheduling.apis import GANG_APIS, GangApi, Resolve
 from koordgang.plugins.coscheduling.apis.koordinator import KoordinatorApi
+from koordgang.plugins.coscheduling.enqueue import enqueue, promised
 from koordgang.plugins.coscheduling.min_resources import free_in_cluster, shortfall
 from koordgang.plugins.coscheduling.readiness import check_group
 from koordgang.plugins.coscheduling.sort import gang_sort_key
@@ -580,15 +581,16 @@ class Coscheduling:
                     gang.podgroup.namespace,
                     gang.podgroup.name,
                     status,
+                    subresource=api.resource.status_subresource,
+                    observed=gang.podgroup.status,
                 )
             )
         self._dirty.clear()
         return updates
 
     def _enqueue(self) -> None:
-        """Gangs whose clients wait for them to be enqueued: enqueued, oldest first, while
-        their minResources fit what is free and not promised to gangs enqueued before them
-        (Volcano's enqueue). Asked once a second."""
+        """Gangs of APIs whose clients wait for the gang to be enqueued (``enqueue.py``);
+        asked once a second."""
         waiting = [
             g
             for g in self.gangs.gangs()
@@ -597,35 +599,19 @@ class Coscheduling:
             and g.is_gang()
             and (api := self._api_named.get(g.api)) is not None
             and api.enqueues
+            and not api.was_enqueued(g.podgroup)
         ]
         if not waiting:
             return
-        snapshot = Snapshot(self.handle.cache)
         names: set[str] = set()
-        for g in self.gangs.gangs():
+        for g in waiting:
             if g.podgroup is not None and g.podgroup.min_resources is not None:
                 names.update(g.podgroup.min_resources.names())
-        free = free_in_cluster(snapshot, names)
-        for g in self.gangs.gangs():
-            # Room promised to gangs enqueued but not placed yet is not free for others.
-            minimum = g.podgroup.min_resources if g.podgroup is not None else None
-            if g.enqueued and not g.satisfied and minimum is not None:
-                for name, amount in minimum.items():
-                    free[name] = free.get(name, 0) - amount
-        for g in sorted(waiting, key=lambda g: (g.created_at(), g.key)):
-            minimum = g.podgroup.min_resources if g.podgroup is not None else None
-            short = shortfall(minimum, (), free, {}) if minimum is not None else []
-            if short:
-                message = f"gang {g.key}: minResources do not fit the free room: {'; '.join(short)}"
-                if message != g.last_message:
-                    g.last_message = message
-                    self._dirty.add(g.key)
-                continue
-            g.enqueued = True
-            self._dirty.add(g.key)
-            if minimum is not None:
-                for name, amount in minimum.items():
-                    free[name] = free.get(name, 0) - amount
+        now = self.handle.now()
+        free = free_in_cluster(Snapshot(self.handle.cache), names)
+        promises = promised(self.gangs.gangs(), now)
+        for gang in enqueue(waiting, free, promises, now):
+            self._dirty.add(gang.key)
 
 
 def _all_pods(part: PartPlan) -> Iterable[PodInfo]:

@@ -33,6 +33,10 @@ class GangApi(Protocol):
     def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
         """The status to merge into the gang's group object (None: nothing to write)."""
 
+    def was_enqueued(self, podgroup: PodGroupInfo) -> bool:
+        """Whether the object's status shows it was enqueued already (by this scheduler
+        before a restart, or another): it is not enqueued again, and promises nothing."""
+
 
 @dataclass(frozen=True, slots=True)
 class MemberCounts:

@@ -29,3 +29,6 @@ class KoordinatorApi:
 
     def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
         return podgroup_status(gang)
+
+    def was_enqueued(self, podgroup: PodGroupInfo) -> bool:
+        return True  # its clients do not wait to be enqueued

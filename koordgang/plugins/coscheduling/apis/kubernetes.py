@@ -100,6 +100,9 @@ class KubernetesApi:
         others = [c for c in conditions if c.get("type") != CONDITION]
         return {"conditions": [*others, condition]}
 
+    def was_enqueued(self, podgroup: PodGroupInfo) -> bool:
+        return True  # its clients do not wait to be enqueued
+
 
 def _conditions(status: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     raw = status.get("conditions")

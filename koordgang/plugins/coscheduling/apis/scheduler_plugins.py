@@ -37,3 +37,6 @@ class SchedulerPluginsApi:
 
     def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
         return podgroup_status(gang)
+
+    def was_enqueued(self, podgroup: PodGroupInfo) -> bool:
+        return True  # its clients do not wait to be enqueued

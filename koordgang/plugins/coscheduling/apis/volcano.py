@@ -46,7 +46,7 @@ class VolcanoApi:
     name = API
     enqueues = True
     resource: WatchedResource | None = WatchedResource(
-        "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup"
+        "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", status_subresource=False
     )
 
     def ref_of(self, pod: PodInfo) -> GangRef | None:
@@ -81,6 +81,9 @@ class VolcanoApi:
             ignored=ignored,
         )
 
+    def was_enqueued(self, podgroup: PodGroupInfo) -> bool:
+        return _past_pending(podgroup.status.get("phase"))
+
     def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
         podgroup = gang.podgroup
         if podgroup is None:
@@ -94,8 +97,8 @@ class VolcanoApi:
             phase = COMPLETED
         elif gang.satisfied:
             phase = RUNNING
-        elif gang.enqueued or current in (INQUEUE, RUNNING, UNKNOWN):
-            phase = INQUEUE  # never back to Pending: the client has made its pods
+        elif gang.enqueued or _past_pending(current):
+            phase = INQUEUE  # never back to Pending: the client may have made its pods
         else:
             phase = PENDING
         status: dict[str, Any] = {
@@ -105,16 +108,34 @@ class VolcanoApi:
             "failed": counts.failed,
         }
         if not gang.satisfied and gang.last_message:
+            before = podgroup.status.get("conditions")
+            since = rfc3339(now)
+            if isinstance(before, list):
+                # The same condition keeps the time it first became true.
+                since = next(
+                    (
+                        c.get("lastTransitionTime") or since
+                        for c in before
+                        if isinstance(c, Mapping)
+                        and c.get("type") == "Unschedulable"
+                        and c.get("status") == "True"
+                    ),
+                    since,
+                )
             status["conditions"] = [
                 {
                     "type": "Unschedulable",
                     "status": "True",
                     "reason": "NotEnoughResources",
                     "message": gang.last_message,
-                    "lastTransitionTime": rfc3339(now),
+                    "lastTransitionTime": since,
                 }
             ]
         return status
+
+
+def _past_pending(phase: Any) -> bool:
+    return phase in (INQUEUE, RUNNING, UNKNOWN, COMPLETED)
 
 
 def _task_minimums(raw: Any, minimum: int | None, issues: list[ConfigIssue]) -> dict[str, int]:
