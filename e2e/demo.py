@@ -56,20 +56,23 @@ def described(body: dict[str, Any], what: str) -> dict[str, Any]:
 
 
 def controller_workloads() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(PodGroups, workloads made by controllers): a training Job as a PodGroup gang, and a
-    web Deployment of plain pods."""
+    """(PodGroups, workloads made by controllers): a training Job as a gang in upstream
+    Kubernetes' own API (an Indexed Job with parallelism == completions: the Job controller
+    writes a scheduling.k8s.io Workload and PodGroup, and points the pods at it), and a web
+    Deployment of plain pods."""
     train = pod_body(
         "train",
         requests={"cpu": "8", "memory": "32Gi"},
-        labels={"pod-group.scheduling.sigs.k8s.io": "train"},
         # Long enough to be seen running (kwok completes Job pods at once otherwise).
         annotations={"pod-complete.stage.kwok.x-k8s.io/delay": "1h"},
     )
+    job = job_body("train", 4, train)
+    job["spec"]["completionMode"] = "Indexed"
     web = pod_body("web", requests={"cpu": "2", "memory": "4Gi"})
     return (
-        [podgroup("train", 4)],
+        [],
         [
-            described(job_body("train", 4, train), "Job as a PodGroup gang of 4: bound together"),
+            described(job, "Indexed Job: upstream PodGroup of 4, together"),
             described(
                 deployment_body("web", 6, web), "Deployment: plain pods, most free room wins"
             ),
@@ -201,6 +204,7 @@ def main() -> int:
         report_preemption(cluster)
         say("act 3: a training job that wants one network block (ClusterNetworkTopology default)")
         topology_act(cluster)
+        report_upstream_podgroup(cluster)
         say("koordgang gangs (what the daemon knows of each gang)")
         print(
             render_table(
@@ -373,6 +377,23 @@ def report_preemption(cluster: Cluster) -> None:
             f"bound {pod.spec.node_name or '-'}"
         )
     print()
+
+
+def report_upstream_podgroup(cluster: Cluster) -> None:
+    """What the Job controller's PodGroup says (the condition kube-scheduler would write)."""
+    listed = cluster.custom.list_namespaced_custom_object(
+        "scheduling.k8s.io", "v1alpha2", NAMESPACE, "podgroups"
+    )
+    for item in listed["items"]:
+        owners = ", ".join(
+            f"{o['kind']} {o['name']}" for o in item["metadata"].get("ownerReferences") or ()
+        )
+        conditions = (item.get("status") or {}).get("conditions") or []
+        shown = "; ".join(f"{c['type']}={c['status']} ({c.get('reason', '')})" for c in conditions)
+        say(
+            f"PodGroup scheduling.k8s.io/v1alpha2 {item['metadata']['name']} (owned by "
+            f"{owners}): {shown or 'no condition yet'}"
+        )
 
 
 def report(cluster: Cluster, items: list[tuple[str, dict[str, object], str]]) -> None:
