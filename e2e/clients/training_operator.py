@@ -36,8 +36,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from e2e.clients.build import (
     TRAINING_OPERATOR,
     ensure_clients,
@@ -45,6 +43,7 @@ from e2e.clients.build import (
     training_operator_crds,
     volcano_podgroup_crd,
 )
+from e2e.controlplane.crds import install_crd_files
 from e2e.controlplane.ports import free_loopback_ports
 from e2e.controlplane.progress import Reporter
 
@@ -64,8 +63,6 @@ SCHEMES: Mapping[str, tuple[str, str]] = {
     "mpijob": ("kubeflow.org_mpijobs.yaml", "mpijob-controller"),
     "paddlejob": ("kubeflow.org_paddlejobs.yaml", "paddlejob-controller"),
 }
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the job CRDs are ~570 kB each
 
 
 class OperatorFailed(RuntimeError):
@@ -108,37 +105,7 @@ def release_podgroup_crd(gang_scheduler_name: str) -> Path | None:
 def install_crds(api_client: Any, paths: Sequence[Path], timeout: float = 60.0) -> list[str]:
     """Creates (or replaces) each CRD file and waits until all are Established; returns their
     names."""
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
-    extensions = client.ApiextensionsV1Api(api_client)
-    names = []
-    for path in paths:
-        for body in yaml.load_all(path.read_text(), Loader=_Loader):
-            if not body:  # files start with "---"
-                continue
-            name = body["metadata"]["name"]
-            names.append(name)
-            try:
-                extensions.create_custom_resource_definition(body)
-            except ApiException as error:
-                if error.status != 409:
-                    raise
-                metadata = extensions.read_custom_resource_definition(name).metadata
-                assert metadata is not None
-                body["metadata"]["resourceVersion"] = metadata.resource_version
-                extensions.replace_custom_resource_definition(name, body)
-    deadline = time.monotonic() + timeout
-    for name in names:
-        while True:
-            crd = extensions.read_custom_resource_definition(name)
-            conditions = (crd.status and crd.status.conditions) or []
-            if any(c.type == "Established" and c.status == "True" for c in conditions):
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"CRD {name} not Established after {timeout:.0f} s")
-            time.sleep(0.1)
-    return names
+    return install_crd_files(api_client, paths, timeout)
 
 
 class TrainingOperator:

@@ -4,6 +4,7 @@ place: what `kubectl apply -f manifests/crds/` does, without needing kubectl."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +15,31 @@ from .layout import REPO_ROOT
 CRDS_DIR = REPO_ROOT / "manifests" / "crds"
 
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # some releases' CRDs are ~570 kB
+
+
 def install_crds(api_client: Any, directory: Path = CRDS_DIR, timeout: float = 30.0) -> list[str]:
     """Creates or replaces every CRD in ``directory`` and waits until each is served;
     returns their names."""
+    return install_crd_files(api_client, sorted(directory.glob("*.yaml")), timeout)
+
+
+def install_crd_files(api_client: Any, paths: Iterable[Path], timeout: float = 30.0) -> list[str]:
+    """Creates or replaces every CRD of the files (one or more documents each) and waits until
+    each is served; returns their names."""
     # Imported here: loading the client takes about a second; `down`/`status` never need it.
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     extensions = client.ApiextensionsV1Api(api_client)
     names = []
-    for path in sorted(directory.glob("*.yaml")):
-        body = yaml.safe_load(path.read_text())
+    bodies = [
+        body
+        for path in paths
+        for body in yaml.load_all(path.read_text(), Loader=_Loader)
+        if body  # files may start with "---"
+    ]
+    for body in bodies:
         name = body["metadata"]["name"]
         names.append(name)
         try:
