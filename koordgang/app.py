@@ -34,12 +34,8 @@ from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.engine.leader import LeaderElector, LeaseConfig
 from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
-from koordgang.model.topology import DEFAULT_NAME
 from koordgang.plugins.coscheduling import gang_rows
 from koordgang.plugins.networktopology import NetworkTopology
-from koordgang.plugins.networktopology.plugin import API_VERSION as TOPOLOGY_API_VERSION
-from koordgang.plugins.networktopology.plugin import PLURAL as TOPOLOGY_PLURAL
-from koordgang.plugins.networktopology.plugin import RESOURCE_ID as TOPOLOGY_ID
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
@@ -120,18 +116,25 @@ class App:
     def role(self) -> str:
         return "leader" if self.elector is None else self.elector.role.value
 
-    async def _read_topology(self) -> None:
-        """The ClusterNetworkTopology, read once before the first cycle: kopf delivers it
-        only some time after start, and a job placed meanwhile would not be gathered."""
-        try:
-            obj = await custom.get_object(
-                self.api, TOPOLOGY_API_VERSION, TOPOLOGY_PLURAL, "", DEFAULT_NAME
-            )
-        except (ApiError, ApiUnavailable) as error:
-            log.warning("ClusterNetworkTopology not read at start", error=str(error))
-            return
-        if obj is not None:
-            self.scheduler.intake.on_object(TOPOLOGY_ID, "ADDED", obj)
+    async def _read_watched(self) -> None:
+        """Every resource a plugin watches (PodGroups of each gang API, the
+        ClusterNetworkTopology), listed once before the first cycle: kopf delivers them only
+        some time after start, and a gang tried meanwhile would wait for a PodGroup that
+        exists (and a job placed meanwhile would not be gathered). kopf's own events follow
+        and change nothing that was read here."""
+        intake = self.scheduler.intake
+        for resource in self.scheduler.framework.watched_resources():
+            try:
+                items = await custom.list_all(self.api, resource.path)
+            except ApiError as error:
+                if not error.not_found:  # a kind not served here is fine
+                    log.warning("not read at start", resource=resource.id, error=str(error))
+                continue
+            except ApiUnavailable as error:
+                log.warning("not read at start", resource=resource.id, error=str(error))
+                continue
+            for obj in items:
+                intake.on_object(resource.id, "ADDED", obj)
 
     @staticmethod
     def _signalled_again(sig: signal.Signals) -> None:
@@ -173,7 +176,7 @@ class App:
         if self.http is not None:
             await self.http.start()
             log.info("serving /healthz /readyz /metrics", port=self.settings.http_port)
-        await self._read_topology()
+        await self._read_watched()
         for informer in self.informers:
             self.supervisor.spawn(f"informer:{informer.name}", informer.run)
         if self.elector is None:

@@ -1,7 +1,8 @@
-"""``python -m e2e.bench``: per scheduler (koordgang, then the peers chosen with ``--peers``):
-its CRDs, the ceiling, the throughput scenarios, the start-up scenario; the ceiling once more at
-the end; then the table, JSON and plot. Results are saved after every scenario, so that
-``--resume`` continues a broken run."""
+"""``python -m e2e.bench``: per scheduler (koordgang, koordgang on each other gang API chosen
+with ``--gang-apis``, then the peers chosen with ``--peers``): its CRDs, the ceiling, the
+throughput scenarios, the start-up scenario; the ceiling once more at the end; then the table,
+JSON and plot. Results are saved after every scenario, so that ``--resume`` continues a broken
+run."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from e2e.bench import report
 from e2e.bench.ceiling import CONCURRENCY, measure_ceiling
 from e2e.bench.cluster import CRDS, BenchCluster
 from e2e.bench.console import say
+from e2e.bench.gang_api import BY_KEY, GangApi, parse_gang_apis
 from e2e.bench.ledger import RESULTS_JSON, Progress
 from e2e.bench.measure import run_scenario
 from e2e.bench.peers.build import KOORD_SCHEDULER, PeerFiles
@@ -98,6 +100,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "(default: %(default)s)",
     )
     parser.add_argument(
+        "--gang-apis",
+        default="koordinator",
+        help="gang APIs koordgang's gang scenarios are run with, once each: 'all' or some of "
+        f"{', '.join(BY_KEY)}; Koordinator's annotations always run, as the baseline "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
         "--resume",
         type=Path,
         help="a results folder of a broken run: runs only what it lacks, and writes there",
@@ -112,7 +121,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--scale must be positive")
     try:
         args.selected = select(args.scenarios)
-        args.schedulers = select_schedulers(args.peers, parse_qps(args.peer_qps))
+        args.gang_api_list = parse_gang_apis(args.gang_apis)
+        args.schedulers = select_schedulers(
+            args.peers, parse_qps(args.peer_qps), args.gang_api_list
+        )
     except ValueError as error:
         parser.error(str(error))
     if args.resume is not None and not (args.resume / RESULTS_JSON).is_file():
@@ -182,9 +194,10 @@ async def _run_scheduler(
 ) -> None:
     """Some of one scheduler's scenarios, on its own CRDs, after a ceiling if asked."""
     scheduler = ctx.scheduler
-    todo = [s for s in scenarios if not done.has(s.name, scheduler.label)]
+    todo = [s for s in scenarios if scheduler.covers(s) and not done.has(s.name, scheduler.label)]
     if not todo:
         return
+    label = scheduler.ceiling_label
     if any(scheduler.skip_reason(s) is None for s in todo):
         say(f"##### {scheduler.label}: {scheduler.version()}")
         ctx.crds = await ctx.cluster.install_crds(
@@ -194,14 +207,30 @@ async def _run_scheduler(
         if scheduler.name == KOORD_SCHEDULER.name:
             # Its shipped profile's ElasticQuota plugin keeps quota groups there.
             await ctx.cluster.ensure_namespace("koordinator-system")
-        label = "before-" + scheduler.label.replace(" ", "-")
-        if ceiling and not done.has_ceiling(label):
+        # After its CRDs: the upstream PodGroup is no CRD but may not be served.
+        unserved = await _unserved_api(ctx.cluster, scheduler.gang_api)
+        if unserved:
+            say(f"{scheduler.label}: not run: {unserved}")
+            for scenario in todo:
+                done.add(await run_scenario(ctx, scenario, skip=unserved))
+            return
+        # A koordgang variant shares koordgang's ceiling (it is measured just before it).
+        if ceiling and not scheduler.variant and not done.has_ceiling(label):
             done.add_ceiling(await measure_ceiling(ctx, label, args.ceiling_concurrency))
     for scenario in todo:
         result = await run_scenario(ctx, scenario)
-        if not result.skipped and ceiling:
-            result.notes["ceiling_before"] = "before-" + scheduler.label.replace(" ", "-")
+        if not result.skipped and ceiling and done.has_ceiling(label):
+            result.notes["ceiling_before"] = label
         done.add(result)
+
+
+async def _unserved_api(cluster: BenchCluster, api: GangApi) -> str:
+    """Why ``api``'s group objects cannot be made here ("" when they can): the upstream
+    PodGroup is served only when kube-apiserver runs with its alpha gang API switched on."""
+    version = api.api_version
+    if not version or await cluster.served(f"/apis/{version}"):
+        return ""
+    return f"{version} is not served by this kube-apiserver (GenericWorkload off?)"
 
 
 def koordgang_crds() -> list[Path]:
@@ -291,6 +320,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     peer_targets = report.peer_target_lines(results)
     if peer_targets:
         lines += ["targets against the peers (issue 10):", *peer_targets, ""]
+    by_api = report.gang_api_lines(results)
+    if by_api:
+        lines += ["koordgang by gang API (--gang-apis):", *by_api, ""]
+    same_api = report.same_api_lines(results)
+    if same_api:
+        lines += ["koordgang and the peers on the same gang API:", *same_api, ""]
     lines += report.profile_lines(results)
     peer_problems = report.peer_problem_lines(results)
     if peer_problems:

@@ -1,21 +1,25 @@
 """Correctness after a scenario, from the API server's final state: no gang bound below its
-minimum, no node holding more than it can."""
+minimum, no node holding more than it can. A pod's gang is taken from the workload (which pods
+make each gang), not from the pod: each gang API names it differently."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from e2e.bench.cluster import BenchCluster
-from e2e.bench.workload import GANG_NAME
 from e2e.invariants import overcommitted
 
 
-def bound_per_gang(pods: Iterable[Mapping[str, Any]]) -> Counter[str]:
+def bound_per_gang(
+    pods: Iterable[Mapping[str, Any]], members: Mapping[str, Sequence[str]]
+) -> Counter[str]:
+    """Bound pods per gang, ``members`` being each gang's pod names."""
+    gang_of = {pod: gang for gang, names in members.items() for pod in names}
     counts: Counter[str] = Counter()
     for pod in pods:
-        gang = ((pod.get("metadata") or {}).get("annotations") or {}).get(GANG_NAME)
+        gang = gang_of.get((pod.get("metadata") or {}).get("name", ""))
         if gang and (pod.get("spec") or {}).get("nodeName"):
             counts[gang] += 1
     return counts
@@ -31,14 +35,17 @@ def partial_gangs(bound: Mapping[str, int], gangs: Mapping[str, int]) -> dict[st
 
 
 async def check_cluster(
-    cluster: BenchCluster, namespace: str, gangs: Mapping[str, int]
+    cluster: BenchCluster,
+    namespace: str,
+    members: Mapping[str, Sequence[str]],
+    gangs: Mapping[str, int],
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """Problems found (empty when all is well), and the namespace's pods as they ended."""
     ours, _ = await cluster.list_all(f"/api/v1/namespaces/{namespace}/pods")
     everything, _ = await cluster.list_all("/api/v1/pods")
     nodes, _ = await cluster.list_all("/api/v1/nodes")
     problems: list[str] = []
-    partial = partial_gangs(bound_per_gang(ours), gangs)
+    partial = partial_gangs(bound_per_gang(ours, members), gangs)
     if partial:
         sample = ", ".join(f"{k} {v}" for k, v in sorted(partial.items())[:10])
         problems.append(f"{len(partial)} gangs partially bound (bound/min): {sample}")

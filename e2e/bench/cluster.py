@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import yaml
 
 from e2e.bench.console import Ticker, say
-from e2e.bench.gang_api import GangApi, pod_manifest
+from e2e.bench.gang_api import GROUP_API_VERSIONS, GangApi, pod_manifest
 from e2e.bench.workload import BENCH_LABEL, PodPlan
 from e2e.controlplane import NodeSpec
 from koordgang.clients.api import KubeApi
@@ -139,7 +139,7 @@ class BenchCluster:
             if not error.conflict:
                 raise
         current = await self.api.request("GET", f"{base}/{name}")
-        if current.get("spec") == body.get("spec"):
+        if current.get("spec") == _defaulted_crd_spec(body.get("spec") or {}):
             return
         # Another scheduler's schema: delete it (and the objects under it) and create ours. A
         # replace in place is refused when the stored versions differ.
@@ -177,6 +177,58 @@ class BenchCluster:
             await with_retries(lambda: self.api.request("POST", path, body=body))
 
         await run_pool(bodies, create, label="creating pod groups")
+
+    async def served(self, path: str) -> bool:
+        """Whether the API server serves ``path`` (e.g. ``/apis/<group>/<version>``)."""
+        try:
+            await self.api.request("GET", path)
+        except ApiError as error:
+            if error.not_found:
+                return False
+            raise
+        return True
+
+    async def delete_bench_groups(self) -> None:
+        """The group objects (PodGroups of every gang API) of earlier scenarios. An upstream
+        PodGroup keeps its protection finalizer until kube-controller-manager, which mostly
+        does not run here, sees no pod naming it: the bench clears it itself, once the pods
+        are gone."""
+        selector = {"labelSelector": f"{BENCH_LABEL}=1"}
+        for version in GROUP_API_VERSIONS.values():
+            try:
+                groups = await self._list_groups(version, selector)
+            except ApiError as error:
+                if error.not_found:  # not served here
+                    continue
+                raise
+
+            async def delete(group: dict[str, Any], version: str = version) -> None:
+                meta = group["metadata"]
+                path = f"/apis/{version}/namespaces/{meta['namespace']}/podgroups/{meta['name']}"
+                try:
+                    await with_retries(lambda: self.api.request("DELETE", path))
+                    if meta.get("finalizers"):
+                        await with_retries(
+                            lambda: self.api.request(
+                                "PATCH",
+                                path,
+                                body={"metadata": {"finalizers": None}},
+                                content_type="application/merge-patch+json",
+                            )
+                        )
+                except ApiError as error:
+                    if not error.not_found:
+                        raise
+
+            await run_pool(groups, delete, label=f"deleting leftover {version} PodGroups")
+
+    async def _list_groups(self, version: str, selector: Mapping[str, str]) -> list[Any]:
+        async def once() -> list[Any]:
+            items, _ = await self.list_all(f"/apis/{version}/podgroups", selector)
+            return items
+
+        # A CRD just (re)installed answers 429 while its storage initializes.
+        return await with_retries(once, attempts=10)
 
     async def ensure_priority_classes(self, classes: Mapping[str, int]) -> None:
         for name, value in classes.items():
@@ -387,6 +439,13 @@ class BenchCluster:
             if asyncio.get_running_loop().time() > deadline:
                 raise RuntimeError(f"{len(pending)} nodes not Ready after {timeout:.0f} s (kwok?)")
             await asyncio.sleep(0.5)
+
+
+def _defaulted_crd_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A CRD's spec as the API server stores it: with ``conversion`` defaulted (without this a
+    CRD identical to the installed one was deleted and made again, which deletes its objects
+    and answers 429 "storage is (re)initializing" for a while)."""
+    return {"conversion": {"strategy": "None"}, **spec}
 
 
 def _same_quantities(actual: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:

@@ -31,17 +31,17 @@ from e2e.bench.profiling import Profiler, top_entries
 from e2e.bench.results import (
     ScenarioResult,
     gang_completions,
+    is_koordgang,
     percentile,
     reference_rate,
     set_share_of_ceiling,
     timeline,
 )
 from e2e.bench.scenarios import BLOCK, SPINE, Finish, Scenario
-from e2e.bench.schedulers import KOORDGANG
 from e2e.bench.stage import RunContext, filler_namespace, set_stage, settle
 from e2e.bench.streaming import Streamer
 from e2e.bench.watch import BindWatcher
-from e2e.bench.workload import GANG_NAME, Workload
+from e2e.bench.workload import Workload
 
 #: The key of the scheduler under test in the CPU figures (koordgang or a peer).
 SCHEDULER_PROCESS = "scheduler"
@@ -55,7 +55,9 @@ STALL_SECONDS = 60.0
 TIME_LIMIT_SECONDS = 1200.0
 
 
-async def run_scenario(ctx: RunContext, scenario: Scenario) -> ScenarioResult:
+async def run_scenario(ctx: RunContext, scenario: Scenario, skip: str = "") -> ScenarioResult:
+    """Measures ``scenario`` on ``ctx.scheduler``, or records why it was not (``skip``, or the
+    scheduler's own reason)."""
     workload = scenario.build(ctx.scale)
     result = ScenarioResult(
         name=scenario.name,
@@ -80,7 +82,7 @@ async def run_scenario(ctx: RunContext, scenario: Scenario) -> ScenarioResult:
     )
     if workload.fillers:
         result.notes["fillers"] = len(workload.fillers)
-    skipped = ctx.scheduler.skip_reason(scenario)
+    skipped = skip or ctx.scheduler.skip_reason(scenario)
     if skipped:
         result.skipped = skipped
         say(f"=== {scenario.name} on {result.scheduler}: n/a ({skipped})")
@@ -166,7 +168,9 @@ async def _measure(
 
     if "victims_minimum" in workload.notes:
         await _preemption_figures(ctx, workload, fill, daemon.log_path, result)
-    problems, final_pods = await check_cluster(ctx.cluster, namespace, workload.gangs)
+    problems, final_pods = await check_cluster(
+        ctx.cluster, namespace, workload.members, workload.gangs
+    )
     result.problems += problems
     if workload.notes.get("placement_quality"):
         _placement_quality(workload, final_pods, result)
@@ -181,17 +185,17 @@ async def _measure(
     _sum_up(ctx, workload, watcher, sampler, spawned, t0, end, result)
     if streamer is not None:
         _stream_latency(workload, watcher, streamer, result)
-    if result.problems and result.scheduler != KOORDGANG:
+    if result.problems and not is_koordgang(result.scheduler):
         result.notes["scheduler_says"] = peer_reasons(daemon.log_path)
 
 
 def _scheduler_process(ctx: RunContext, scenario: Scenario) -> SchedulerProcess:
     logs = ctx.out_dir / "logs"
     scheduler = ctx.scheduler
-    if scheduler.name == KOORDGANG:
+    if is_koordgang(scheduler.label):
         return BenchDaemon(
             ctx.kubeconfig,
-            logs / f"koordgang-{scenario.name}.log",
+            logs / f"{scheduler.slug}-{scenario.name}.log",
             [*ctx.daemon_args, *scenario.daemon_args],
         )
     return PeerProcess(
@@ -199,7 +203,7 @@ def _scheduler_process(ctx: RunContext, scenario: Scenario) -> SchedulerProcess:
         ctx.binaries[scheduler.name],
         ctx.sources.get(scheduler.name),
         ctx.kubeconfig,
-        logs / f"{scheduler.label.replace(' ', '-')}-{scenario.name}.log",
+        logs / f"{scheduler.slug}-{scenario.name}.log",
         scheduler.qps,
         scheduler.ready_path,
     )
@@ -231,7 +235,9 @@ async def _start_profiler(
 ) -> Profiler | None:
     if not isinstance(daemon, BenchDaemon):
         return None  # py-spy samples Python processes only
-    profiler = Profiler(daemon.pid, ctx.out_dir / "profiles" / f"{scenario.name}.txt")
+    # koordgang's own run keeps the plain name; a variant's profile is prefixed with its label.
+    name = scenario.name if not ctx.scheduler.variant else f"{ctx.scheduler.slug}-{scenario.name}"
+    profiler = Profiler(daemon.pid, ctx.out_dir / "profiles" / f"{name}.txt")
     if await profiler.start():
         return profiler
     say("py-spy could not attach (is it installed? pip install -e '.[bench]'): no profile")
@@ -392,11 +398,12 @@ def _placement_quality(
 ) -> None:
     """The share of jobs whose members all run inside one block, and inside one spine."""
     where = {n.name: (n.labels.get(SPINE, ""), n.labels.get(BLOCK, "")) for n in workload.nodes}
+    gang_of = {pod: gang for gang, names in workload.members.items() for pod in names}
     spines: dict[str, set[str]] = defaultdict(set)
     blocks: dict[str, set[str]] = defaultdict(set)
     for pod in final_pods:
         node = (pod.get("spec") or {}).get("nodeName")
-        gang = ((pod.get("metadata") or {}).get("annotations") or {}).get(GANG_NAME)
+        gang = gang_of.get((pod.get("metadata") or {}).get("name", ""))
         if not node or not gang or node not in where:
             continue
         spines[gang].add(where[node][0])

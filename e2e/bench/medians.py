@@ -83,6 +83,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if targets:
         print("\ntargets against the peers (medians):")
         print("\n".join(targets))
+    by_api = report.gang_api_lines(combined)
+    if by_api:
+        print("\nkoordgang by gang API (medians):")
+        print("\n".join(by_api))
+    same_api = report.same_api_lines(combined)
+    if same_api:
+        print("\nkoordgang and the peers on the same gang API (medians):")
+        print("\n".join(same_api))
     if args.plot is not None:
         ceilings = [c for folder in args.runs for c in load_ceilings(folder)]
         title = f"medians of {len(args.runs)} runs: " + ", ".join(f.name for f in args.runs)

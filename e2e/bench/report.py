@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from e2e.bench import plot_peers
-from e2e.bench.results import CeilingResult, ScenarioResult, cpu_ms_per_pod, reference_rate
+from e2e.bench.results import (
+    KOORDGANG,
+    CeilingResult,
+    ScenarioResult,
+    cpu_ms_per_pod,
+    is_koordgang,
+    reference_rate,
+)
 
 #: Targets of issue 4, checked in the report (they are goals, not correctness: a miss does
 #: not fail the run).
@@ -23,7 +30,8 @@ PROCESSES = ("scheduler", "kube-apiserver", "etcd", "kwok", "bench", "others")
 #: Targets of issue 10: koordgang against the best peer in one run.
 TARGET_TIMES_BEST_PEER_GANGS = 2.0
 TARGET_TIMES_BEST_PEER_PLAIN = 1.0
-KOORDGANG = "koordgang"
+#: A gang API costing koordgang more than this times Koordinator's annotations is flagged.
+GANG_API_TOLERANCE = 1.10
 
 
 def _num(value: float | int | None, digits: int = 1) -> str:
@@ -216,7 +224,7 @@ def peer_problem_lines(results: Sequence[ScenarioResult]) -> list[str]:
     """What went wrong in the peers' runs, with the peer's own words from its log."""
     lines: list[str] = []
     for r in results:
-        if r.scheduler == KOORDGANG:
+        if is_koordgang(r.scheduler):
             continue
         for problem in r.problems:
             lines.append(f"{_run_name(r)}: {problem}")
@@ -242,12 +250,21 @@ def versions_lines(versions: Mapping[str, str]) -> list[str]:
 
 
 def crd_lines(results: Sequence[ScenarioResult]) -> list[str]:
-    """Which CRDs each scheduler ran on (each installs its own release's)."""
+    """Which CRDs each scheduler ran on (each installs its own release's), and the gang API
+    its gangs were declared in (which it read)."""
     seen: dict[str, list[str]] = {}
+    apis: dict[str, list[str]] = {}
     for r in results:
-        if not r.skipped and r.scheduler not in seen:
-            seen[r.scheduler] = r.crds
-    return [f"{label} ran on CRDs: {', '.join(crds) or 'none'}" for label, crds in seen.items()]
+        if r.skipped:
+            continue
+        seen.setdefault(r.scheduler, r.crds)
+        if r.gang_api and r.gang_api not in apis.setdefault(r.scheduler, []):
+            apis[r.scheduler].append(r.gang_api)
+    return [
+        f"{label} ran on CRDs: {', '.join(crds) or 'none'}"
+        + (f"; its gangs declared as {', '.join(apis[label])}" if apis.get(label) else "")
+        for label, crds in seen.items()
+    ]
 
 
 def scheduler_cpu_ms(r: ScenarioResult) -> float | None:
@@ -260,9 +277,12 @@ def side_by_side(results: Sequence[ScenarioResult]) -> list[str]:
     share of the ceiling, gang P50/P99 (streamed: latency from a gang's last member created),
     CPU ms per bound pod, first bind after start, peak RSS, and correctness (partial gangs and
     over-committed nodes fail a run). Schedulers that did not run a scenario share one row."""
+    # The gang API column only when the run declared gangs in more than one API.
+    with_api = len({r.gang_api for r in results if r.gang_api and not r.skipped}) > 1
     header = [
         "scenario",
         "scheduler",
+        *(["gang API"] if with_api else []),
         "submit",
         "bound",
         "gangs done",
@@ -289,6 +309,7 @@ def side_by_side(results: Sequence[ScenarioResult]) -> list[str]:
             [
                 r.name,
                 r.scheduler,
+                *([r.gang_api or "-"] if with_api else []),
                 "streamed" if streamed else "prebuilt",
                 f"{r.bound}/{r.expected}",
                 f"{r.gangs_complete}/{r.gangs}" if r.gangs else "-",
@@ -305,7 +326,8 @@ def side_by_side(results: Sequence[ScenarioResult]) -> list[str]:
     reasons = list(dict.fromkeys(reason for _, reason in not_run))
     for (name, reason), names in not_run.items():
         mark = f"not run ({reasons.index(reason) + 1})"
-        rows.append([name, ", ".join(names), "-", "n/a", *["-"] * 8, mark])
+        api = ["-"] if with_api else []
+        rows.append([name, ", ".join(names), *api, "-", "n/a", *["-"] * 8, mark])
     order = {name: i for i, name in enumerate(dict.fromkeys(r.name for r in results))}
     # Schedulers in the order they first ran (a resumed run appends its results at the end).
     labels = {label: i for i, label in enumerate(dict.fromkeys(r.scheduler for r in results))}
@@ -320,7 +342,7 @@ def peer_target_lines(results: Sequence[ScenarioResult]) -> list[str]:
     for name in dict.fromkeys(r.name for r in results):
         ours = [r for r in results if r.name == name and r.scheduler == KOORDGANG]
         peers = [
-            r for r in results if r.name == name and r.scheduler != KOORDGANG and not r.skipped
+            r for r in results if r.name == name and not is_koordgang(r.scheduler) and not r.skipped
         ]
         if not ours or not peers or ours[0].finish == "first bind":
             continue
@@ -338,6 +360,113 @@ def peer_target_lines(results: Sequence[ScenarioResult]) -> list[str]:
             f"{'met   ' if ok else 'MISSED'} {name}: koordgang >= {factor:g}x the best peer: "
             f"{rate:.0f} pods/s vs {best.scheduler} {theirs:.0f} ({ratio})"
             + ("" if not mine.problems else f"; koordgang problems: {len(mine.problems)}")
+        )
+    return lines
+
+
+def api_writes(r: ScenarioResult) -> float | None:
+    """koordgang's API writes that were made in the run (status, conditions, events; not
+    the binds, not the events it dropped), None for a peer."""
+    values = [
+        v
+        for k, v in r.counters.items()
+        if k.startswith("koordgang_api_writes") and "result=ok" in k
+    ]
+    return sum(values) if values else None
+
+
+def gang_api_lines(results: Sequence[ScenarioResult]) -> list[str]:
+    """koordgang's gang scenarios on each gang API of ``--gang-apis``: CPU ms per bound pod and
+    pods/s, each as a ratio to the same scenario with Koordinator's annotations. Empty when
+    only one API was run."""
+    ours = [
+        r for r in results if is_koordgang(r.scheduler) and r.gang_api and r.finish != "first bind"
+    ]
+    if len({r.gang_api for r in ours}) < 2:
+        return []
+    header = [
+        "scenario",
+        "gang API",
+        "bound",
+        "pods/s",
+        "x pods/s",
+        "CPU ms/pod",
+        "x CPU ms/pod",
+        "API writes",
+        "result",
+    ]
+    rows: list[list[str]] = []
+    flagged: list[str] = []
+    for name in dict.fromkeys(r.name for r in ours):
+        runs = [r for r in ours if r.name == name]
+        base = next((r for r in runs if r.scheduler == KOORDGANG and not r.skipped), None)
+        base_cpu = scheduler_cpu_ms(base) if base is not None else None
+        base_rate = base.pods_per_s if base is not None else None
+        for r in runs:
+            if r.skipped:
+                rows.append([name, r.gang_api, "n/a", *["-"] * 5, f"not run: {r.skipped}"])
+                continue
+            cpu = scheduler_cpu_ms(r)
+            cpu_ratio = cpu / base_cpu if cpu is not None and base_cpu else None
+            rate_ratio = r.pods_per_s / base_rate if r.pods_per_s and base_rate else None
+            if cpu_ratio is not None and cpu_ratio > GANG_API_TOLERANCE:
+                flagged.append(
+                    f"{name}: {r.gang_api} costs koordgang {cpu_ratio:.2f}x the CPU per bound "
+                    f"pod of Koordinator's annotations ({cpu:.2f} vs {base_cpu:.2f} ms)"
+                )
+            rows.append(
+                [
+                    name,
+                    r.gang_api,
+                    f"{r.bound}/{r.expected}",
+                    _num(r.pods_per_s, 0),
+                    "-" if rate_ratio is None else f"{rate_ratio:.2f}x",
+                    _num(cpu, 2),
+                    "-" if cpu_ratio is None else f"{cpu_ratio:.2f}x",
+                    _num(api_writes(r), 0),
+                    _verdict(r),
+                ]
+            )
+    notes = [
+        f"x: the ratio to Koordinator's annotations; more than {GANG_API_TOLERANCE:.2f}x the CPU "
+        "is flagged below"
+    ]
+    return [*table(header, rows), *notes, *(f"WORSE {line}" for line in flagged)]
+
+
+def same_api_lines(results: Sequence[ScenarioResult]) -> list[str]:
+    """koordgang and a peer on the very same workload: its gangs declared in the API the peer
+    reads (``koordgang via scheduler-plugins`` against Coscheduling, koordgang against
+    koord-scheduler)."""
+    lines: list[str] = []
+    for peer in results:
+        if is_koordgang(peer.scheduler) or peer.skipped or not peer.gang_api:
+            continue
+        ours = next(
+            (
+                r
+                for r in results
+                if r.name == peer.name
+                and is_koordgang(r.scheduler)
+                and r.gang_api == peer.gang_api
+                and not r.skipped
+            ),
+            None,
+        )
+        if ours is None or peer.finish == "first bind":
+            continue
+        cpu, theirs = scheduler_cpu_ms(ours), scheduler_cpu_ms(peer)
+        rate = (
+            f" ({ours.pods_per_s / peer.pods_per_s:.1f}x)"
+            if ours.pods_per_s and peer.pods_per_s
+            else ""
+        )
+        cost = f" ({cpu / theirs:.2f}x)" if cpu is not None and theirs else ""
+        lines.append(
+            f"{peer.name}, gangs as {peer.gang_api}: {ours.scheduler} "
+            f"{_num(ours.pods_per_s, 0)} pods/s, {_num(cpu, 2)} CPU ms/pod; {peer.scheduler} "
+            f"{_num(peer.pods_per_s, 0)} pods/s, {_num(theirs, 2)} CPU ms/pod; koordgang "
+            f"pods/s{rate}, CPU{cost}"
         )
     return lines
 
@@ -361,7 +490,10 @@ def failure_lines(
     ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult]
 ) -> list[str]:
     lines = [
-        f"FAIL {_run_name(r)}: {p}" for r in results if r.scheduler == KOORDGANG for p in r.problems
+        f"FAIL {_run_name(r)}: {p}"
+        for r in results
+        if is_koordgang(r.scheduler)
+        for p in r.problems
     ]
     lines += [f"FAIL ceiling ({c.label}): {c.errors} bind errors" for c in ceilings if c.errors]
     return lines
@@ -382,7 +514,7 @@ def profile_lines(results: Sequence[ScenarioResult]) -> list[str]:
     lines: list[str] = []
     for r in results:
         if r.profile_top:
-            lines += [f"--- profile of koordgang in {r.name} ---", *r.profile_top]
+            lines += [f"--- profile of {r.scheduler} in {r.name} ---", *r.profile_top]
     return lines
 
 

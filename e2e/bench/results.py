@@ -7,6 +7,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+KOORDGANG = "koordgang"
+#: koordgang run with its gangs declared in another API than Koordinator's annotations is
+#: labelled ``koordgang via volcano`` (``--gang-apis``).
+VIA = " via "
+
+
+def is_koordgang(label: str) -> bool:
+    """``koordgang`` or ``koordgang via <api>``, not a peer."""
+    return label == KOORDGANG or label.startswith(KOORDGANG + VIA)
+
 
 @dataclass
 class CeilingResult:

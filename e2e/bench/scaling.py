@@ -11,7 +11,7 @@ from pathlib import Path
 
 from e2e.bench import report
 from e2e.bench.medians import load
-from e2e.bench.results import ScenarioResult
+from e2e.bench.results import KOORDGANG, ScenarioResult
 
 #: 5,000-node scenario -> its 1,000-node counterpart.
 COUNTERPARTS = {
@@ -35,7 +35,7 @@ def growth_lines(small: Sequence[ScenarioResult], large: Sequence[ScenarioResult
         cost, base_cost = report.scheduler_cpu_ms(r), report.scheduler_cpu_ms(base)
         ratio = cost / base_cost if cost and base_cost else None
         verdict = "-"
-        if ratio is not None and r.scheduler == report.KOORDGANG:
+        if ratio is not None and r.scheduler == KOORDGANG:
             verdict = "met" if ratio < TARGET_GROWTH else "MISSED"
         rows.append(
             [
@@ -71,7 +71,7 @@ def startup_lines(large: Sequence[ScenarioResult]) -> list[str]:
             continue
         first, rss = r.first_bind_after_start_s, r.daemon_peak_rss_mb
         verdict = ""
-        if r.scheduler == report.KOORDGANG and first is not None and rss is not None:
+        if r.scheduler == KOORDGANG and first is not None and rss is not None:
             ok = first < TARGET_STARTUP_S and rss < TARGET_RSS_MB
             verdict = f" [{'met' if ok else 'MISSED'}: < {TARGET_STARTUP_S:.0f} s, "
             verdict += f"< {TARGET_RSS_MB:.0f} MB]"

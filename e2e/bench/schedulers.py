@@ -1,6 +1,7 @@
-"""The schedulers a run measures: koordgang, and the peers chosen with ``--peers``, each at its
-shipped client QPS and with QPS and burst raised (the shipped 50/100 cap any scheduler at about
-50 binds/s, whatever its algorithm)."""
+"""The schedulers a run measures: koordgang, once more per gang API chosen with ``--gang-apis``
+besides Koordinator's (its gang scenarios only, labelled ``koordgang via <api>``), and the peers
+chosen with ``--peers``, each at its shipped client QPS and with QPS and burst raised (the
+shipped 50/100 cap any scheduler at about 50 binds/s, whatever its algorithm)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from pathlib import Path
 
 from e2e.bench.gang_api import GangApi
 from e2e.bench.peers.build import COSCHEDULING, KOORD_SCHEDULER, KUBE_SCHEDULER, PEER_BINARIES
+from e2e.bench.results import KOORDGANG, VIA
 from e2e.bench.scenarios import Scenario
 from e2e.controlplane.build import GoBinary
 
-KOORDGANG = "koordgang"
 PEERS: tuple[str, ...] = tuple(b.name for b in PEER_BINARIES)
 #: Client QPS and burst of the "raised" runs.
 RAISED_QPS = 5000
@@ -28,11 +29,33 @@ class SchedulerUnderTest:
     name: str
     #: Client QPS and burst; None: as the release ships them.
     qps: int | None = None
+    #: koordgang only: the API its gangs are declared in (None: Koordinator's annotations).
+    api: GangApi | None = None
 
     @property
     def label(self) -> str:
-        """The scheduler column: ``coscheduling`` or ``coscheduling qps 5000``."""
+        """The scheduler column: ``coscheduling``, ``coscheduling qps 5000`` or
+        ``koordgang via volcano``."""
+        if self.variant:
+            assert self.api is not None
+            return f"{self.name}{VIA}{self.api.key}"
         return self.name if self.qps is None else f"{self.name} qps {self.qps}"
+
+    @property
+    def variant(self) -> bool:
+        """koordgang on another gang API than Koordinator's: its gang scenarios only, after
+        koordgang's own run and on its ceiling."""
+        return self.api not in (None, GangApi.KOORDINATOR)
+
+    @property
+    def slug(self) -> str:
+        """The label in file names."""
+        return self.label.replace(" ", "-")
+
+    @property
+    def ceiling_label(self) -> str:
+        """The ceiling measured before this scheduler's scenarios (a variant: koordgang's)."""
+        return "before-" + (KOORDGANG if self.variant else self.slug)
 
     @property
     def binary(self) -> GoBinary | None:
@@ -40,6 +63,8 @@ class SchedulerUnderTest:
 
     @property
     def gang_api(self) -> GangApi:
+        if self.api is not None:
+            return self.api
         if self.name == COSCHEDULING.name:
             return GangApi.SCHEDULER_PLUGINS
         if self.name == KUBE_SCHEDULER.name:
@@ -73,6 +98,11 @@ class SchedulerUnderTest:
             return []
         return sorted((source / "config" / "crd" / "bases").glob("*.yaml"))
 
+    def covers(self, scenario: Scenario) -> bool:
+        """Whether ``scenario`` is this scheduler's at all (a variant has only the gang ones;
+        a scenario it does not cover is left out, not reported as skipped)."""
+        return scenario.gangs or not self.variant
+
     def skip_reason(self, scenario: Scenario) -> str | None:
         """Why this scheduler does not run ``scenario`` (None: it does)."""
         if self.name == KOORDGANG:
@@ -100,9 +130,12 @@ def _git(*args: str) -> str:
     return reply.stdout.strip()
 
 
-def select_schedulers(peers: str, qps: Sequence[int | None]) -> list[SchedulerUnderTest]:
-    """koordgang, then each peer named in ``peers`` ("all", "none" or a comma-separated list)
-    at each of the ``qps`` settings (None: as shipped)."""
+def select_schedulers(
+    peers: str, qps: Sequence[int | None], gang_apis: Sequence[GangApi] = ()
+) -> list[SchedulerUnderTest]:
+    """koordgang, koordgang again on each of ``gang_apis`` but Koordinator's, then each peer
+    named in ``peers`` ("all", "none" or a comma-separated list) at each of the ``qps``
+    settings (None: as shipped)."""
     wanted = [p.strip() for p in peers.split(",") if p.strip()]
     if wanted == ["all"]:
         wanted = list(PEERS)
@@ -112,6 +145,11 @@ def select_schedulers(peers: str, qps: Sequence[int | None]) -> list[SchedulerUn
     if unknown:
         raise ValueError(f"unknown peers {unknown}; known: {', '.join(PEERS)}")
     chosen = [SchedulerUnderTest(KOORDGANG)]
+    chosen += [
+        SchedulerUnderTest(KOORDGANG, api=api)
+        for api in dict.fromkeys(gang_apis)
+        if api not in (GangApi.KOORDINATOR, GangApi.NONE)
+    ]
     chosen += [SchedulerUnderTest(p, q) for p in wanted for q in qps]
     return chosen
 

@@ -17,8 +17,8 @@ from e2e.bench.cluster import BenchCluster
 from e2e.bench.console import Ticker, say
 from e2e.bench.gang_api import pod_groups
 from e2e.bench.procstats import OTHERS, CpuSampler, describe_cores
-from e2e.bench.results import CeilingResult
-from e2e.bench.schedulers import KOORDGANG, SchedulerUnderTest
+from e2e.bench.results import KOORDGANG, CeilingResult
+from e2e.bench.schedulers import SchedulerUnderTest
 from e2e.bench.workload import PRIORITY_CLASSES, Workload
 
 #: The control plane is "quiet" when its processes use less than this many cores together.
@@ -83,6 +83,7 @@ async def set_stage(
     ):
         reuse = fill
     await cluster.delete_bench_pods(keep_namespace=reuse)
+    await cluster.delete_bench_groups()
     await cluster.delete_bench_namespaces(keep=reuse)
     if await cluster.reconcile_nodes(workload.nodes) and reuse:
         # The fillers' nodes were replaced: they no longer fill anything.

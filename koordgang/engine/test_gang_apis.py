@@ -387,3 +387,39 @@ async def test_a_deleted_group_object_leaves_its_pending_members_waiting_for_it(
         condition is not None
         and "waiting for PodGroup ns/pg (scheduler-plugins" in (condition["message"])
     )
+
+
+async def test_a_status_only_update_of_a_group_object_moves_no_pod_and_repeats_no_warning(
+    sched: Harness, api: FakeApi
+) -> None:
+    spec = {"minMember": -1}
+    obj = group_object("scheduling.x-k8s.io/v1alpha1", "pg", spec)
+    sched.list(nodes=[node("n1", cpu="8")], pods=[])
+    assert sched.framework.on_object(X_K8S, "ADDED", obj) is True
+    updated = group_object("scheduling.x-k8s.io/v1alpha1", "pg", spec, {"phase": "Pending"})
+    updated["metadata"]["resourceVersion"] = "2"
+    assert sched.framework.on_object(X_K8S, "MODIFIED", updated) is False
+    await sched.run()
+    assert len(api.events("pg", "InvalidGangConfig")) == 1
+
+
+async def test_a_placed_volcano_gang_drops_its_unschedulable_condition(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    sched.intake.on_object(
+        VOLCANO, "ADDED", group_object("scheduling.volcano.sh/v1beta1", "pg", {"minMember": 2})
+    )
+    members = [volcano_member(f"v-{i}", cpu="4") for i in range(2)]
+    sched.list(nodes=[node("n1", cpu="6")], pods=members)
+    await sched.run()
+    await publish(sched, clock)
+    [*_, waiting] = status_patches(api, "scheduling.volcano.sh/v1beta1", "pg")
+    assert [c["type"] for c in waiting["conditions"]] == ["Unschedulable"]
+
+    sched.intake.on_node_upsert(node("n2", cpu="6"))
+    clock.advance(30.0)
+    await sched.run()
+    sched.observe_binds()
+    await publish(sched, clock)
+    [*_, placed] = status_patches(api, "scheduling.volcano.sh/v1beta1", "pg")
+    assert [c["type"] for c in placed["conditions"]] == ["Scheduled"]

@@ -55,12 +55,17 @@ def enqueue(
             continue
         gang.enqueued = True
         gang.enqueued_at = now
-        gang.last_message = ""
+        if gang.last_message.startswith(_not_enqueued(gang)):
+            gang.last_message = ""  # what it was told while not enqueued; a cycle's stays
         changed.append(gang)
         if minimum is not None:
             for name, amount in minimum.items():
                 left[name] = left.get(name, 0) - amount
     return changed
+
+
+def _not_enqueued(gang: Gang) -> str:
+    return f"gang {gang.key}: minResources do not fit the free room: "
 
 
 def _clamped(left: Mapping[str, int]) -> dict[str, int]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -245,6 +246,12 @@ class Coscheduling:
         if api is None:
             return False
         podgroup = api.parse(obj)
+        before = self.gangs.podgroup(api.name, podgroup.key)
+        if event != "DELETED" and before is not None and _same_but_status(before, podgroup):
+            # Most updates are status writes (ours among them): keep the newest status, and
+            # leave parked pods where they are.
+            self.gangs.on_podgroup(podgroup)
+            return False
         if event == "DELETED":
             self._told_ignored.discard(podgroup.uid)
             gang = self.gangs.on_podgroup_deleted(podgroup.key, api.name)
@@ -612,6 +619,10 @@ class Coscheduling:
         promises = promised(self.gangs.gangs(), now)
         for gang in enqueue(waiting, free, promises, now):
             self._dirty.add(gang.key)
+
+
+def _same_but_status(before: PodGroupInfo, after: PodGroupInfo) -> bool:
+    return replace(before, status=after.status, resource_version=after.resource_version) == after
 
 
 def _all_pods(part: PartPlan) -> Iterable[PodInfo]:

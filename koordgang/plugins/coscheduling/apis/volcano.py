@@ -107,31 +107,37 @@ class VolcanoApi:
             "succeeded": counts.succeeded,
             "failed": counts.failed,
         }
-        if not gang.satisfied and gang.last_message:
-            before = podgroup.status.get("conditions")
-            since = rfc3339(now)
-            if isinstance(before, list):
-                # The same condition keeps the time it first became true.
-                since = next(
-                    (
-                        c.get("lastTransitionTime") or since
-                        for c in before
-                        if isinstance(c, Mapping)
-                        and c.get("type") == "Unschedulable"
-                        and c.get("status") == "True"
-                    ),
-                    since,
-                )
-            status["conditions"] = [
-                {
-                    "type": "Unschedulable",
-                    "status": "True",
-                    "reason": "NotEnoughResources",
-                    "message": gang.last_message,
-                    "lastTransitionTime": since,
-                }
-            ]
+        if gang.satisfied:
+            condition = ("Scheduled", "Scheduled", "the gang's minimum was placed and bound")
+        elif gang.last_message:
+            condition = ("Unschedulable", "NotEnoughResources", gang.last_message)
+        else:
+            condition = None
+        # The whole list is written each time (a merge patch replaces lists): an old
+        # Unschedulable goes once the gang is placed.
+        status["conditions"] = (
+            [_condition(*condition, podgroup.status, now)] if condition is not None else []
+        )
         return status
+
+
+def _condition(
+    kind: str, reason: str, message: str, before: Mapping[str, Any], now: float
+) -> dict[str, Any]:
+    """A condition of ``kind``, True; it keeps the time it first became true."""
+    since = rfc3339(now)
+    previous = before.get("conditions")
+    if isinstance(previous, list):
+        for old in previous:
+            if isinstance(old, Mapping) and old.get("type") == kind and old.get("status") == "True":
+                since = old.get("lastTransitionTime") or since
+    return {
+        "type": kind,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since,
+    }
 
 
 def _past_pending(phase: Any) -> bool:
