@@ -67,6 +67,12 @@ class Metrics:
             registry=self.registry,
         )
         self.gangs = Gauge("koordgang_gangs", "Gangs by phase.", ["phase"], registry=self.registry)
+        self.gangs_by_api = Gauge(
+            "koordgang_gangs_by_api",
+            "Gangs by the gang API that declares them.",
+            ["api"],
+            registry=self.registry,
+        )
         self.gang_wait = Histogram(
             "koordgang_gang_wait_seconds",
             "Time from a gang's creation to the moment its group reached its minimum.",
@@ -176,6 +182,10 @@ class Metrics:
         if gangs is not None:
             for phase in GANG_PHASES:
                 self.gangs.labels(phase).set(gangs.get(phase, 0))
+        by_api = values.get("gangs_by_api")
+        if by_api is not None:
+            for api, count in by_api.items():
+                self.gangs_by_api.labels(api).set(count)
 
     def scheduled(self, seconds: float, attempts: int) -> None:
         """A pod got bound ``seconds`` after entering the queue, at attempt ``attempts``."""

@@ -265,3 +265,5 @@ async def test_gang_metrics_count_phases_waits_and_timeouts(
     assert "koordgang_gang_timeouts_total 1.0" in text
     assert 'koordgang_gangs{phase="Satisfied"} 1.0' in text
     assert 'koordgang_gangs{phase="TimedOut"} 1.0' in text
+    assert 'koordgang_gangs_by_api{api="koordinator"} 2.0' in text
+    assert 'koordgang_gangs_by_api{api="volcano"} 0.0' in text

@@ -554,9 +554,11 @@ class Coscheduling:
 
     def gauges(self) -> Mapping[str, Mapping[str, float]]:
         phases: dict[str, float] = {}
+        by_api: dict[str, float] = dict.fromkeys((api.name for api in self.apis), 0)
         for gang in self.gangs.gangs():
             phases[gang.state.value] = phases.get(gang.state.value, 0) + 1
-        return {"gangs": phases}
+            by_api[gang.api] = by_api.get(gang.api, 0) + 1
+        return {"gangs": phases, "gangs_by_api": by_api}
 
     def job_of(self, pod: PodInfo) -> JobRef | None:
         """A running pod's gang: evicting it breaks the gang when its running members would
