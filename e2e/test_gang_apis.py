@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from e2e.daemon import Daemon
@@ -384,3 +386,47 @@ def test_a_kueue_pod_group_binds_whole_once_its_gates_are_removed(
             holds(lambda: not bound(job_pods(cluster, namespace, "grp")), 1, what="none bound")
     wait_all_bound(cluster, namespace, "grp", 3)
     assert all(explanation(p) is None for p in job_pods(cluster, namespace, "grp"))
+
+
+# -- the examples users copy ------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "manifests" / "examples"
+
+
+def apply_example(cluster: Cluster, namespace: str, file: str) -> list[str]:
+    """Creates every object of an example file in ``namespace``, as `kubectl apply -f` would;
+    returns the names of its Jobs."""
+    jobs = []
+    for body in yaml.safe_load_all((EXAMPLES / file).read_text()):
+        if body["kind"] == "Job":
+            create_job(cluster, namespace, body)
+            jobs.append(body["metadata"]["name"])
+        else:
+            group, version = body["apiVersion"].split("/")
+            cluster.custom.create_namespaced_custom_object(
+                group, version, namespace, "podgroups", body
+            )
+    return jobs
+
+
+@pytest.mark.parametrize(
+    "example",
+    ["scheduler-plugins-gang.yaml", "volcano-gang.yaml", "upstream-indexed-job.yaml"],
+)
+def test_each_gang_api_example_binds_whole(
+    example: str,
+    clean_nodes: Cluster,
+    namespace: str,
+    daemon: Daemon,
+    upstream_api: None,
+    api_check: None,
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes(["ex-1"], {"cpu": "4", "memory": "16Gi"})
+    for job in apply_example(cluster, namespace, example):
+        parallelism = int(
+            client.BatchV1Api(cluster.api_client)
+            .read_namespaced_job(job, namespace)
+            .spec.parallelism
+        )
+        wait_all_bound(cluster, namespace, job, parallelism)
