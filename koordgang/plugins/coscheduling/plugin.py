@@ -275,8 +275,8 @@ class Coscheduling:
                     ref,
                     "Normal",
                     "FieldIgnored",
-                    f"{fields}: not used by koord-scheduler (queues are Volcano's); the gang "
-                    "is scheduled by its priority and arrival",
+                    f"{fields}: not used by koord-scheduler; a gang is ordered by its "
+                    "pods' priority (spec.priority) and arrival",
                 )
             )
         if gang is None:

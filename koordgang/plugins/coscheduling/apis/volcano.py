@@ -1,7 +1,8 @@
 """Volcano: a ``scheduling.volcano.sh/v1beta1`` PodGroup named by the pod annotation
 ``scheduling.k8s.io/group-name``, with ``minMember``, ``minTaskMember`` (per task, the task named
 by the pod annotation ``volcano.sh/task-spec``), ``minResources`` and ``priorityClassName``.
-``queue`` is Volcano's own: it is read, said to be ignored, and not acted on.
+``queue`` is Volcano's own, and ``priorityClassName``: a gang's priority is its pods'
+``spec.priority``; both are read, said to be ignored (once), and not acted on.
 
 Clients in Volcano mode create their pods only once the PodGroup leaves ``Pending``: the
 scheduler moves it to ``Inqueue`` when its ``minResources`` could fit (Volcano's enqueue), then
@@ -68,9 +69,10 @@ class VolcanoApi:
         tasks = _task_minimums(spec.get("minTaskMember"), minimum, issues)
         resources = parse_min_resources(spec.get("minResources"), "spec.minResources", issues)
         ignored = {}
-        queue = spec.get("queue")
-        if isinstance(queue, str) and queue:
-            ignored["spec.queue"] = queue
+        for key in ("queue", "priorityClassName"):
+            value = spec.get(key)
+            if isinstance(value, str) and value:
+                ignored[f"spec.{key}"] = value
         return podgroup_info(
             obj,
             min_member=minimum,
