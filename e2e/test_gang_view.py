@@ -43,7 +43,27 @@ def test_the_gang_view_lists_bound_and_waiting_gangs(
         cluster.create_pod(namespace, _gang_pod(f"small-{i}", "small", 2))
     for i in range(3):
         cluster.create_pod(namespace, _gang_pod(f"big-{i}", "big", 4))
-    wait_until(lambda: len(bound(cluster.pods(namespace))) == 2, what="gang small bound")
+    # A gang of another API: a Volcano PodGroup, its pods named by annotation.
+    cluster.custom.create_namespaced_custom_object(
+        "scheduling.volcano.sh",
+        "v1beta1",
+        namespace,
+        "podgroups",
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "vc"},
+            "spec": {"minMember": 2},
+        },
+    )
+    for i in range(2):
+        body = pod_body(
+            f"vc-{i}",
+            requests={"cpu": "1"},
+            annotations={"scheduling.k8s.io/group-name": "vc"},
+        )
+        cluster.create_pod(namespace, body)
+    wait_until(lambda: len(bound(cluster.pods(namespace))) == 4, what="gangs small and vc bound")
 
     url = f"http://127.0.0.1:{daemon.port}"
 
@@ -73,7 +93,17 @@ def test_the_gang_view_lists_bound_and_waiting_gangs(
         timeout=30,
     ).stdout
     line = next(row for row in table.splitlines() if row.startswith(f"{namespace}/big"))
-    assert line.split()[:8] == [f"{namespace}/big", "-", "Strict", "4", "3", "0", "0", "Pending"]
+    assert line.split()[:9] == [
+        f"{namespace}/big",
+        "koordinator",
+        "-",
+        "Strict",
+        "4",
+        "3",
+        "0",
+        "0",
+        "Pending",
+    ]
     assert line.endswith("3/4 members created, min 4")
 
     # The same view from the API server, as `kubectl koordgang gangs` shows it: no daemon port.
@@ -96,6 +126,11 @@ def test_the_gang_view_lists_bound_and_waiting_gangs(
         2,
     )
     assert rows[f"{namespace}/big"]["state"] == "Pending"
+    assert (rows[f"{namespace}/vc"]["api"], rows[f"{namespace}/vc"]["state"]) == (
+        "volcano",
+        "Satisfied",
+    )
+    assert rows[f"{namespace}/big"]["api"] == "koordinator"
     assert rows[f"{namespace}/big"]["waitingFor"] == (
         f"gang {namespace}/big: 3/4 members created, min 4"
     )
