@@ -306,7 +306,7 @@ def test_a_volcano_podgroup_is_enqueued_when_it_could_fit_then_runs_whole(
         timeout=30,
         what="phase Pending with a reason",
     )
-    assert "cpu short by 2" in pending["conditions"][0]["message"]
+    assert "needs 8 cpu, more than is free" in pending["conditions"][0]["message"]
     holds(
         lambda: group_status(cluster, VOLCANO, namespace, "ps-job").get("phase") == "Pending",
         2,

@@ -96,4 +96,7 @@ def _agrees(observed: Mapping[str, Any] | None, status: Mapping[str, Any]) -> bo
     """Whether the object as last read shows ``status`` (unknown counts as yes)."""
     if observed is None:
         return True
-    return all(observed.get(key) == value for key, value in status.items())
+    # A key the server does not keep (a CRD without it prunes it) cannot disagree; an
+    # object with none of the keys was overwritten.
+    present = [key for key in status if key in observed]
+    return bool(present) and all(observed[key] == status[key] for key in present)

@@ -17,8 +17,9 @@ from koordgang.engine.conftest import (
     parse,
     pod,
     pod_json,
+    uid_of,
 )
-from koordgang.model.gang import MIN_AVAILABLE_KEY, NAME_KEY
+from koordgang.model.gang import MIN_AVAILABLE_KEY, NAME_KEY, POD_GROUP_LABEL
 from koordgang.model.pod import PodInfo
 
 X_K8S = "podgroups.scheduling.x-k8s.io"
@@ -211,7 +212,7 @@ async def test_a_volcano_podgroup_is_enqueued_only_when_its_min_resources_fit(
     await publish(sched, clock)
     [*_, pending] = status_patches(api, "scheduling.volcano.sh/v1beta1", "pg")
     assert pending["phase"] == "Pending"
-    assert "cpu short by 2" in pending["conditions"][0]["message"]
+    assert "needs 8 cpu, more than is free" in pending["conditions"][0]["message"]
     [told] = api.events("pg", "FieldIgnored")
     assert told["type"] == "Normal" and 'spec.queue="research"' in told["message"]
 
@@ -423,3 +424,88 @@ async def test_a_placed_volcano_gang_drops_its_unschedulable_condition(
     await publish(sched, clock)
     [*_, placed] = status_patches(api, "scheduling.volcano.sh/v1beta1", "pg")
     assert [c["type"] for c in placed["conditions"]] == ["Scheduled"]
+
+
+# -- what a review found ----------------------------------------------------------------------
+
+
+async def test_the_pods_min_available_overrides_a_podgroup_seen_before_them(
+    sched: Harness, api: FakeApi
+) -> None:
+    # After a restart the group objects are read before the pods.
+    sched.intake.on_object(
+        "podgroups.scheduling.sigs.k8s.io",
+        "ADDED",
+        group_object("scheduling.sigs.k8s.io/v1alpha1", "pg", {"minMember": 2}),
+    )
+    members = [
+        pod(f"w-{i}", labels={POD_GROUP_LABEL: "pg"}, annotations={MIN_AVAILABLE_KEY: "3"})
+        for i in range(2)
+    ]
+    sched.list(nodes=[node("n1", cpu="8")], pods=members)
+    await sched.run()
+    assert api.binds() == []
+    condition = api.condition("w-0")
+    assert condition is not None and "2/3 members created, min 3" in condition["message"]
+
+
+async def test_a_big_task_does_not_take_the_room_a_small_task_needs(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    spec = {"minMember": 2, "minTaskMember": {"alpha": 1, "beta": 1}}
+    sched.intake.on_object(
+        VOLCANO, "ADDED", group_object("scheduling.volcano.sh/v1beta1", "pg", spec)
+    )
+    members = [volcano_member(f"a-{i}", task="alpha", cpu="2") for i in range(3)]
+    members.append(volcano_member("b-0", task="beta", cpu="2"))
+    sched.list(nodes=[node("n1", cpu="6")], pods=members)
+    await sched.run()
+    bound_names = {name for name, _ in api.binds()}
+    assert "b-0" in bound_names and len(bound_names) == 3, bound_names
+
+
+async def test_preemption_makes_room_for_every_task_minimum(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    spec = {"minMember": 2, "minTaskMember": {"a": 1, "b": 2}}
+    sched.intake.on_object(
+        VOLCANO, "ADDED", group_object("scheduling.volcano.sh/v1beta1", "pg", spec)
+    )
+
+    def member(name: str, task: str) -> PodInfo:
+        annotations = {"scheduling.k8s.io/group-name": "pg", "volcano.sh/task-spec": task}
+        return parse(pod_json(name, cpu="2", priority=100, annotations=annotations))
+
+    members = [member("a-0", "a"), member("b-0", "b"), member("b-1", "b")]
+    running = [
+        parse(pod_json(f"low-{i}", cpu="2", priority=0, node_name="n1", phase="Running"))
+        for i in range(3)
+    ]
+    sched.list(nodes=[node("n1", cpu="6")], pods=running + members)
+    for _ in range(4):
+        await sched.run()
+        for call in api.landed():
+            if call.method == "DELETE" and "/pods/low-" in call.path:
+                sched.intake.on_pod_delete(uid_of(call.path.rsplit("/", 1)[1]))
+        sched.observe_binds()
+        clock.advance(70)
+    assert sorted(name for name, _ in api.binds()) == ["a-0", "b-0", "b-1"]
+
+
+async def test_cleaning_up_a_finished_job_is_no_fall_below_its_minimum(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    sched.intake.on_object(
+        X_K8S, "ADDED", group_object("scheduling.x-k8s.io/v1alpha1", "pg", {"minMember": 2})
+    )
+    members = [x_k8s_member(f"w-{i}") for i in range(2)]
+    sched.list(nodes=[node("n1", cpu="8")], pods=members)
+    await sched.run()
+    sched.observe_binds()
+    for info in list(sched.cache.pods()):
+        sched.intake.on_pod_upsert(replace(info, phase="Succeeded", resource_version="5"))
+    sched.intake.on_pod_delete(uid_of("w-0"))
+    await publish(sched, clock)
+    assert api.events("pg", "GangBelowMinimum") == []
+    [*_, status] = status_patches(api, "scheduling.x-k8s.io/v1alpha1", "pg")
+    assert status["phase"] == "Finished"

@@ -43,6 +43,26 @@ class GroupPart:
     #: Members of each task that count before this cycle.
     task_counted: dict[str, int] = field(default_factory=dict)
 
+    def needed(self) -> list[PodInfo]:
+        """The pending members the part cannot do without, in placement order: of each task
+        with a minimum, as many as it still needs; then others, up to the part's minimum."""
+        need = max(0, self.minimum - self.counted)
+        if not self.task_minimums:
+            return self.pending[:need]
+        chosen: list[PodInfo] = []
+        taken: set[str] = set()
+        for task, minimum in self.task_minimums.items():
+            want = max(0, minimum - self.task_counted.get(task, 0))
+            for pod in self.pending:
+                if want == 0:
+                    break
+                if self.task_of.get(pod.uid, "") == task:
+                    chosen.append(pod)
+                    taken.add(pod.uid)
+                    want -= 1
+        rest = [p for p in self.pending if p.uid not in taken]
+        return chosen + rest[: max(0, need - len(chosen))]
+
 
 @dataclass(slots=True)
 class SchedulingGroup:

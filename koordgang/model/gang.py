@@ -86,6 +86,7 @@ SCHEDULER_ANNOTATION_PREFIXES = (
     PREFIX,
     "scheduling.koordinator.sh/",
     "scheduling.k8s.io/group-name",
+    "scheduling.volcano.sh/group-name",
     "volcano.sh/task-spec",
     "kueue.x-k8s.io/",
 )

@@ -97,6 +97,10 @@ class Gang:
         self._working = 0
         #: Its minimum was bound and alive at once: it ran whole (a fall below is news).
         self._ran_whole = False
+        #: Members that succeeded; once they reach the minimum the job is done, and members
+        #: removed afterwards (clean-up) are no fall.
+        self._done = 0
+        self._finished = False
         self._default_waiting_time = default_waiting_time
         self._spec: GangSpec | None = None
         self._representative: PodInfo | None = None
@@ -212,11 +216,17 @@ class Gang:
             return True
         return self._satisfied and self.spec.match_policy is MatchPolicy.ONCE_SATISFIED
 
+    @property
+    def finished(self) -> bool:
+        """Its minimum of members succeeded: the job is done (one-way while members remain)."""
+        return self._finished
+
     def below_minimum(self) -> bool:
         """It ran whole once, and now fewer members than its minimum are alive on nodes or
         done: a member failed or was deleted (replacing it is the job controller's work)."""
-        minimum = self.spec.min_available or 0
-        return self._ran_whole and self.is_gang() and self._working < minimum
+        if not self._ran_whole or self._finished or not self.is_gang():
+            return False
+        return self._working < (self.spec.min_available or 0)
 
     # -- changes ------------------------------------------------------------------------------
 
@@ -224,26 +234,47 @@ class Gang:
         self._spec = None
         self._representative = None
 
+    def _member_changed(self, old: PodInfo | None, pod: PodInfo) -> None:
+        """The spec depends on the representative only: forget it only when that may change
+        (O(1) per event; a gang of thousands is not re-scanned per member)."""
+        rep = self._representative
+        if rep is None:
+            self._spec = None  # nothing cached rests on a representative yet
+            return
+        if old is None:
+            if (pod.creation_timestamp, pod.name) < (rep.creation_timestamp, rep.name):
+                self._changed()
+        elif pod.uid == rep.uid:
+            if old.annotations != pod.annotations or old.labels != pod.labels:
+                self._changed()
+            else:
+                self._representative = pod
+
     def upsert(self, pod: PodInfo) -> None:
         old = self.members.get(pod.uid)
         self.members[pod.uid] = pod
-        self._working += _working(pod) - (_working(old) if old is not None else 0)
-        if old is None or old.annotations != pod.annotations or old.labels != pod.labels:
-            self._changed()
+        working = _working(pod) - (_working(old) if old is not None else 0)
+        self._working += working
+        done = int(pod.phase == "Succeeded") - int(old is not None and old.phase == "Succeeded")
+        self._done += done
+        self._member_changed(old, pod)
         if pod.node_name and not pod.is_terminal and not self._timed_out:
             # A bound member: the gang was satisfied (by us before a restart, or just now).
             self._latch(GangState.SATISFIED)
         if is_timed_out(pod.annotations) and not self._satisfied:
             self._latch(GangState.TIMED_OUT)
             self._timed_out_members.add(pod.uid)
-        if self._satisfied and not self._ran_whole:
-            self._ran_whole = self._working >= (self.spec.min_available or 0) > 0
+        if self._satisfied and (working or done) and not self._finished:
+            minimum = self.spec.min_available or 0
+            self._ran_whole = self._ran_whole or self._working >= minimum > 0
+            self._finished = self._done >= minimum > 0
 
     def remove(self, uid: str) -> bool:
         old = self.members.pop(uid, None)
         if old is None:
             return False
         self._working -= _working(old)
+        self._done -= int(old.phase == "Succeeded")
         self._timed_out_members.discard(uid)
         if not self.members or (self._timed_out and not self._timed_out_members):
             # Nothing left that remembers the past (a restart would see a new gang): the next
@@ -251,10 +282,12 @@ class Gang:
             # pods, and their replacements (a Job makes them at once) are scheduled anew.
             self._satisfied = self._satisfied and bool(self.members) and not self._timed_out
             self._ran_whole = self._ran_whole and bool(self.members) and not self._timed_out
+            self._finished = self._finished and bool(self.members)
             self._timed_out = False
             self.first_attempt = None
             self.last_message = ""
-        self._changed()
+        if self._representative is None or self._representative.uid == uid:
+            self._changed()
         return True
 
     def set_podgroup(self, podgroup: PodGroupInfo | None) -> None:
@@ -292,6 +325,10 @@ GangResolver = Callable[[PodInfo], Sequence[GangRef]]
 def koordinator_only(pod: PodInfo) -> Sequence[GangRef]:
     ref = gang_ref_of(pod.namespace, pod.labels, pod.annotations)
     return () if ref is None else (ref,)
+
+
+def _declared(ref: GangRef) -> tuple[str, str, str]:
+    return (ref.min_label, ref.min_annotation, ref.named_by)
 
 
 def _working(pod: PodInfo) -> int:
@@ -347,6 +384,11 @@ class GangRegistry:
             # members say how it is declared.
             gang.ref = ref
             gang.set_podgroup(self._podgroups.get((ref.api, ref.key)))
+        elif gang.ref == ref and _declared(gang.ref) != _declared(ref):
+            # Same gang, first heard of from its object: the members say where the minimum
+            # may be overridden and how they name the object.
+            gang.ref = ref
+            gang.set_podgroup(gang.podgroup)
         return gang
 
     def on_pod(self, pod: PodInfo) -> Gang | None:
@@ -389,6 +431,10 @@ class GangRegistry:
             gang = self._gang(ref)
         if gang.ref.api != podgroup.api:
             return None
+        if gang.podgroup is not None and gang.podgroup.uid != podgroup.uid:
+            # Deleted and made again: the new object has not been enqueued.
+            gang.enqueued = False
+            gang.enqueued_at = None
         gang.set_podgroup(podgroup)
         return gang
 

@@ -3,9 +3,11 @@ gang could start. A gang is enqueued, oldest first, once its group object's ``mi
 fit what is free in the cluster and not promised to gangs enqueued before it; a gang without
 ``minResources`` is enqueued at once.
 
-A promise lasts until the gang has its minimum of members created (from then on the cycle's
-own minResources check speaks for it), or until its waiting time has passed since it was
+A promise lasts until the gang is placed, or until its waiting time has passed since it was
 enqueued: a client that never makes its pods does not hold room for ever.
+
+What a gang that does not fit is told names what it needs, not the free room of the moment:
+its object is rewritten when the words change, and free room changes all the time.
 """
 
 from __future__ import annotations
@@ -26,8 +28,6 @@ def promised(gangs: Iterable[Gang], now: float) -> dict[str, int]:
             continue
         if now - gang.enqueued_at >= gang.spec.waiting_time:
             continue
-        if sum(1 for _ in gang.live_members()) >= (gang.spec.min_available or 0):
-            continue
         for name, amount in minimum.items():
             total[name] = total.get(name, 0) + amount
     return total
@@ -44,11 +44,12 @@ def enqueue(
     for gang in sorted(waiting, key=lambda g: (g.created_at(), g.key)):
         minimum = gang.podgroup.min_resources if gang.podgroup is not None else None
         short = shortfall(minimum, (), _clamped(left), {}) if minimum is not None else []
-        if short:
-            note = _promised_note(minimum.names() if minimum is not None else (), promises)
-            message = (
-                f"gang {gang.key}: minResources do not fit the free room: {'; '.join(short)}{note}"
+        if short and minimum is not None:
+            needs = ", ".join(
+                f"{format_amount(name, amount)} {name}" for name, amount in minimum.items()
             )
+            note = " or promised to gangs enqueued earlier" if promises else ""
+            message = f"{_not_enqueued(gang)}needs {needs}, more than is free{note}"
             if message != gang.last_message:
                 gang.last_message = message
                 changed.append(gang)
@@ -70,10 +71,3 @@ def _not_enqueued(gang: Gang) -> str:
 
 def _clamped(left: Mapping[str, int]) -> dict[str, int]:
     return {name: max(0, amount) for name, amount in left.items()}
-
-
-def _promised_note(names: Iterable[str], promises: Mapping[str, int]) -> str:
-    held = [f"{format_amount(n, promises[n])} {n}" for n in names if promises.get(n)]
-    if not held:
-        return ""
-    return f" (besides {', '.join(held)} promised to gangs enqueued earlier)"

@@ -379,9 +379,10 @@ class Coscheduling:
                 task = gang.task_of(member)
                 counted[task] = counted.get(task, 0) + 1
             part.task_counted = counted
-            # Members of tasks with a minimum go first: they are what the gang cannot do
-            # without.
-            part.pending.sort(key=lambda p: gang.task_of(p) not in tasks)
+            # What each task still needs goes first: other members must not take its room.
+            needed = part.needed()
+            first = {p.uid for p in needed}
+            part.pending = needed + [p for p in part.pending if p.uid not in first]
         return part
 
     def _gangs_of(self, group_key: str) -> list[Gang]:

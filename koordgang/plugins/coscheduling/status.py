@@ -14,7 +14,7 @@ def podgroup_phase(gang: Gang, scheduled: int, running: int, succeeded: int, fai
     created = sum(1 for _ in gang.live_members())
     if gang.timed_out:
         return "Failed"
-    if minimum and succeeded >= minimum:
+    if (minimum and succeeded >= minimum) or gang.finished:
         return "Finished"
     if failed and running + succeeded < minimum:
         return "Failed"

@@ -304,13 +304,11 @@ class Preemption:
 
 
 def _needed(plan: GroupPlan) -> list[PodInfo]:
-    """The members to make room for: per part, enough to reach its minimum beyond what already
-    counts (running or held); never more."""
+    """The members to make room for: per part, enough to reach its minimum (and each task's)
+    beyond what already counts (running or held); never more."""
     needed: list[PodInfo] = []
     for part_plan in plan.parts:
-        part = part_plan.part
-        need = max(0, part.minimum - part.counted)
-        needed.extend(part.pending[:need])
+        needed.extend(part_plan.part.needed())
     return needed
 
 

@@ -35,6 +35,8 @@ from koordgang.state.gangs import Gang
 
 API = "volcano"
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+#: Volcano reads its own key too, where the common one is missing.
+GROUP_NAME_ANNOTATIONS = (GROUP_NAME_ANNOTATION, "scheduling.volcano.sh/group-name")
 MIN_TASK_MEMBER_FIELD = "spec.minTaskMember"
 PENDING = "Pending"
 INQUEUE = "Inqueue"
@@ -51,16 +53,11 @@ class VolcanoApi:
     )
 
     def ref_of(self, pod: PodInfo) -> GangRef | None:
-        name = nonblank(pod.annotations.get(GROUP_NAME_ANNOTATION))
-        if name is None:
-            return None
-        return GangRef(
-            pod.namespace,
-            name,
-            GangSource.POD_GROUP,
-            api=API,
-            named_by=GROUP_NAME_ANNOTATION,
-        )
+        for key in GROUP_NAME_ANNOTATIONS:
+            name = nonblank(pod.annotations.get(key))
+            if name is not None:
+                return GangRef(pod.namespace, name, GangSource.POD_GROUP, api=API, named_by=key)
+        return None
 
     def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
         spec = mapping(obj.get("spec"))
@@ -95,7 +92,7 @@ class VolcanoApi:
         current = podgroup.status.get("phase")
         if gang.below_minimum():
             phase = UNKNOWN
-        elif minimum and counts.succeeded >= minimum and not counts.running:
+        elif gang.finished or (minimum and counts.succeeded >= minimum and not counts.running):
             phase = COMPLETED
         elif gang.satisfied:
             phase = RUNNING
