@@ -16,8 +16,10 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-# Only what the wheel is made of (pyproject names README.md as the long description).
-COPY pyproject.toml README.md ./
+# Only what the wheel is made of (pyproject names README.md as the long description;
+# setup.py and MANIFEST.in leave the unit tests beside the code out, and .dockerignore keeps
+# them out of the build context as well).
+COPY pyproject.toml setup.py MANIFEST.in README.md ./
 COPY koordgang ./koordgang
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 

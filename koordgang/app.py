@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import socket
 import time
 from typing import Any
@@ -136,10 +134,6 @@ class App:
             for obj in items:
                 intake.on_object(resource.id, "ADDED", obj)
 
-    @staticmethod
-    def _signalled_again(sig: signal.Signals) -> None:
-        log.info("already shutting down", signal=sig.name)
-
     async def _lead(self) -> None:
         """This replica took the lease: it schedules and writes from now on (its caches are
         warm; gang state is rebuilt from them as after a restart)."""
@@ -186,13 +180,9 @@ class App:
             self.supervisor.spawn("leader-election", self.elector.run)
 
     async def stop(self) -> None:
+        # SIGTERM and SIGINT, however many, raise the stop flag once and are only logged after
+        # (``StopSignals``, in place of kopf's handlers), before and during this shutdown.
         log.info("shutting down: letting binds in flight finish")
-        # kopf's handler resolves a future on the first signal; a second one would try again
-        # and print a traceback. From here on, signals only say that shutdown is under way.
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self._signalled_again, sig)
         self.supervisor.stand_down()
         if self.leading:
             await self.scheduler.stop()
@@ -203,8 +193,9 @@ class App:
         if self.http is not None:
             await self.http.stop()
         await self.api.close()
-        # kopf waits on this flag in a task of its own; after a signal nobody else sets it,
-        # and kopf would give that task 5 s before cancelling it.
+        # kopf waits on this flag in a task of its own; when kopf stopped for a reason of its
+        # own (not a signal, not ``_fatal``) nobody else sets it, and kopf would give that
+        # task 5 s before cancelling it.
         self.stop_flag.set()
 
     async def run(self) -> int:

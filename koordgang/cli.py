@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 from koordgang.cli_config import (
+    DURATIONS,
     OPTIONS,
     SettingsError,
     default_of,
+    metavar_of,
     parse_flag,
     read_env,
     read_file,
@@ -24,9 +27,10 @@ koordgang schedules the pods that ask for it (spec.schedulerName) with gang sema
 all members of a gang are bound together or none is. Every other pod in the cluster is
 watched too, because it uses node capacity."""
 
-EPILOG = """\
+EPILOG = f"""\
 Every setting can come from a --config file, from the environment variable shown in
 brackets, or from its flag; a flag wins over the environment, the environment over the file.
+{textwrap.fill(f"A DURATION, in all three alike, is {DURATIONS}.", 92)}
 
 examples:
   koordgang run                                  # in a cluster, with its service account
@@ -72,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         run.add_argument(
             option.flag,
             dest=option.field,
-            metavar=option.metavar,
+            metavar=metavar_of(option),
             default=None,
             help=f"{option.help} [{option.env}] (default: {default_of(option)})",
         )

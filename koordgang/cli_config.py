@@ -9,6 +9,8 @@ refused with a message naming them, before the daemon starts.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,14 +54,33 @@ def _number(value: Any) -> float:
     return float(str(value).strip())
 
 
+#: What a duration may be, wherever it is set (file, environment or flag).
+DURATIONS = (
+    "a number of seconds (6, 0.5) or a Go duration (90s, 1m30s, 1.5h; units ns, us, ms, s, m, h)"
+)
+_PLAIN_SECONDS = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+
+
 def _seconds(value: Any) -> float:
-    """A duration: a number of seconds, or a Go duration (``90s``, ``10m``, ``1h30m``)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    try:
-        return parse_go_duration(str(value).strip())
-    except ModelError as error:
-        raise ValueError(error.detail) from None
+    """A duration: a plain number is seconds (``6``, ``0.5``), other text a Go duration
+    (``90s``, ``1m30s``). The same text means the same in the file, the environment and a
+    flag; the file may also give a YAML number."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected {DURATIONS}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        text = str(value).strip()
+        if _PLAIN_SECONDS.fullmatch(text):
+            seconds = float(text)
+        else:
+            try:
+                seconds = parse_go_duration(text)
+            except ModelError:
+                raise ValueError(f"expected {DURATIONS}") from None
+    if not math.isfinite(seconds):
+        raise ValueError(f"expected {DURATIONS}")
+    return seconds
 
 
 def _choice(kind: type[Any]) -> Callable[[Any], Any]:
@@ -162,6 +183,13 @@ OPTIONS: tuple[Option, ...] = (
 )  # fmt: skip
 
 BY_KEY = {option.key: option for option in OPTIONS}
+
+
+def metavar_of(option: Option) -> str | None:
+    """What ``--help`` shows for the option's value."""
+    if option.metavar is None and option.parse is _seconds:
+        return "DURATION"
+    return option.metavar
 
 
 def default_of(option: Option) -> Any:

@@ -1,6 +1,7 @@
-"""kopf runs the operator: lifecycle, signals, credentials, and the low-volume custom resources
-the plugins declare (PodGroups of every gang API, the ClusterNetworkTopology). kopf watches a
+"""kopf runs the operator: lifecycle, credentials, and the low-volume custom resources the
+plugins declare (PodGroups of every gang API, the ClusterNetworkTopology). kopf watches a
 declared resource only where the API server serves it, and starts when its CRD appears.
+SIGTERM and SIGINT are handled here (``StopSignals``), not by kopf.
 
 kopf must write nothing to pods. Posting of Events is off, progress and diff-base storages are
 no-ops, and only ``on.event`` handlers exist (they keep no state on objects); the handlers
@@ -11,14 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import kopf
+import structlog
 
 from koordgang.clients.config import Connection
 from koordgang.framework.report import WatchedResource
+
+log = structlog.get_logger("koordgang.kopf")
 
 #: (resource id, event type, object): what a watched resource's event becomes.
 ObjectHandler = Callable[[str, str, dict[str, Any]], None]
@@ -117,6 +124,73 @@ def quiet_kopf_logs() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class StopSignals:
+    """SIGTERM and SIGINT, any number of them and in any order, stop the operator once.
+
+    kopf's own handlers call ``set_result`` on a future of its own; a second signal handled
+    before our cleanup hook runs (two that arrive together: a process-group or cgroup kill,
+    SIGTERM with Ctrl-C) sets it again, and asyncio prints an ``InvalidStateError``
+    traceback. These handlers take kopf's place: the first signal raises the stop flag, which
+    kopf obeys exactly as it obeys a signal (root tasks stop, cleanup handlers run), and any
+    later one is only logged.
+    """
+
+    def __init__(self, stop_flag: asyncio.Event, *, kill_after: float | None = None) -> None:
+        self._stop_flag = stop_flag
+        #: kopf arms a SIGKILL this long after a signal, in case shutdown hangs; with the
+        #: stop flag raised instead, it would not, so this does.
+        self._kill_after = kill_after
+        self.kill_timer: asyncio.TimerHandle | None = None
+        self.received: list[signal.Signals] = []
+
+    def install(self) -> bool:
+        """Handles the signals from now on (in place of kopf's or anyone's); False where the
+        loop cannot (not the main thread, or no Unix signals)."""
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        loop = asyncio.get_running_loop()
+        try:
+            for sig in STOP_SIGNALS:
+                loop.add_signal_handler(sig, self._received, sig)
+        except (NotImplementedError, RuntimeError):
+            return False
+        return True
+
+    def _received(self, sig: signal.Signals) -> None:
+        self.received.append(sig)
+        if self._stop_flag.is_set():
+            log.info("already shutting down", signal=sig.name)
+            return
+        log.info("signal received: stopping", signal=sig.name)
+        self._stop_flag.set()
+        if self._kill_after is not None:
+            self.kill_timer = asyncio.get_running_loop().call_later(
+                self._kill_after, os.kill, os.getpid(), signal.SIGKILL
+            )
+
+
 async def run_operator(registry: kopf.OperatorRegistry, stop_flag: asyncio.Event) -> None:
-    """Runs kopf until SIGTERM/SIGINT or ``stop_flag``; returns after cleanup handlers ran."""
-    await kopf.operator(registry=registry, standalone=True, clusterwide=True, stop_flag=stop_flag)
+    """Runs kopf until SIGTERM/SIGINT or ``stop_flag``; returns after cleanup handlers ran.
+
+    This is ``kopf.operator`` (its ``spawn_tasks`` then ``run_tasks``) with our signal
+    handlers (``StopSignals``) in place of kopf's: they are installed before kopf's tasks
+    exist, and again the moment ``spawn_tasks`` has put kopf's own in, before the loop can
+    handle one signal with kopf's.
+    """
+    settings = kopf.OperatorSettings()
+    signals = StopSignals(stop_flag, kill_after=settings.process.ultimate_exiting_timeout)
+    signals.install()
+    current = asyncio.current_task()
+    existing = {task for task in asyncio.all_tasks() if task is not current}
+    tasks = await kopf.spawn_tasks(
+        registry=registry,
+        settings=settings,
+        standalone=True,
+        clusterwide=True,
+        stop_flag=stop_flag,
+    )
+    signals.install()
+    await kopf.run_tasks(tasks, ignored=existing)

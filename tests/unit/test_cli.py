@@ -8,8 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from koordgang.cli import build_parser, settings_from_args
-from koordgang.cli_config import SettingsError
+from koordgang.cli import EPILOG, build_parser, settings_from_args
+from koordgang.cli_config import (
+    DURATIONS,
+    OPTIONS,
+    Option,
+    SettingsError,
+    metavar_of,
+    parse_flag,
+    read_env,
+    read_file,
+)
 from koordgang.settings import LogFormat, ScoreStrategy, Settings
 
 
@@ -160,8 +169,118 @@ def test_a_missing_kubeconfig_is_reported_not_a_traceback(tmp_path: object) -> N
 
 
 def test_the_readme_lists_every_setting() -> None:
-    from koordgang.cli_config import OPTIONS
-
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for option in OPTIONS:
         assert f"| `{option.key}` | `{option.flag}` | `{option.env}` |" in readme, option.key
+
+
+# -- durations: the same text means the same in the file, the environment and a flag -----------
+
+DURATION_OPTIONS = [option for option in OPTIONS if metavar_of(option) == "DURATION"]
+
+
+def test_every_duration_setting_is_read_as_a_duration() -> None:
+    assert {option.key for option in DURATION_OPTIONS} == {
+        "explainAfter",
+        "defaultGangWaitingTime",
+        "initialBackoff",
+        "maxBackoff",
+        "unschedulableRetryInterval",
+        "shutdownGrace",
+        "leaderElectLeaseDuration",
+        "leaderElectRenewDeadline",
+        "leaderElectRetryPeriod",
+    }
+
+
+@pytest.mark.parametrize("option", DURATION_OPTIONS, ids=lambda option: option.key)
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("6", 6.0),
+        ("0.5", 0.5),
+        ("90", 90.0),
+        ("6s", 6.0),
+        ("1m30s", 90.0),
+        ("300ms", 0.3),
+        ("1.5h", 5400.0),
+        ("0", 0.0),
+    ],
+)
+def test_a_duration_reads_the_same_from_file_environment_and_flag(
+    option: Option, text: str, seconds: float, tmp_path: Path
+) -> None:
+    config = tmp_path / "koordgang.yaml"
+    config.write_text(f"{option.key}: {text}\n")  # a YAML number where text is one
+    from_file = read_file(config)[option.field]
+    config.write_text(f'{option.key}: "{text}"\n')  # the same, quoted: a YAML string
+    from_quoted = read_file(config)[option.field]
+    from_env = read_env({option.env: text})[option.field]
+    from_flag = parse_flag(option, text)
+    assert from_file == from_quoted == from_env == from_flag == pytest.approx(seconds)
+
+
+def test_the_lease_duration_in_plain_seconds_is_accepted_everywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The case that was refused: ``--leader-elect-lease-duration 6`` ("has no unit")."""
+    monkeypatch.delenv("KOORDGANG_LEADER_ELECT_LEASE_DURATION", raising=False)
+    timing = ["--leader-elect-renew-deadline", "4", "--leader-elect-retry-period", "1"]
+    flag = _settings(
+        ["run", "--leader-elect", "true", "--leader-elect-lease-duration", "6", *timing]
+    )
+    config = tmp_path / "koordgang.yaml"
+    config.write_text("leaderElectLeaseDuration: 6\n")
+    from_file = _settings(["run", "--config", str(config), "--leader-elect", "true", *timing])
+    monkeypatch.setenv("KOORDGANG_LEADER_ELECT_LEASE_DURATION", "6")
+    from_env = _settings(["run", "--leader-elect", "true", *timing])
+    assert flag == from_file == from_env
+    assert flag.leader_elect_lease_duration == 6.0
+
+
+@pytest.mark.parametrize("option", DURATION_OPTIONS, ids=lambda option: option.key)
+@pytest.mark.parametrize("text", ["soon", "6x", "10d", "1m30", "1e3", "nan", "inf", "", "s"])
+def test_a_bad_duration_is_refused_naming_the_option_wherever_it_is_set(
+    option: Option, text: str, tmp_path: Path
+) -> None:
+    expected = f"is not usable: expected {DURATIONS}"
+    assert expected.startswith("is not usable: expected a number of seconds (6, 0.5) or a Go")
+    config = tmp_path / "koordgang.yaml"
+    config.write_text(f"{option.key}: '{text}'\n")
+    with pytest.raises(SettingsError) as from_file:
+        read_file(config)
+    with pytest.raises(SettingsError) as from_env:
+        read_env({option.env: text})
+    with pytest.raises(SettingsError) as from_flag:
+        parse_flag(option, text)
+    assert str(from_file.value) == f"{config}: {option.key}: {text!r} {expected}"
+    assert str(from_env.value) == f"{option.env}: {text!r} {expected}"
+    assert str(from_flag.value) == f"{option.flag}: {text!r} {expected}"
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "true", "[6]"])
+def test_a_yaml_value_that_is_no_duration_is_refused(value: str, tmp_path: Path) -> None:
+    config = tmp_path / "koordgang.yaml"
+    config.write_text(f"maxBackoff: {value}\n")
+    with pytest.raises(SettingsError, match=r"maxBackoff: .* is not usable: expected a number"):
+        read_file(config)
+
+
+def test_a_bad_duration_flag_stops_the_daemon_with_a_message() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "koordgang", "run", "--leader-elect-lease-duration", "6 s"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "--leader-elect-lease-duration: '6 s' is not usable" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_readme_names_every_duration_setting_and_the_help_says_what_a_duration_is() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    durations = readme[readme.index("- durations (") : readme.index("- switches (")]
+    for option in DURATION_OPTIONS:
+        assert f"`{option.key}`" in durations, option.key
+    assert DURATIONS in " ".join(EPILOG.split())
