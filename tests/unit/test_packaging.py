@@ -53,6 +53,7 @@ def test_the_wheel_holds_every_module_of_the_product_and_no_test(
     # The build backend (pyproject's build-system): every environment that installs the
     # project has it.
     import setuptools
+
     setup_py = _setup_py()
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert config["build-system"]["build-backend"] == "setuptools.build_meta"
