@@ -3,6 +3,9 @@
 Which server: ``KOORDGANG_E2E_KUBECONFIG`` if set (kind, see e2e/kind/), else the local control
 plane (started here if it is not up, and stopped again at the end if it was started here).
 The cluster belongs to the tests: fake nodes left from earlier runs are removed first.
+
+The tests act as cluster admin (``kubeconfig``); the scheduler does not: it runs with a token
+of the ServiceAccount of manifests/rbac.yaml (``scheduler_kubeconfig``, see e2e/rbac.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from e2e.controlplane.crds import install_crds
 from e2e.daemon import Daemon, DeploymentDaemon, LocalDaemon
 from e2e.invariants import assert_invariants
 from e2e.kube import Cluster, unique
+from e2e.rbac import make_scheduler_kubeconfig, rbac_denials
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -53,6 +57,16 @@ def cluster(kubeconfig: str) -> Cluster:
     return handle
 
 
+@pytest.fixture(scope="session")
+def scheduler_kubeconfig(
+    kubeconfig: str, cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """A kubeconfig holding only a token of the scheduler's ServiceAccount, bound to the RBAC
+    of manifests/ (applied here as a user applies it)."""
+    path = tmp_path_factory.mktemp("scheduler") / "kubeconfig"
+    return str(make_scheduler_kubeconfig(kubeconfig, path))
+
+
 @pytest.fixture
 def namespace(cluster: Cluster) -> Iterator[str]:
     name = cluster.create_namespace(unique("e2e"))
@@ -70,9 +84,10 @@ def clean_nodes(cluster: Cluster) -> Iterator[Cluster]:
 
 @pytest.fixture
 def daemon_factory(
-    kubeconfig: str, cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
+    scheduler_kubeconfig: str, cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[type]:
-    """Makes daemons; every one made is stopped at the end, and its log attached on failure."""
+    """Makes daemons; every one made is stopped at the end, and its log attached on failure.
+    A daemon the RBAC of manifests/ denied anything fails the test."""
     made: list[Daemon] = []
 
     def make(*extra_args: str) -> Daemon:
@@ -80,7 +95,7 @@ def daemon_factory(
         if os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment":
             daemon = DeploymentDaemon(cluster)
         else:
-            daemon = LocalDaemon(kubeconfig, tmp_path, *extra_args)
+            daemon = LocalDaemon(scheduler_kubeconfig, tmp_path, *extra_args)
         made.append(daemon)
         return daemon
 
@@ -91,6 +106,8 @@ def daemon_factory(
     if report is not None and report.failed:
         for daemon in made:
             print(f"--- koordgang log ---\n{daemon.logs()[-20000:]}")
+    denied = sorted({d for daemon in made for d in rbac_denials(daemon.logs())})
+    assert not denied, f"the RBAC of manifests/ denied the scheduler: {denied}"
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from e2e.kube import Cluster, wait_until
+from e2e.rbac import NAMESPACE
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,7 +34,12 @@ class Daemon(Protocol):
 
 
 class LocalDaemon:
-    """``python -m koordgang run`` against the test cluster, logs to a file."""
+    """``python -m koordgang run`` against the test cluster, logs to a file.
+
+    ``kubeconfig`` is the scheduler's own (the ``scheduler_kubeconfig`` fixture: a token of its
+    ServiceAccount). POD_NAMESPACE is the namespace of manifests/, as the Deployment's downward
+    API sets it: leader election takes its Lease there, where the manifests' Role allows it.
+    """
 
     def __init__(self, kubeconfig: str, log_dir: Path, *extra_args: str) -> None:
         self.kubeconfig = kubeconfig
@@ -65,7 +71,7 @@ class LocalDaemon:
             cwd=REPO,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "POD_NAMESPACE": NAMESPACE},
         )
         log.close()
         wait_until(self._ready, timeout=60, interval=0.1, what="koordgang /readyz")
@@ -125,7 +131,7 @@ class DeploymentDaemon:
     """The Deployment applied from manifests/ (kind). Start = wait for a ready pod; kill =
     force-delete the pod (the container gets SIGKILL); the Deployment starts a new one."""
 
-    namespace = "koordgang-system"
+    namespace = NAMESPACE
     selector = "app.kubernetes.io/name=koordgang"
 
     def __init__(self, cluster: Cluster) -> None:

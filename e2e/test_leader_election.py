@@ -14,6 +14,7 @@ import pytest
 
 from e2e.daemon import LocalDaemon
 from e2e.kube import Cluster, bound, pod_body, unique, wait_until
+from e2e.rbac import rbac_denials
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment",
@@ -24,12 +25,13 @@ LEASE_SECONDS = 6
 
 
 def daemon(kubeconfig: str, tmp_path: Path, lease: str) -> LocalDaemon:
+    """A daemon with the scheduler's own credentials; its Lease goes to the namespace of
+    manifests/ (POD_NAMESPACE, as in the Deployment), the only one its Role covers."""
     return LocalDaemon(
         kubeconfig,
         tmp_path,
         "--leader-elect=true",
         f"--leader-elect-resource-name={lease}",
-        "--leader-elect-resource-namespace=default",
         f"--leader-elect-lease-duration={LEASE_SECONDS}s",
         "--leader-elect-renew-deadline=4s",
         "--leader-elect-retry-period=1s",
@@ -41,14 +43,17 @@ def daemon(kubeconfig: str, tmp_path: Path, lease: str) -> LocalDaemon:
 def test_a_killed_leader_is_replaced_and_the_gang_ends_whole(
     clean_nodes: Cluster,
     namespace: str,
-    kubeconfig: str,
+    scheduler_kubeconfig: str,
     tmp_path: Path,
     check_invariants: None,
 ) -> None:
     cluster = clean_nodes
     cluster.add_nodes(["ha-1", "ha-2"], {"cpu": "200", "memory": "400Gi", "pods": "500"})
     lease = unique("koordgang-ha")
-    first, second = daemon(kubeconfig, tmp_path, lease), daemon(kubeconfig, tmp_path, lease)
+    first, second = (
+        daemon(scheduler_kubeconfig, tmp_path, lease),
+        daemon(scheduler_kubeconfig, tmp_path, lease),
+    )
     try:
         first.start()
         wait_until(lambda: first.role() == "leader", what="the first daemon leads")
@@ -100,6 +105,7 @@ def test_a_killed_leader_is_replaced_and_the_gang_ends_whole(
     finally:
         first.kill()
         second.kill()
+    assert not rbac_denials(first.logs() + second.logs())
 
 
 @pytest.mark.skipif(
@@ -109,7 +115,7 @@ def test_a_killed_leader_is_replaced_and_the_gang_ends_whole(
 def test_a_follower_never_writes(
     clean_nodes: Cluster,
     namespace: str,
-    kubeconfig: str,
+    scheduler_kubeconfig: str,
     tmp_path: Path,
     check_invariants: None,
 ) -> None:
@@ -121,7 +127,10 @@ def test_a_follower_never_writes(
     cluster = clean_nodes
     cluster.add_nodes(["quiet-1"], {"cpu": "8", "memory": "16Gi"})
     lease = unique("koordgang-quiet")
-    leader, follower = daemon(kubeconfig, tmp_path, lease), daemon(kubeconfig, tmp_path, lease)
+    leader, follower = (
+        daemon(scheduler_kubeconfig, tmp_path, lease),
+        daemon(scheduler_kubeconfig, tmp_path, lease),
+    )
     try:
         leader.start()
         wait_until(lambda: leader.role() == "leader", what="the first daemon leads")
@@ -150,3 +159,4 @@ def test_a_follower_never_writes(
     finally:
         leader.kill()
         follower.kill()
+    assert not rbac_denials(leader.logs() + follower.logs())
