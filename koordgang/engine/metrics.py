@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from koordgang.state.gangs import GangState
+from koordgang.framework.report import MetricSpec
 
 _LATENCY_BUCKETS = (
     0.0005,
@@ -27,8 +27,6 @@ _LATENCY_BUCKETS = (
     30,
     60,
 )
-#: The phases ``koordgang_gangs`` reports (every one, 0 when none is in it).
-GANG_PHASES = tuple(state.value for state in GangState)
 _E2E_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
 
@@ -36,8 +34,12 @@ class Metrics:
     """kube-scheduler's names and labels where it has the metric (dashboards built for it
     work), ``koordgang_`` names for the rest."""
 
-    def __init__(self, profile: str = "koord-scheduler") -> None:
+    def __init__(
+        self, profile: str = "koord-scheduler", plugin_metrics: Sequence[MetricSpec] = ()
+    ) -> None:
         self.registry = CollectorRegistry()
+        #: The plugins' own metrics (gangs, for one), by name.
+        self._plugin_metrics: dict[str, Any] = {}
         self.profile = profile
         self._attempt_children: dict[str, tuple[Any, Any]] = {}
         self.attempts = Counter(
@@ -64,24 +66,6 @@ class Metrics:
             "Time from a pod entering the queue to its binding, by the attempts it took.",
             ["attempts"],
             buckets=_E2E_BUCKETS,
-            registry=self.registry,
-        )
-        self.gangs = Gauge("koordgang_gangs", "Gangs by phase.", ["phase"], registry=self.registry)
-        self.gangs_by_api = Gauge(
-            "koordgang_gangs_by_api",
-            "Gangs by the gang API that declares them.",
-            ["api"],
-            registry=self.registry,
-        )
-        self.gang_wait = Histogram(
-            "koordgang_gang_wait_seconds",
-            "Time from a gang's creation to the moment its group reached its minimum.",
-            buckets=_E2E_BUCKETS,
-            registry=self.registry,
-        )
-        self.gang_timeouts = Counter(
-            "koordgang_gang_timeouts",
-            "Gangs that held reservations past their waiting time.",
             registry=self.registry,
         )
         self.pod_attempts = Histogram(
@@ -156,6 +140,8 @@ class Metrics:
             "Pods nominated to a node while victims leave (room held for them).",
             registry=self.registry,
         )
+        for spec in plugin_metrics:
+            self._register(spec)
 
     def attempt(self, result: str, seconds: float) -> None:
         """One scheduling attempt ended with ``result``. The labelled children are looked up
@@ -170,22 +156,44 @@ class Metrics:
         children[0].inc()
         children[1].observe(seconds)
 
-    def record(self, metric: str, value: float = 1.0) -> None:
-        """A plugin's event (see ``Handle.record``); unknown names are ignored."""
-        if metric == "gang_wait_seconds":
-            self.gang_wait.observe(value)
-        elif metric == "gang_timeouts":
-            self.gang_timeouts.inc(value)
+    def _register(self, spec: MetricSpec) -> None:
+        labels = [spec.label] if spec.label else []
+        metric: Any
+        if spec.kind == "gauge":
+            metric = Gauge(spec.name, spec.help, labels, registry=self.registry)
+        elif spec.kind == "counter":
+            metric = Counter(spec.name, spec.help, labels, registry=self.registry)
+        elif spec.kind == "histogram":
+            buckets = spec.buckets or _E2E_BUCKETS
+            metric = Histogram(
+                spec.name, spec.help, labels, buckets=buckets, registry=self.registry
+            )
+        else:
+            raise ValueError(
+                f"metric {spec.name}: kind {spec.kind!r} is not gauge, counter or histogram"
+            )
+        self._plugin_metrics[spec.name] = metric
+
+    def record(self, metric: str, value: float = 1.0, label: str = "") -> None:
+        """A plugin's event (see ``Handle.record``): a counter counts ``value``, a histogram
+        observes it; names no plugin declared are ignored."""
+        found = self._plugin_metrics.get(metric)
+        if found is None:
+            return
+        child = found.labels(label) if label else found
+        if isinstance(found, Histogram):
+            child.observe(value)
+        elif isinstance(found, Counter):
+            child.inc(value)
 
     def set_gauges(self, values: Mapping[str, Mapping[str, float]]) -> None:
-        gangs = values.get("gangs")
-        if gangs is not None:
-            for phase in GANG_PHASES:
-                self.gangs.labels(phase).set(gangs.get(phase, 0))
-        by_api = values.get("gangs_by_api")
-        if by_api is not None:
-            for api, count in by_api.items():
-                self.gangs_by_api.labels(api).set(count)
+        """The plugins' gauges, by metric name and label value."""
+        for name, by_label in values.items():
+            gauge = self._plugin_metrics.get(name)
+            if not isinstance(gauge, Gauge):
+                continue
+            for label, value in by_label.items():
+                (gauge.labels(label) if label else gauge).set(value)
 
     def scheduled(self, seconds: float, attempts: int) -> None:
         """A pod got bound ``seconds`` after entering the queue, at attempt ``attempts``."""

@@ -51,7 +51,7 @@ class Scheduler:
     ) -> None:
         self.settings = settings
         self.framework = framework
-        self.metrics = metrics or Metrics(settings.scheduler_name)
+        self.metrics = metrics or Metrics(settings.scheduler_name, framework.metric_specs())
         self.clock = clock
         self.cache = SchedulerCache()
         self.queue = SchedulingQueue(

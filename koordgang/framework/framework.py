@@ -23,6 +23,7 @@ from koordgang.framework.interfaces import (
     GroupPlacementPlugin,
     GroupPreFilterPlugin,
     JobViewPlugin,
+    MetricsPlugin,
     PermitPlugin,
     PlacementScopePlugin,
     Plugin,
@@ -40,7 +41,7 @@ from koordgang.framework.interfaces import (
     WatcherPlugin,
 )
 from koordgang.framework.jobs import JobRef
-from koordgang.framework.report import StatusUpdate, WatchedResource
+from koordgang.framework.report import MetricSpec, StatusUpdate, WatchedResource
 from koordgang.framework.results import (
     ALLOW,
     Decision,
@@ -95,6 +96,7 @@ class Framework:
         self.scopes: list[PlacementScopePlugin] = _of(plugins, PlacementScopePlugin)
         self.gauge_sources: list[GaugeSourcePlugin] = _of(plugins, GaugeSourcePlugin)
         self.watchers: list[WatcherPlugin] = _of(plugins, WatcherPlugin)
+        self.metric_sources: list[MetricsPlugin] = _of(plugins, MetricsPlugin)
         self.pods = PodRunner(
             pre_filters=_of(plugins, PreFilterPlugin),
             filters=_of(plugins, FilterPlugin),
@@ -147,6 +149,14 @@ class Framework:
         for plugin in self.watchers:
             for resource in plugin.watches():
                 seen.setdefault(resource.id, resource)
+        return list(seen.values())
+
+    def metric_specs(self) -> list[MetricSpec]:
+        """Every metric a plugin declared, once each by name."""
+        seen: dict[str, MetricSpec] = {}
+        for plugin in self.metric_sources:
+            for spec in plugin.metrics():
+                seen.setdefault(spec.name, spec)
         return list(seen.values())
 
     def gauges(self) -> dict[str, Mapping[str, float]]:

@@ -38,8 +38,8 @@ class Handle(Protocol):
         """Queues a write of what a user should read (condition, Event, annotations)."""
 
     def record(self, metric: str, value: float = 1.0) -> None:
-        """A plugin's event for the metrics: ``gang_wait_seconds`` (an observation),
-        ``gang_timeouts`` (a count)."""
+        """An event for a metric the plugin declared (``MetricsPlugin``), by its name: a
+        counter counts ``value``, a histogram observes it."""
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
         """These pods may be schedulable now: PreEnqueue again, then the active queue."""

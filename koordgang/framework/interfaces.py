@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPlan, Placer, SchedulingGroup
 from koordgang.framework.jobs import JobRef
-from koordgang.framework.report import StatusUpdate, WatchedResource
+from koordgang.framework.report import MetricSpec, StatusUpdate, WatchedResource
 from koordgang.framework.results import PermitResult, PostFilterResult, UnreserveReason
 from koordgang.framework.status import Status
 from koordgang.model.pod import PodInfo
@@ -214,8 +214,15 @@ class JobViewPlugin(Plugin, Protocol):
 @runtime_checkable
 class GaugeSourcePlugin(Plugin, Protocol):
     def gauges(self) -> Mapping[str, Mapping[str, float]]:
-        """Gauge values by metric and label (``{"gangs": {"Pending": 3}}``), asked once a
-        second."""
+        """Values of the gauges the plugin declared, by metric name and label value
+        (``{"koordgang_gangs": {"Pending": 3}}``), asked once a second."""
+
+
+@runtime_checkable
+class MetricsPlugin(Plugin, Protocol):
+    def metrics(self) -> Sequence[MetricSpec]:
+        """The metrics the plugin feeds; the engine registers them (the engine names
+        none of a plugin's)."""
 
 
 @runtime_checkable

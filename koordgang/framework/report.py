@@ -114,3 +114,17 @@ class WatchedResource:
         """The collection's path on the API server, across namespaces."""
         prefix = f"/apis/{self.group}" if self.group else "/api"
         return f"{prefix}/{self.version}/{self.plural}"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """A metric a plugin registers: the engine makes it, and the plugin feeds it by ``name``
+    (gauges through ``gauges()``, counters and histograms through ``Handle.record``)."""
+
+    name: str
+    help: str
+    #: ``gauge``, ``counter`` or ``histogram``.
+    kind: str
+    #: At most one label (a gauge's values come as ``{label value: value}``).
+    label: str = ""
+    buckets: tuple[float, ...] = ()

@@ -35,7 +35,7 @@ from koordgang.framework.group import (
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import SortKey
 from koordgang.framework.jobs import JobRef
-from koordgang.framework.report import Report, StatusUpdate, WatchedResource
+from koordgang.framework.report import MetricSpec, Report, StatusUpdate, WatchedResource
 from koordgang.framework.results import (
     ALLOW,
     Decision,
@@ -61,7 +61,7 @@ from koordgang.plugins.coscheduling.enqueue import enqueue, promised
 from koordgang.plugins.coscheduling.min_resources import free_in_cluster, shortfall
 from koordgang.plugins.coscheduling.readiness import check_group
 from koordgang.plugins.coscheduling.sort import gang_sort_key
-from koordgang.state.gangs import Gang, GangRegistry
+from koordgang.state.gangs import Gang, GangRegistry, GangState
 from koordgang.state.snapshot import Placement, Snapshot
 
 log = structlog.get_logger("koordgang.gangs")
@@ -73,6 +73,22 @@ PODGROUP_KIND = _KOORDINATOR.id
 PODGROUP_API_VERSION = _KOORDINATOR.api_version
 PODGROUP_PLURAL = _KOORDINATOR.plural
 _GROUPS_REMEMBERED = 4096
+
+GANGS = "koordgang_gangs"
+GANGS_BY_API = "koordgang_gangs_by_api"
+GANG_WAIT = "koordgang_gang_wait_seconds"
+GANG_TIMEOUTS = "koordgang_gang_timeouts"
+#: The metrics gang scheduling registers (the engine names none of them).
+METRICS = (
+    MetricSpec(GANGS, "Gangs by phase.", "gauge", label="phase"),
+    MetricSpec(GANGS_BY_API, "Gangs by the gang API that declares them.", "gauge", label="api"),
+    MetricSpec(
+        GANG_WAIT,
+        "Time from a gang's creation to the moment its group reached its minimum.",
+        "histogram",
+    ),
+    MetricSpec(GANG_TIMEOUTS, "Gangs that held reservations past their waiting time.", "counter"),
+)
 
 
 def member_order(pod: PodInfo) -> tuple[int, int, str]:
@@ -501,7 +517,7 @@ class Coscheduling:
     def _time_out(self, gang: Gang) -> None:
         message = say.timed_out(gang)
         gang.mark_timed_out()
-        self.handle.record("gang_timeouts")
+        self.handle.record(GANG_TIMEOUTS)
         gang.last_message = message
         self._dirty.add(gang.key)
         log.warning("gang timed out", gang=gang.key, waiting_time=gang.spec.waiting_time)
@@ -531,9 +547,7 @@ class Coscheduling:
             held = tuple(w.pod.uid for g in gangs for w in waiting.in_part(g.key))
             for gang in gangs:
                 if not gang.satisfied:
-                    self.handle.record(
-                        "gang_wait_seconds", max(0.0, self.handle.wall() - gang.created_at())
-                    )
+                    self.handle.record(GANG_WAIT, max(0.0, self.handle.wall() - gang.created_at()))
                 gang.mark_satisfied()
                 gang.last_message = ""
                 self._dirty.add(gang.key)
@@ -553,13 +567,17 @@ class Coscheduling:
 
     # -- status --------------------------------------------------------------------------------
 
+    def metrics(self) -> Sequence[MetricSpec]:
+        return METRICS
+
     def gauges(self) -> Mapping[str, Mapping[str, float]]:
-        phases: dict[str, float] = {}
+        # Every phase and API, 0 when none is in it.
+        phases: dict[str, float] = dict.fromkeys((state.value for state in GangState), 0)
         by_api: dict[str, float] = dict.fromkeys((api.name for api in self.apis), 0)
         for gang in self.gangs.gangs():
             phases[gang.state.value] = phases.get(gang.state.value, 0) + 1
             by_api[gang.api] = by_api.get(gang.api, 0) + 1
-        return {"gangs": phases, "gangs_by_api": by_api}
+        return {GANGS: phases, GANGS_BY_API: by_api}
 
     def job_of(self, pod: PodInfo) -> JobRef | None:
         """A running pod's gang: evicting it breaks the gang when its running members would
