@@ -12,15 +12,14 @@ from typing import Any
 
 import structlog
 
+from koordgang.engine.held_room import HeldRoom
 from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.framework.report import Report
-from koordgang.framework.results import UnreserveReason
 from koordgang.model.budgets import BudgetInfo
 from koordgang.model.node import NodeInfo
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo, PodParseError
 from koordgang.model.volumes import ClaimInfo
-from koordgang.state.snapshot import Placement
 
 log = structlog.get_logger("koordgang.intake")
 
@@ -38,6 +37,8 @@ class Intake(EnginePart):
         #: gang): ``scheduler_pending_pods{queue="gated"}``.
         self.gated: set[str] = set()
         self.ready = asyncio.Event()
+        #: Room held for pods not bound yet (held placements, nominations): its one owner.
+        self.held = HeldRoom(parts, requeue=self.enqueue)
 
     # -- pods ----------------------------------------------------------------------------------
 
@@ -71,7 +72,7 @@ class Intake(EnginePart):
 
     def on_pod_upsert(self, pod: PodInfo) -> None:
         if pod.node_name or pod.is_terminal or pod.is_terminating:
-            self._drop_nomination(pod.uid)
+            self.held.release_nomination(pod.uid)
         old = self._cache.upsert_pod(pod)
         if self._pending.is_ours(pod):
             self._framework.on_pod(old, pod)
@@ -86,7 +87,7 @@ class Intake(EnginePart):
             self._framework.on_pod(old, None)
         self._waiting.remove(uid)
         self.gated.discard(uid)
-        self._framework.nominations.remove(uid)
+        self.held.release_nomination(uid)
         self._cache.remove_pod(uid)
         self._queue.delete(uid)
         self._reporter.forget(uid)
@@ -119,20 +120,14 @@ class Intake(EnginePart):
         """After a restart, the room preemption made is held again for the pods nominated to
         it (``status.nominatedNodeName``), until their group is planned again."""
         node = pod.nominated_node_name
-        nominations = self._framework.nominations
         if (
             not node
-            or pod.uid in nominations
+            or pod.uid in self._framework.nominations
             or not self._pending.is_pending(pod)
             or self._cache.node(node) is None
         ):
             return
-        nominations.add(pod, node, "")
-        self._cache.assume(pod, node)
-
-    def _drop_nomination(self, uid: str) -> None:
-        if self._framework.nominations.remove(uid) is not None:
-            self._cache.forget(uid)
+        self.held.nominate(pod, node, "")
 
     def on_pod_invalid(self, obj: Mapping[str, Any], error: PodParseError) -> None:
         """A pod we cannot read: if it is ours and unbound, it is told why on the pod itself;
@@ -170,33 +165,16 @@ class Intake(EnginePart):
 
     def on_node_delete(self, name: str) -> None:
         self._cache.remove_node(name)
-        self._release_held_on({name})
+        self.held.release_on_nodes({name})
         self._signals.request_move()
 
     def on_nodes_listed(self, nodes: Iterable[NodeInfo]) -> None:
         listed = list(nodes)
         self._cache.replace_nodes(listed)
         names = {node.name for node in listed}
-        self._release_held_on({w.node for w in self._waiting if w.node not in names})
+        self.held.release_on_nodes({w.node for w in self._waiting if w.node not in names})
         self._signals.request_move()
         self._listed_now("nodes")
-
-    def _release_held_on(self, nodes: set[str]) -> None:
-        """Held pods on a node that is gone are worth nothing (the API server would accept a
-        binding to it all the same): they are given up and planned again."""
-        if not nodes:
-            return
-        for waiting in self._waiting:
-            if waiting.node not in nodes:
-                continue
-            self._waiting.remove(waiting.pod.uid)
-            self._cache.forget(waiting.pod.uid)
-            self._framework.run_unreserve(
-                waiting.group, [Placement(waiting.pod, waiting.node)], UnreserveReason.NODE_GONE
-            )
-            current = self._cache.pod(waiting.pod.uid)
-            if current is not None:
-                self.enqueue(current)
 
     # -- namespaces and claims -----------------------------------------------------------------
     # Both only let parked pods be tried again: a namespace's labels decide which namespaces an

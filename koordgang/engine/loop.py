@@ -22,7 +22,7 @@ from koordgang.framework.results import UnreserveReason
 from koordgang.framework.status import Code
 from koordgang.model.pod import PodInfo
 from koordgang.state.queue import QueuedPod, QueueState
-from koordgang.state.snapshot import Placement, Snapshot
+from koordgang.state.snapshot import Snapshot
 
 log = structlog.get_logger("koordgang.scheduler")
 
@@ -45,6 +45,7 @@ class SchedulingLoop(EnginePart):
     ) -> None:
         super().__init__(parts)
         self._intake = intake
+        self._held = intake.held
         self._binder = binder
         self._evictor = evictor
         self._nominations = parts.framework.nominations
@@ -111,17 +112,7 @@ class SchedulingLoop(EnginePart):
 
     def expire(self, now: float) -> None:
         """Groups whose held placements reached their deadline give them up, at that moment."""
-        for group in self._waiting.expired(now):
-            released = self._waiting.release_group(group)
-            for waiting in released:
-                self._cache.forget(waiting.pod.uid)
-            self._framework.run_unreserve(
-                group, [Placement(w.pod, w.node) for w in released], UnreserveReason.TIMEOUT
-            )
-            for waiting in released:
-                current = self._cache.pod(waiting.pod.uid)
-                if current is not None:
-                    self._intake.enqueue(current)
+        if self._held.release_expired(now):
             self._signals.request_move()
 
     # -- one group -----------------------------------------------------------------------------
@@ -185,7 +176,7 @@ class SchedulingLoop(EnginePart):
                 )
             )
         for uid in outcome.allow_waiting:
-            waiting = self._waiting.remove(uid)
+            waiting = self._held.to_bind(uid)
             if waiting is not None:
                 self._binder.submit(
                     BindRequest(waiting.pod, waiting.node, 1, waiting.since, waiting.group)
@@ -195,7 +186,7 @@ class SchedulingLoop(EnginePart):
             deadline = outcome.deadline if outcome.deadline is not None else now
             for placement in outcome.hold:
                 self._queue.done(members.pop(placement.pod.uid))
-                self._waiting.add(
+                self._held.hold(
                     placement.pod,
                     placement.node_name,
                     group=group.key,
@@ -204,7 +195,7 @@ class SchedulingLoop(EnginePart):
                     deadline=deadline,
                 )
         if outcome.release_held:
-            self._release_held(group.key)
+            self._held.release_group(group.key, UnreserveReason.REJECTED)
         self._preempt(outcome)
         error = outcome.status.code is Code.ERROR
         for uid, message in outcome.unplaced.items():
@@ -233,9 +224,8 @@ class SchedulingLoop(EnginePart):
         is given back first (the cycle hands it back while victims are still leaving), and
         the group is told where they were nominated, to try there first."""
         for member in group.members():
-            released = self._nominations.remove(member.uid)
+            released = self._held.release_nomination(member.uid)
             if released is not None:
-                self._cache.forget(member.uid)
                 group.nominated[member.uid] = released.node
 
     def _preempt(self, outcome: CycleOutcome) -> None:
@@ -245,8 +235,7 @@ class SchedulingLoop(EnginePart):
         for uid, node in outcome.nominated.items():
             pod = self._cache.pod(uid)
             if pod is not None and self._cache.node(node) is not None:
-                self._nominations.add(pod, node, group.key)
-                self._cache.assume(pod, node)
+                self._held.nominate(pod, node, group.key)
         for placement in outcome.evict:
             self._evictor.submit(
                 Eviction(placement.pod, placement.node_name, outcome.preemptor, group.trigger.key)
@@ -264,10 +253,9 @@ class SchedulingLoop(EnginePart):
                 dry_run_ms=round((outcome.dry_run_seconds or 0.0) * 1000, 1),
             )
         for uid in outcome.drop_nominations:
-            dropped = self._nominations.remove(uid)
+            dropped = self._held.release_nomination(uid)
             if dropped is None:
                 continue
-            self._cache.forget(uid)
             pod = self._cache.pod(uid)
             if pod is not None:
                 message = (
@@ -276,20 +264,6 @@ class SchedulingLoop(EnginePart):
                 )
                 self._reporter.report(Report.unschedulable(pod, message, nominated_node=""))
             self._signals.request_move()
-
-    def _release_held(self, group: str) -> None:
-        released = self._waiting.release_group(group)
-        if not released:
-            return
-        for waiting in released:
-            self._cache.forget(waiting.pod.uid)
-        self._framework.run_unreserve(
-            group, [Placement(w.pod, w.node) for w in released], UnreserveReason.REJECTED
-        )
-        for waiting in released:
-            current = self._cache.pod(waiting.pod.uid)
-            if current is not None:
-                self._intake.enqueue(current)
 
     def _update_gauges(self) -> None:
         depths = self._queue.depths()
