@@ -1,22 +1,20 @@
-"""The engine's side of the framework's ``Handle``: what plugins may ask of it, and nothing more."""
+"""The engine's services to plugins (``EngineServices``): its cache, clocks, writes, queue and
+metrics, and nothing more. What plugins learn from each other the framework answers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from koordgang.engine.intake import Intake
 from koordgang.engine.metrics import Metrics
 from koordgang.engine.pending import PendingRule
 from koordgang.engine.reporter import Reporter
 from koordgang.engine.signals import Signals
-from koordgang.framework.framework import Framework
-from koordgang.framework.group import Placer, SchedulingGroup
-from koordgang.framework.jobs import Budget, JobRef
+from koordgang.framework.jobs import Budget
 from koordgang.framework.report import Report
 from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.nominations import Nominations
-from koordgang.state.snapshot import Snapshot
 from koordgang.state.waiting import WaitingPods
 
 
@@ -25,7 +23,6 @@ class EngineHandle:
         self,
         *,
         cache: SchedulerCache,
-        framework: Framework,
         intake: Intake,
         reporter: Reporter,
         pending: PendingRule,
@@ -36,7 +33,6 @@ class EngineHandle:
     ) -> None:
         self._metrics = metrics
         self._cache = cache
-        self._framework = framework
         self._intake = intake
         self._reporter = reporter
         self._pending = pending
@@ -47,10 +43,6 @@ class EngineHandle:
     @property
     def cache(self) -> SchedulerCache:
         return self._cache
-
-    @property
-    def waiting(self) -> WaitingPods:
-        return self._framework.waiting
 
     def now(self) -> float:
         return self._clock()
@@ -72,25 +64,6 @@ class EngineHandle:
 
     def is_pending(self, pod: PodInfo) -> bool:
         return self._pending.is_pending(pod)
-
-    def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
-        return self._framework.reclaimable(group, snapshot)
-
-    @property
-    def placer(self) -> Placer:
-        return self._framework.placer
-
-    @property
-    def nominations(self) -> Nominations:
-        return self._framework.nominations
-
-    def job_of(self, pod: PodInfo) -> JobRef | None:
-        return self._framework.job_of(pod)
-
-    def placement_scopes(
-        self, group: SchedulingGroup, snapshot: Snapshot
-    ) -> list[frozenset[str]] | None:
-        return self._framework.placement_scopes(group, snapshot)
 
     def budgets_of(self, pod: PodInfo) -> Sequence[Budget]:
         return [Budget(b.key, b.disruptions_allowed) for b in self._cache.budgets_of(pod)]

@@ -107,7 +107,6 @@ class Scheduler:
         framework.attach(
             EngineHandle(
                 cache=self.cache,
-                framework=framework,
                 intake=self.intake,
                 reporter=self.reporter,
                 pending=self.pending,

@@ -7,13 +7,13 @@ every extension point whose protocol it implements, in the order of the list.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.diagnosis import Diagnosis
 from koordgang.framework.group import GroupPlan, PartPlan, Placer, PodResult, SchedulingGroup
-from koordgang.framework.handle import Handle, HandleUser
+from koordgang.framework.handle import EngineServices, HandleUser
 from koordgang.framework.interfaces import (
     ClusterScorePlugin,
     EventHandlerPlugin,
@@ -40,8 +40,8 @@ from koordgang.framework.interfaces import (
     StatusSourcePlugin,
     WatcherPlugin,
 )
-from koordgang.framework.jobs import JobRef
-from koordgang.framework.report import MetricSpec, StatusUpdate, WatchedResource
+from koordgang.framework.jobs import Budget, JobRef
+from koordgang.framework.report import MetricSpec, Report, StatusUpdate, WatchedResource
 from koordgang.framework.results import (
     ALLOW,
     Decision,
@@ -52,6 +52,7 @@ from koordgang.framework.results import (
 from koordgang.framework.runner import PodRunner
 from koordgang.framework.status import SUCCESS, Code, Status
 from koordgang.model.pod import PodInfo
+from koordgang.state.cache import SchedulerCache
 from koordgang.state.nominations import Nominations
 from koordgang.state.snapshot import Placement, Snapshot
 from koordgang.state.waiting import WaitingPods
@@ -110,7 +111,10 @@ class Framework:
     def placer(self) -> Placer:
         return self.pods
 
-    def attach(self, handle: Handle) -> None:
+    def attach(self, engine: EngineServices) -> None:
+        """Gives every plugin its handle: the engine's services, and the framework for what
+        plugins learn from each other."""
+        handle = PluginHandle(engine, self)
         for plugin in self.plugins:
             if isinstance(plugin, HandleUser):
                 plugin.attach(handle)
@@ -352,3 +356,67 @@ def _place_part(
 
 def _same_failure(pod: PodInfo, status: Status, diagnosis: Diagnosis | None) -> PodResult:
     return PodResult(pod, None, status, diagnosis)
+
+
+class PluginHandle:
+    """A plugin's ``Handle``: the engine's services, passed through, and the framework's
+    answers about sibling plugins and shared state."""
+
+    def __init__(self, engine: EngineServices, framework: Framework) -> None:
+        self._engine = engine
+        self._framework = framework
+
+    # -- the engine's services -----------------------------------------------------------------
+
+    @property
+    def cache(self) -> SchedulerCache:
+        return self._engine.cache
+
+    def now(self) -> float:
+        return self._engine.now()
+
+    def wall(self) -> float:
+        return self._engine.wall()
+
+    def report(self, report: Report) -> None:
+        self._engine.report(report)
+
+    def record(self, metric: str, value: float = 1.0) -> None:
+        self._engine.record(metric, value)
+
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        self._engine.activate(pods)
+
+    def request_move(self) -> None:
+        self._engine.request_move()
+
+    def is_pending(self, pod: PodInfo) -> bool:
+        return self._engine.is_pending(pod)
+
+    def budgets_of(self, pod: PodInfo) -> Sequence[Budget]:
+        return self._engine.budgets_of(pod)
+
+    # -- what the framework knows ----------------------------------------------------------------
+
+    @property
+    def waiting(self) -> WaitingPods:
+        return self._framework.waiting
+
+    @property
+    def placer(self) -> Placer:
+        return self._framework.placer
+
+    @property
+    def nominations(self) -> Nominations:
+        return self._framework.nominations
+
+    def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
+        return self._framework.reclaimable(group, snapshot)
+
+    def job_of(self, pod: PodInfo) -> JobRef | None:
+        return self._framework.job_of(pod)
+
+    def placement_scopes(
+        self, group: SchedulingGroup, snapshot: Snapshot
+    ) -> list[frozenset[str]] | None:
+        return self._framework.placement_scopes(group, snapshot)

@@ -19,6 +19,40 @@ from koordgang.state.snapshot import Snapshot
 from koordgang.state.waiting import WaitingPods
 
 
+class EngineServices(Protocol):
+    """What the engine itself offers plugins: its cache, clocks, writes, queue and metrics.
+    What plugins learn from each other (placer, held pods, nominations, jobs, scopes, what
+    preemption could free) the framework answers (``Framework.attach`` joins the two)."""
+
+    @property
+    def cache(self) -> SchedulerCache:
+        """The scheduler's cache (read it; only the engine changes it)."""
+
+    def now(self) -> float:
+        """Monotonic seconds (deadlines, waiting times)."""
+
+    def wall(self) -> float:
+        """Seconds since the epoch (times shown to users)."""
+
+    def report(self, report: Report) -> None:
+        """Queues a write of what a user should read (condition, Event, annotations)."""
+
+    def record(self, metric: str, value: float = 1.0) -> None:
+        """An event for a metric a plugin declared."""
+
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        """These pods may be schedulable now: PreEnqueue again, then the active queue."""
+
+    def request_move(self) -> None:
+        """Something changed that may let parked pods fit: retry them."""
+
+    def is_pending(self, pod: PodInfo) -> bool:
+        """Ours, alive, unbound and not placed by this scheduler: it needs a node."""
+
+    def budgets_of(self, pod: PodInfo) -> Sequence[Budget]:
+        """The PodDisruptionBudgets that cover ``pod``."""
+
+
 class Handle(Protocol):
     @property
     def cache(self) -> SchedulerCache:

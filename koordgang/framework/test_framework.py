@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from koordgang.framework.test_runner import (
     runner,
 )
 from koordgang.model.pod import PodInfo
+from koordgang.state.cache import SchedulerCache
 from koordgang.state.snapshot import Placement, Snapshot
 from koordgang.state.waiting import WaitingPods
 
@@ -287,11 +289,16 @@ def test_the_waiting_registry_is_the_one_given_or_a_new_one() -> None:
     assert isinstance(framework().waiting, WaitingPods)
 
 
-def test_attach_hands_the_handle_to_every_plugin_that_wants_it() -> None:
+def test_attach_hands_every_plugin_the_engine_and_the_framework_in_one_handle() -> None:
     user = HandleUserPlugin()
-    handle = object()
-    framework(user, Gatekeeper()).attach(handle)  # type: ignore[arg-type]
-    assert user.handle is handle
+    engine = SimpleNamespace(cache=SchedulerCache(), now=lambda: 42.0)
+    fw = framework(user, Gatekeeper())
+    fw.attach(engine)  # type: ignore[arg-type]
+    handle = user.handle
+    # The engine's services pass through; sibling questions go to the framework.
+    assert handle.cache is engine.cache and handle.now() == 42.0
+    assert handle.waiting is fw.waiting and handle.nominations is fw.nominations
+    assert handle.placer is fw.placer
 
 
 # -- queue and events --------------------------------------------------------------------------
