@@ -93,7 +93,7 @@ class KubeApi:
             ) as response:
                 raw = await response.read()
                 if response.status >= 400:
-                    raise _api_error(response.status, raw)
+                    raise _api_error(response.status, raw, response.headers.get("Retry-After"))
                 return orjson.loads(raw) if raw else None
         except (aiohttp.ClientConnectionError, TimeoutError) as error:
             raise ApiUnavailable(f"{method} {path}: {error!r}") from error
@@ -113,7 +113,11 @@ class KubeApi:
                 timeout=aiohttp.ClientTimeout(total=timeout + 30, sock_read=timeout + 30),
             ) as response:
                 if response.status >= 400:
-                    raise _api_error(response.status, await response.read())
+                    raise _api_error(
+                        response.status,
+                        await response.read(),
+                        response.headers.get("Retry-After"),
+                    )
                 async for line in response.content:
                     if not line.strip():
                         continue
@@ -135,11 +139,35 @@ class KubeApi:
             await self._session.close()
 
 
-def _api_error(status: int, raw: bytes) -> ApiError:
+def _api_error(status: int, raw: bytes, retry_after: str | None = None) -> ApiError:
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
         body = None
+    wait = _seconds(retry_after)
     if isinstance(body, dict):
-        return ApiError(status, str(body.get("reason") or ""), str(body.get("message") or ""), body)
-    return ApiError(status, "", raw[:500].decode("utf-8", "replace"), None)
+        if wait is None:
+            details = body.get("details")
+            wait = _seconds(details.get("retryAfterSeconds") if isinstance(details, dict) else None)
+        return ApiError(
+            status, str(body.get("reason") or ""), str(body.get("message") or ""), body, wait
+        )
+    return ApiError(status, "", raw[:500].decode("utf-8", "replace"), None, wait)
+
+
+#: A server that asks for a longer pause than this is waited for this long (then retried or
+#: given up by the caller's own limits).
+MAX_RETRY_AFTER = 30.0
+
+
+def _seconds(value: Any) -> float | None:
+    """Retry-After in seconds (an HTTP date is not used by kube-apiserver), bounded."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    if seconds != seconds or seconds < 0:  # NaN, negative
+        return None
+    return min(seconds, MAX_RETRY_AFTER)

@@ -11,12 +11,22 @@ TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 class ApiError(Exception):
     """The API server answered with an error status."""
 
-    def __init__(self, status: int, reason: str, message: str, body: Any = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        body: Any = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(f"{status} {reason}: {message}")
         self.status = status
         self.reason = reason
         self.message = message
         self.body = body
+        #: Seconds the server asked us to wait before trying again (``Retry-After``, or
+        #: ``details.retryAfterSeconds`` of its Status), None if it said nothing.
+        self.retry_after = retry_after
 
     @property
     def transient(self) -> bool:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
 
-from koordgang.clients.errors import is_transient
+from koordgang.clients.errors import ApiError, is_transient
 
 T = TypeVar("T")
 
@@ -27,13 +34,36 @@ async def with_retries(
     except Exception as error:
         if not is_transient(error) or attempts <= 1:
             raise
+        error_seen = error
+    backoff = wait_exponential_jitter(multiplier=initial, max=maximum)
+
+    def wait(state: RetryCallState) -> float:
+        # A throttled call waits at least as long as the server asked (Retry-After).
+        asked = 0.0
+        outcome = state.outcome
+        if outcome is not None and outcome.failed:
+            error = outcome.exception()
+            if isinstance(error, ApiError) and error.retry_after is not None:
+                asked = error.retry_after
+        return max(asked, backoff(state))
+
+    first_wait = _asked(error_seen)
+    if first_wait:
+        await asyncio.sleep(first_wait)
     retrying = AsyncRetrying(
         retry=retry_if_exception(is_transient),
         stop=stop_after_attempt(attempts - 1),
-        wait=wait_exponential_jitter(initial=initial, max=maximum),
+        wait=wait,
         reraise=True,
     )
     async for attempt in retrying:
         with attempt:
             return await call()
     raise AssertionError("unreachable: tenacity reraises the last error")
+
+
+def _asked(error: BaseException) -> float:
+    """What the server asked the first failed call to wait (0 if nothing)."""
+    if isinstance(error, ApiError) and error.retry_after is not None:
+        return error.retry_after
+    return 0.0
