@@ -26,7 +26,7 @@ from e2e.bench.schedulers import select_schedulers
 from e2e.bench.workload import BENCH_LABEL, GANG_MIN, GANG_NAME, Requests, gang_pods
 from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
 from koordgang.model.pod import parse_pod
-from koordgang.plugins.coscheduling.apis import GANG_APIS, resolver
+from koordgang.plugins.coscheduling.apis import GANG_APIS, Resolve
 
 ALL = list(BY_KEY.values())
 
@@ -44,7 +44,7 @@ def _as_koordgang_reads_it(manifest: dict[str, Any]) -> Any:
 @pytest.mark.parametrize("api", ALL, ids=[a.key for a in ALL])
 def test_each_api_names_the_gang_once_and_koordgang_reads_it_there(api: GangApi) -> None:
     pod = _as_koordgang_reads_it(pod_manifest(_member(), api))
-    (ref,) = resolver()(pod)
+    (ref,) = Resolve(GANG_APIS)(pod)
     assert (ref.api, ref.namespace, ref.name) == (api.key, "ns", "job-000")
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from koordgang.clients.api import MERGE_PATCH, KubeApi
-from koordgang.clients.errors import ApiError
 
 
 def object_path(api_version: str, plural: str, namespace: str, name: str) -> str:
@@ -33,21 +32,6 @@ async def patch_status(
         body={"status": status},
         content_type=MERGE_PATCH,
     )
-
-
-async def get_object(
-    api: KubeApi, api_version: str, plural: str, namespace: str, name: str
-) -> dict[str, Any] | None:
-    """The object, or None when it (or its kind) does not exist."""
-    try:
-        found: dict[str, Any] = await api.request(
-            "GET", object_path(api_version, plural, namespace, name), timeout=10.0
-        )
-    except ApiError as error:
-        if error.not_found:
-            return None
-        raise
-    return found
 
 
 async def list_all(api: KubeApi, path: str, page: int = 500) -> list[dict[str, Any]]:

@@ -39,12 +39,9 @@ async def with_retries(
 
     def wait(state: RetryCallState) -> float:
         # A throttled call waits at least as long as the server asked (Retry-After).
-        asked = 0.0
         outcome = state.outcome
-        if outcome is not None and outcome.failed:
-            error = outcome.exception()
-            if isinstance(error, ApiError) and error.retry_after is not None:
-                asked = error.retry_after
+        failed = outcome is not None and outcome.failed
+        asked = _asked(outcome.exception()) if outcome is not None and failed else 0.0
         return max(asked, backoff(state))
 
     first_wait = _asked(error_seen)
@@ -62,8 +59,8 @@ async def with_retries(
     raise AssertionError("unreachable: tenacity reraises the last error")
 
 
-def _asked(error: BaseException) -> float:
-    """What the server asked the first failed call to wait (0 if nothing)."""
+def _asked(error: BaseException | None) -> float:
+    """How long the server asked a failed call to wait (0 if it said nothing)."""
     if isinstance(error, ApiError) and error.retry_after is not None:
         return error.retry_after
     return 0.0

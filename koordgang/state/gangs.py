@@ -357,9 +357,6 @@ class GangRegistry:
         #: Pods that name gangs in more than one API: uid -> the refs, the one used first.
         self.conflicts: dict[str, tuple[GangRef, ...]] = {}
 
-    def refs_of(self, pod: PodInfo) -> Sequence[GangRef]:
-        return self._resolve(pod)
-
     def read_with(self, resolve: GangResolver) -> None:
         """Which gang APIs are read (the grouping plugin says, before the first pod)."""
         self._resolve = resolve
@@ -437,6 +434,14 @@ class GangRegistry:
             gang.enqueued_at = None
         gang.set_podgroup(podgroup)
         return gang
+
+    def on_podgroup_status(self, podgroup: PodGroupInfo) -> None:
+        """Records a new status of a known group object (its spec unchanged): the gang's spec
+        does not depend on it, so nothing is worked out again."""
+        self._podgroups[(podgroup.api, podgroup.key)] = podgroup
+        gang = self._gangs.get(podgroup.key)
+        if gang is not None and gang.ref.api == podgroup.api and gang.podgroup is not None:
+            gang.podgroup = podgroup
 
     def podgroup(self, api: str, key: str) -> PodGroupInfo | None:
         return self._podgroups.get((api, key))

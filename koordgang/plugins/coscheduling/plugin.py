@@ -56,7 +56,6 @@ from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.coscheduling import messages as say
 from koordgang.plugins.coscheduling.apis import GANG_APIS, GangApi, Resolve
-from koordgang.plugins.coscheduling.apis.koordinator import KoordinatorApi
 from koordgang.plugins.coscheduling.enqueue import enqueue, promised
 from koordgang.plugins.coscheduling.min_resources import free_in_cluster, shortfall
 from koordgang.plugins.coscheduling.readiness import check_group
@@ -66,12 +65,6 @@ from koordgang.state.snapshot import Placement, Snapshot
 
 log = structlog.get_logger("koordgang.gangs")
 
-_KOORDINATOR = KoordinatorApi.resource
-assert _KOORDINATOR is not None
-#: Koordinator's PodGroup: the id its events arrive under, its apiVersion and plural.
-PODGROUP_KIND = _KOORDINATOR.id
-PODGROUP_API_VERSION = _KOORDINATOR.api_version
-PODGROUP_PLURAL = _KOORDINATOR.plural
 _GROUPS_REMEMBERED = 4096
 
 GANGS = "koordgang_gangs"
@@ -266,7 +259,7 @@ class Coscheduling:
         if event != "DELETED" and before is not None and _same_but_status(before, podgroup):
             # Most updates are status writes (ours among them): keep the newest status, and
             # leave parked pods where they are.
-            self.gangs.on_podgroup(podgroup)
+            self.gangs.on_podgroup_status(podgroup)
             return False
         if event == "DELETED":
             self._told_ignored.discard(podgroup.uid)
@@ -626,8 +619,7 @@ class Coscheduling:
             and g.podgroup is not None
             and g.is_gang()
             and (api := self._api_named.get(g.api)) is not None
-            and api.enqueues
-            and not api.was_enqueued(g.podgroup)
+            and api.awaits_enqueue(g.podgroup)
         ]
         if not waiting:
             return

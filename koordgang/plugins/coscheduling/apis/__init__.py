@@ -24,10 +24,6 @@ GANG_APIS: tuple[GangApi, ...] = (
 )
 
 
-def resolver(apis: Sequence[GangApi] = GANG_APIS) -> Resolve:
-    return Resolve(tuple(apis))
-
-
 class Resolve:
     """Every gang a pod names, one per API at most, in the APIs' order."""
 

@@ -4,7 +4,7 @@ the one internal gang, and what status goes back, in the API's own terms."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,9 +19,6 @@ class GangApi(Protocol):
     name: str
     #: The group object's resource; None for an API of pod labels and annotations only.
     resource: WatchedResource | None
-    #: Its clients make pods only once the scheduler finds the gang's minResources could fit
-    #: (``Gang.enqueued``), so the scheduler checks gangs that have no members yet.
-    enqueues: bool
 
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         """The gang ``pod`` names in this API, None if it names none."""
@@ -33,9 +30,10 @@ class GangApi(Protocol):
     def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
         """The status to merge into the gang's group object (None: nothing to write)."""
 
-    def was_enqueued(self, podgroup: PodGroupInfo) -> bool:
-        """Whether the object's status shows it was enqueued already (by this scheduler
-        before a restart, or another): it is not enqueued again, and promises nothing."""
+    def awaits_enqueue(self, podgroup: PodGroupInfo) -> bool:
+        """Whether the gang's client makes its pods only once the scheduler finds its
+        minResources could fit (``Gang.enqueued``), and the object does not show that yet
+        (after a restart it may: it is not enqueued again, and promises nothing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +60,41 @@ def member_counts(gang: Gang) -> MemberCounts:
 
 def rfc3339(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def conditions_of(status: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The ``conditions`` of an object's status, as last read (malformed entries dropped)."""
+    raw = status.get("conditions")
+    if not isinstance(raw, list):
+        return []
+    return [c for c in raw if isinstance(c, Mapping)]
+
+
+def condition(
+    kind: str,
+    status: str,
+    reason: str,
+    message: str,
+    before: Sequence[Mapping[str, Any]],
+    now: float,
+) -> dict[str, Any]:
+    """A condition as Kubernetes keeps them: it keeps the time of the last change of its
+    status (``lastTransitionTime``) from ``before``, the object's conditions as last read."""
+    since = next(
+        (
+            c.get("lastTransitionTime")
+            for c in before
+            if c.get("type") == kind and c.get("status") == status and c.get("lastTransitionTime")
+        ),
+        None,
+    )
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since or rfc3339(now),
+    }
 
 
 def occupied_by(gang: Gang) -> str:

@@ -16,7 +16,6 @@ from koordgang.state.gangs import Gang
 
 class KoordinatorApi:
     name = KOORDINATOR
-    enqueues = False
     resource: WatchedResource | None = WatchedResource(
         "scheduling.sigs.k8s.io", "v1alpha1", "podgroups", "PodGroup"
     )
@@ -30,5 +29,5 @@ class KoordinatorApi:
     def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
         return podgroup_status(gang)
 
-    def was_enqueued(self, podgroup: PodGroupInfo) -> bool:
-        return True  # its clients do not wait to be enqueued
+    def awaits_enqueue(self, podgroup: PodGroupInfo) -> bool:
+        return False  # its clients make their pods at once

@@ -24,7 +24,7 @@ from koordgang.model.gang import (
     podgroup_info,
 )
 from koordgang.model.pod import PodInfo
-from koordgang.plugins.coscheduling.apis.base import rfc3339
+from koordgang.plugins.coscheduling.apis.base import condition, conditions_of
 from koordgang.state.gangs import Gang
 
 API = "kubernetes"
@@ -37,7 +37,6 @@ UNSCHEDULABLE = "Unschedulable"
 
 class KubernetesApi:
     name = API
-    enqueues = False
     resource: WatchedResource | None = WatchedResource(
         "scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup"
     )
@@ -66,7 +65,7 @@ class KubernetesApi:
         podgroup = gang.podgroup
         if podgroup is None or not podgroup.is_gang:
             return None
-        conditions = [c for c in _conditions(podgroup.status)]
+        conditions = conditions_of(podgroup.status)
         current = next((c for c in conditions if c.get("type") == CONDITION), None)
         if current is not None and current.get("status") == "True":
             return None  # never back from True to False; nothing more to say once True
@@ -76,7 +75,6 @@ class KubernetesApi:
             wanted = ("False", UNSCHEDULABLE, gang.last_message)
         else:
             return None
-        status, reason, message = wanted
         if (
             current is not None
             and (
@@ -87,25 +85,8 @@ class KubernetesApi:
             == wanted
         ):
             return None
-        changed = current is None or current.get("status") != status
-        condition = {
-            "type": CONDITION,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": rfc3339(now)
-            if changed
-            else (current or {}).get("lastTransitionTime") or rfc3339(now),
-        }
         others = [c for c in conditions if c.get("type") != CONDITION]
-        return {"conditions": [*others, condition]}
+        return {"conditions": [*others, condition(CONDITION, *wanted, conditions, now)]}
 
-    def was_enqueued(self, podgroup: PodGroupInfo) -> bool:
-        return True  # its clients do not wait to be enqueued
-
-
-def _conditions(status: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    raw = status.get("conditions")
-    if not isinstance(raw, list):
-        return []
-    return [c for c in raw if isinstance(c, Mapping)]
+    def awaits_enqueue(self, podgroup: PodGroupInfo) -> bool:
+        return False  # its clients make their pods at once

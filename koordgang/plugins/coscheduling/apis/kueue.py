@@ -20,7 +20,6 @@ TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
 
 class KueueApi:
     name = API
-    enqueues = False
     resource: WatchedResource | None = None
 
     def ref_of(self, pod: PodInfo) -> GangRef | None:
@@ -37,5 +36,5 @@ class KueueApi:
     def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
         return None
 
-    def was_enqueued(self, podgroup: PodGroupInfo) -> bool:
-        return True  # its clients do not wait to be enqueued
+    def awaits_enqueue(self, podgroup: PodGroupInfo) -> bool:
+        return False  # its clients make their pods at once

@@ -21,7 +21,6 @@ POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 class SchedulerPluginsApi:
     name = API
-    enqueues = False
     resource: WatchedResource | None = WatchedResource(
         "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup"
     )
@@ -38,5 +37,5 @@ class SchedulerPluginsApi:
     def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
         return podgroup_status(gang)
 
-    def was_enqueued(self, podgroup: PodGroupInfo) -> bool:
-        return True  # its clients do not wait to be enqueued
+    def awaits_enqueue(self, podgroup: PodGroupInfo) -> bool:
+        return False  # its clients make their pods at once

@@ -30,7 +30,7 @@ from koordgang.model.gang import (
     shown,
 )
 from koordgang.model.pod import PodInfo
-from koordgang.plugins.coscheduling.apis.base import member_counts, rfc3339
+from koordgang.plugins.coscheduling.apis.base import condition, conditions_of, member_counts
 from koordgang.state.gangs import Gang
 
 API = "volcano"
@@ -47,7 +47,6 @@ COMPLETED = "Completed"
 
 class VolcanoApi:
     name = API
-    enqueues = True
     resource: WatchedResource | None = WatchedResource(
         "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", status_subresource=False
     )
@@ -80,8 +79,8 @@ class VolcanoApi:
             ignored=ignored,
         )
 
-    def was_enqueued(self, podgroup: PodGroupInfo) -> bool:
-        return _past_pending(podgroup.status.get("phase"))
+    def awaits_enqueue(self, podgroup: PodGroupInfo) -> bool:
+        return not _past_pending(podgroup.status.get("phase"))
 
     def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
         podgroup = gang.podgroup
@@ -106,37 +105,18 @@ class VolcanoApi:
             "succeeded": counts.succeeded,
             "failed": counts.failed,
         }
+        said: tuple[str, str, str] | None = None
         if gang.satisfied:
-            condition = ("Scheduled", "Scheduled", "the gang's minimum was placed and bound")
+            said = ("Scheduled", "Scheduled", "the gang's minimum was placed and bound")
         elif gang.last_message:
-            condition = ("Unschedulable", "NotEnoughResources", gang.last_message)
-        else:
-            condition = None
+            said = ("Unschedulable", "NotEnoughResources", gang.last_message)
         # The whole list is written each time (a merge patch replaces lists): an old
         # Unschedulable goes once the gang is placed.
+        before = conditions_of(podgroup.status)
         status["conditions"] = (
-            [_condition(*condition, podgroup.status, now)] if condition is not None else []
+            [condition(said[0], "True", said[1], said[2], before, now)] if said else []
         )
         return status
-
-
-def _condition(
-    kind: str, reason: str, message: str, before: Mapping[str, Any], now: float
-) -> dict[str, Any]:
-    """A condition of ``kind``, True; it keeps the time it first became true."""
-    since = rfc3339(now)
-    previous = before.get("conditions")
-    if isinstance(previous, list):
-        for old in previous:
-            if isinstance(old, Mapping) and old.get("type") == kind and old.get("status") == "True":
-                since = old.get("lastTransitionTime") or since
-    return {
-        "type": kind,
-        "status": "True",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": since,
-    }
 
 
 def _past_pending(phase: Any) -> bool:
