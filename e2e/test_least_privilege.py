@@ -47,6 +47,8 @@ CLUSTER_WIDE: dict[tuple[str, str], set[str]] = {
     ("", "namespaces"): set(READ),
     ("", "persistentvolumeclaims"): set(READ),
     ("policy", "poddisruptionbudgets"): set(READ),
+    # A what-if reads the PriorityClasses its pods name (koordgang/whatif/cluster.py).
+    ("scheduling.k8s.io", "priorityclasses"): {"list"},
     ("", "events"): {"create"},
     (TOPOLOGY.group, TOPOLOGY.plural): set(READ),
     (TOPOLOGY.group, f"{TOPOLOGY.plural}/status"): {"patch"},

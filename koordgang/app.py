@@ -35,9 +35,12 @@ from koordgang.engine.tasks import Supervisor
 from koordgang.plugins.coscheduling import gang_rows
 from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.profile import default_framework
+from koordgang.plugins.starvationguard import StarvationGuard
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import GangRegistry
+from koordgang.whatif.fork import DaemonState
+from koordgang.whatif.service import WhatIfService
 
 log = structlog.get_logger("koordgang.app")
 
@@ -79,6 +82,14 @@ class App:
         self.http: HealthServer | None = None
         if settings.http_port:
             cache = self.scheduler.cache
+            framework = self.scheduler.framework
+            whatif = WhatIfService(
+                settings,
+                self.api,
+                lambda: DaemonState(
+                    cache, intake.objects.items(), framework.waiting, framework.nominations
+                ),
+            )
             self.http = HealthServer(
                 settings.http_host,
                 settings.http_port,
@@ -87,6 +98,7 @@ class App:
                 render_metrics=self.scheduler.metrics.render,
                 render_gangs=lambda: self._gang_rows(gangs, cache),
                 role=lambda: self.role,
+                whatif=whatif.answer,
             )
         self.stop_flag = asyncio.Event()
         self.failed = False
@@ -149,7 +161,8 @@ class App:
         os._exit(3)
 
     def _gang_rows(self, gangs: GangRegistry, cache: SchedulerCache) -> list[dict[str, Any]]:
-        """The gang view, with the network domain each gathered gang was placed in."""
+        """The gang view, with the network domain each gathered gang was placed in and the
+        nodes a starving gang holds."""
         rows = gang_rows(gangs, cache)
         topology = next(
             (p for p in self.scheduler.framework.plugins if isinstance(p, NetworkTopology)), None
@@ -157,6 +170,15 @@ class App:
         if topology is not None:
             for row in rows:
                 row["domain"] = topology.domain_of(row["gang"])
+        guard = next(
+            (p for p in self.scheduler.framework.plugins if isinstance(p, StarvationGuard)), None
+        )
+        if guard is not None:
+            for row in rows:
+                reservation = guard.reservation_of(row["gang"])
+                if reservation is not None:
+                    row["reserved"] = sorted(reservation.nodes)
+                    row["waitingFor"] = reservation.describe()
         return rows
 
     def _fatal(self, task: str, error: str) -> None:

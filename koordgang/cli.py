@@ -1,4 +1,4 @@
-"""Command line: ``koordgang run`` (the daemon) and ``koordgang version``."""
+"""Command line: ``koordgang run`` (the daemon), ``gangs``, ``whatif`` and ``version``."""
 
 from __future__ import annotations
 
@@ -112,8 +112,92 @@ def build_parser() -> argparse.ArgumentParser:
     gangs.add_argument(
         "-o", "--output", choices=["table", "json"], default="table", help="(default: %(default)s)"
     )
+    _add_whatif(commands)
     commands.add_parser("version", help="print the version")
     return parser
+
+
+WHATIF_EPILOG = """\
+exit status: 0 answered (whether it fits or not), 2 the file cannot be answered for (the
+message names the document and the field), 1 the daemon or the API server could not be asked.
+
+examples:
+  koordgang whatif -f job.yaml                   # asks the daemon on 127.0.0.1:10251
+  koordgang whatif -f job.yaml -o json
+  kubectl koordgang whatif -f job.yaml           # from the API server, with kubectl's kubeconfig
+"""
+
+
+def _add_whatif(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    whatif = commands.add_parser(
+        "whatif",
+        help="what would happen to a job if it were submitted now",
+        description="Reads Pods, Jobs, Deployments, ReplicaSets or StatefulSets and the gang "
+        "objects they name, and says whether they would fit now, on which nodes (and in which "
+        "network-topology domain), what is short if not, and whom preemption would evict. "
+        "Worked out on a copy of the scheduler's state: nothing is created or changed.",
+        epilog=WHATIF_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    whatif.add_argument(
+        "-f", "--filename", required=True, help="the YAML or JSON file ('-': standard input)"
+    )
+    whatif.add_argument(
+        "--server",
+        default=_env("KOORDGANG_URL", "http://127.0.0.1:10251"),
+        help="the daemon's HTTP address [KOORDGANG_URL] (default: %(default)s)",
+    )
+    whatif.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="work it out here from the API server instead (read-only: lists nodes, pods, "
+        "PriorityClasses and the gang objects), with --kubeconfig or the default kubeconfig",
+    )
+    whatif.add_argument("--kubeconfig", help="with --from-cluster: the kubeconfig to use")
+    whatif.add_argument(
+        "--config",
+        metavar="FILE",
+        help="with --from-cluster: the daemon's settings file, so that scores and waiting "
+        "times match it [KOORDGANG_CONFIG]",
+    )
+    whatif.add_argument(
+        "-o", "--output", choices=["text", "json"], default="text", help="(default: %(default)s)"
+    )
+
+
+def _whatif(args: argparse.Namespace) -> int:
+    from koordgang.whatif.render import render_text
+    from koordgang.whatif_view import BadInput, WhatIfFailed, ask_daemon, from_cluster
+
+    try:
+        if args.filename == "-":
+            text = sys.stdin.read()
+        else:
+            with open(args.filename, encoding="utf-8") as file:
+                text = file.read()
+    except (OSError, UnicodeDecodeError) as error:
+        print(f"koordgang: cannot read {args.filename}: {error}", file=sys.stderr)
+        return 2
+    try:
+        if args.from_cluster or args.kubeconfig:
+            path = args.config or os.environ.get("KOORDGANG_CONFIG")
+            settings = resolve(read_file(path) if path else {}, read_env(os.environ), {})
+            answer = from_cluster(args.kubeconfig, text, settings)
+        else:
+            answer = ask_daemon(args.server, text)
+    except BadInput as error:
+        print(f"koordgang: {error}", file=sys.stderr)
+        return 2
+    except (WhatIfFailed, SettingsError) as error:
+        print(f"koordgang: {error}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        import json
+
+        print(json.dumps(answer, indent=2))
+    else:
+        print(render_text(answer))
+    return 0
 
 
 def settings_from_args(
@@ -154,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(render_table(gangs))
         return 0
+    if args.command == "whatif":
+        return _whatif(args)
     try:
         settings = settings_from_args(args)
     except SettingsError as error:
@@ -172,13 +258,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def kubectl_main() -> int:
-    """``kubectl koordgang gangs ...`` (this program installed as ``kubectl-koordgang``):
-    the gangs read from the API server with kubectl's kubeconfig."""
+    """``kubectl koordgang gangs|whatif ...`` (this program installed as
+    ``kubectl-koordgang``): read from the API server with kubectl's kubeconfig (a what-if asks
+    a daemon only when given ``--server``)."""
     argv = sys.argv[1:]
-    if not argv or argv[0] != "gangs":
-        print("usage: kubectl koordgang gangs [-o table|json]", file=sys.stderr)
+    if not argv or argv[0] not in ("gangs", "whatif"):
+        print(
+            "usage: kubectl koordgang gangs [-o table|json]\n"
+            "       kubectl koordgang whatif -f FILE [-o text|json]",
+            file=sys.stderr,
+        )
         return 2
-    if "--kubeconfig" not in argv:
+    asks_daemon = argv[0] == "whatif" and any(a.startswith("--server") for a in argv)
+    if "--kubeconfig" not in argv and not asks_daemon:
         argv = [*argv, "--from-cluster"]
     return main(argv)
 

@@ -135,6 +135,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("preemption", "preemption", "--preemption", "KOORDGANG_PREEMPTION", _boolean,
            "evict lower-priority pods to make room for a job of ours that does not fit",
            "true|false"),
+    Option("reserve_after", "reserveAfter", "--reserve-after", "KOORDGANG_RESERVE_AFTER",
+           _seconds, "a job that has not fitted for this long holds the nodes it will fit on "
+           "once pods of ours there finish (starvation guard); 0 turns it off"),
+    Option("max_reserving_jobs", "maxReservingJobs", "--max-reserving-jobs",
+           "KOORDGANG_MAX_RESERVING_JOBS", _integer, "most jobs holding nodes at once"),
     Option("bind_concurrency", "bindConcurrency", "--bind-concurrency",
            "KOORDGANG_BIND_CONCURRENCY", _integer, "Binding requests in flight at once"),
     Option("scheduled_events_per_second", "scheduledEventRate", "--scheduled-event-rate",
@@ -250,6 +255,10 @@ def resolve(*layers: Mapping[str, Any]) -> Settings:
     problems = []
     if settings.bind_concurrency < 1:
         problems.append("bindConcurrency (--bind-concurrency) must be at least 1")
+    if settings.reserve_after < 0:
+        problems.append("reserveAfter (--reserve-after) must not be negative")
+    if settings.max_reserving_jobs < 0:
+        problems.append("maxReservingJobs (--max-reserving-jobs) must not be negative")
     if settings.explain_after < 0:
         problems.append("explainAfter (--explain-after) must not be negative")
     if settings.scheduled_events_per_second < 0:

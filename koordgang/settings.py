@@ -62,6 +62,14 @@ class Settings:
     unschedulable_retry_interval: float = 60.0
     #: Evict lower-priority pods to make room for a job (or pod) of ours that does not fit.
     preemption: bool = True
+    #: The starvation guard: a job that has not fitted for this long holds the nodes it will
+    #: fit on once the pods of ours there (same or lower priority) finish, and nothing of ours
+    #: at its priority or below is placed there meanwhile (seconds; 0 turns the guard off).
+    #: Without it a stream of small pods can keep every node partly busy for ever.
+    reserve_after: float = 30.0
+    #: Most jobs holding nodes that way at once (a higher-priority job takes a lower one's
+    #: place); every reservation idles the room the pods there leave until the job fits.
+    max_reserving_jobs: int = 1
     #: How long a graceful shutdown waits for binds in flight (seconds).
     shutdown_grace: float = 20.0
     #: Run for a lease: only the replica holding it schedules and writes (high availability).

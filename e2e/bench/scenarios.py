@@ -3,7 +3,9 @@
 To add one, append a ``Scenario`` to ``SCENARIOS``: its ``build(scale)`` returns the Workload
 (nodes, pods of ours, optional pre-bound fillers), ``finish`` says when it is done, and
 ``daemon_args`` are extra flags for the daemon (a scoring strategy, a feature switch, ...).
-Sizes are written at full scale and multiplied by ``--scale``.
+Sizes are written at full scale and multiplied by ``--scale``. A scenario with a
+``starvation`` plan is driven by ``starvation_run.py`` instead (a stream of small pods, then
+one gang; see ``starvation.py``); its sizes are not scaled.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from e2e.bench.starvation import RESERVE_AFTER_FLAG, StarvationPlan, starvation_workload
 from e2e.bench.workload import (
     CEILING_SCHEDULER,
     FILLER_SCHEDULER,
@@ -41,6 +44,8 @@ class Finish(enum.Enum):
     CLUSTER_FULL = "cluster full"
     #: The first pod of ours is bound.
     FIRST_BIND = "first bind"
+    #: The starvation scenario's gang is bound, or it has waited the plan's cap.
+    GANG_STARTED = "gang started"
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,8 @@ class Scenario:
     #: Pods per second at which the pods are created once the scheduler is ready (None: all
     #: created before it starts). Measures latency: a gang's last member created -> all bound.
     stream_rate: float | None = None
+    #: A stream of small pods and one gang arriving into it (``starvation_run.py`` drives it).
+    starvation: StarvationPlan | None = None
 
 
 # -- the ceiling: not a scenario (no daemon), but sized here with the others -------------------
@@ -222,6 +229,19 @@ def _startup(scale: float) -> Workload:
     return Workload(nodes=nodes, pods=plain_pods("first", 1), fillers=fillers)
 
 
+STARVATION = StarvationPlan()
+STARVATION_ONLY = (
+    "it compares koordgang with its starvation guard (--reserve-after) on and off; no peer has "
+    "that switch"
+)
+#: The guard's delay in the guarded run: the daemon's default, given explicitly.
+STARVATION_RESERVE_AFTER = "30"
+
+
+def _starvation(scale: float) -> Workload:
+    return starvation_workload(STARVATION)
+
+
 SCENARIOS: Sequence[Scenario] = (
     Scenario("plain", "5,000 pods, mixed small requests, on 1,000 nodes", _plain),
     Scenario(
@@ -269,6 +289,27 @@ SCENARIOS: Sequence[Scenario] = (
         lambda scale: _topology_jobs(scale, with_spec=False),
         gangs=True,
         koordgang_only="the baseline of koordgang's own topology scenario",
+    ),
+    Scenario(
+        "starvation-guard",
+        "a stream of 1-core pods keeps 12 nodes of 8 cores partly busy; a gang of 10 x 8 cores "
+        f"arrives; starvation guard on (--reserve-after {STARVATION_RESERVE_AFTER})",
+        _starvation,
+        finish=Finish.GANG_STARTED,
+        daemon_args=(RESERVE_AFTER_FLAG, STARVATION_RESERVE_AFTER),
+        gangs=True,
+        koordgang_only=STARVATION_ONLY,
+        starvation=STARVATION,
+    ),
+    Scenario(
+        "starvation-no-guard",
+        "the same without the starvation guard (--reserve-after 0)",
+        _starvation,
+        finish=Finish.GANG_STARTED,
+        daemon_args=(RESERVE_AFTER_FLAG, "0"),
+        gangs=True,
+        koordgang_only=STARVATION_ONLY,
+        starvation=STARVATION,
     ),
     Scenario(
         "startup",
@@ -326,17 +367,25 @@ LARGE_SCENARIOS: Sequence[Scenario] = (
 )
 
 
+#: Names that select several scenarios, run one after the other.
+GROUPS: Mapping[str, tuple[str, ...]] = {
+    "starvation": ("starvation-guard", "starvation-no-guard"),
+}
+
+
 def select(names: str) -> list[Scenario]:
     """``"plain,gang-1k"`` -> those scenarios in the order given; ``"all"`` or ``""`` -> all
-    but the 5,000-node ones, which ``"large"`` selects. The ceiling is always measured and may
-    be named without effect."""
+    but the 5,000-node ones, which ``"large"`` selects; a name of ``GROUPS`` -> its scenarios.
+    The ceiling is always measured and may be named without effect."""
     wanted = [n.strip() for n in names.split(",") if n.strip() and n.strip() != "ceiling"]
     if not wanted or wanted == ["all"]:
         return list(SCENARIOS)
     if wanted == ["large"]:
         return list(LARGE_SCENARIOS)
+    wanted = [m for n in wanted for m in GROUPS.get(n, (n,))]
     by_name = {s.name: s for s in [*SCENARIOS, *LARGE_SCENARIOS]}
     unknown = [n for n in wanted if n not in by_name]
     if unknown:
-        raise ValueError(f"unknown scenarios {unknown}; known: ceiling, {', '.join(by_name)}")
-    return [by_name[n] for n in wanted]
+        known = ", ".join([*by_name, *GROUPS])
+        raise ValueError(f"unknown scenarios {unknown}; known: ceiling, {known}")
+    return [by_name[n] for n in dict.fromkeys(wanted)]

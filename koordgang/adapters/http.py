@@ -1,12 +1,19 @@
-"""/healthz, /readyz and /metrics for probes and Prometheus; /gangs for people."""
+"""/healthz, /readyz and /metrics for probes and Prometheus; /gangs and /whatif for people."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
+
+from koordgang.whatif.inputs import WhatIfError
+
+#: Answers a what-if for a file's contents (raises WhatIfError for a file it cannot take).
+WhatIf = Callable[[str], Awaitable[dict[str, Any]]]
+#: The largest file /whatif takes.
+WHATIF_MAX_BYTES = 4 * 1024 * 1024
 
 
 class HealthServer:
@@ -20,7 +27,9 @@ class HealthServer:
         render_metrics: Callable[[], bytes],
         render_gangs: Callable[[], list[dict[str, Any]]] = list,
         role: Callable[[], str] = lambda: "leader",
+        whatif: WhatIf | None = None,
     ) -> None:
+        self._whatif = whatif
         self._role = role
         self.host = host
         self.port = port
@@ -31,11 +40,13 @@ class HealthServer:
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        app = web.Application()
+        app = web.Application(client_max_size=WHATIF_MAX_BYTES)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/gangs", self._gangs)
+        if self._whatif is not None:
+            app.router.add_post("/whatif", self._what_if)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -61,6 +72,23 @@ class HealthServer:
 
     async def _gangs(self, _: web.Request) -> web.Response:
         return web.json_response({"gangs": self._render_gangs()})
+
+    async def _what_if(self, request: web.Request) -> web.Response:
+        assert self._whatif is not None
+        try:
+            text = await request.text()
+        except UnicodeDecodeError as error:
+            return web.json_response({"error": f"the file is not text: {error}"}, status=400)
+        if not self._is_ready():
+            return web.json_response(
+                {"error": "the daemon has not listed pods and nodes yet; ask again shortly"},
+                status=503,
+            )
+        try:
+            answer = await self._whatif(text)
+        except WhatIfError as error:
+            return web.json_response({"error": str(error)}, status=400)
+        return web.json_response(answer)
 
     async def _metrics(self, _: web.Request) -> web.Response:
         body = self._render_metrics()

@@ -20,6 +20,7 @@ from koordgang.model.node import NodeInfo
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo, PodParseError
 from koordgang.model.volumes import ClaimInfo
+from koordgang.state.objects import WatchedObjects
 
 log = structlog.get_logger("koordgang.intake")
 
@@ -39,6 +40,8 @@ class Intake(EnginePart):
         self.ready = asyncio.Event()
         #: Room held for pods not bound yet (held placements, nominations): its one owner.
         self.held = HeldRoom(parts, requeue=self.enqueue)
+        #: Watched objects as the plugins last heard of them (a what-if replays them).
+        self.objects = WatchedObjects()
 
     # -- pods ----------------------------------------------------------------------------------
 
@@ -85,15 +88,16 @@ class Intake(EnginePart):
         old = self._cache.pod(uid)
         if old is not None and self._pending.is_ours(old):
             self._framework.on_pod(old, None)
-        self._waiting.remove(uid)
+        held = self._waiting.remove(uid) is not None
         self.gated.discard(uid)
-        self.held.release_nomination(uid)
+        held = self.held.release_nomination(uid) is not None or held
         self._cache.remove_pod(uid)
         self._queue.delete(uid)
         self._reporter.forget(uid)
         if old is not None:
             self._framework.on_pod_gone(old)
-        if old is not None and old.node_name:
+        if old is not None and (old.node_name or held):
+            # Room it used, or held as a placement or nomination, is free: parked pods may fit.
             self._signals.request_move()
 
     def on_pods_listed(self, pods: Iterable[PodInfo]) -> None:
@@ -219,6 +223,7 @@ class Intake(EnginePart):
     # -- custom resources ----------------------------------------------------------------------
 
     def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        self.objects.record(kind, event, obj)
         if self._framework.on_object(kind, event, obj):
             self._signals.request_move()
 

@@ -267,3 +267,31 @@ async def test_gang_metrics_count_phases_waits_and_timeouts(
     assert 'koordgang_gangs{phase="TimedOut"} 1.0' in text
     assert 'koordgang_gangs_by_api{api="koordinator"} 2.0' in text
     assert 'koordgang_gangs_by_api{api="volcano"} 0.0' in text
+
+
+async def test_every_pending_member_of_a_gang_made_over_time_ends_with_the_same_current_message(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    """A Job makes the members of a NonStrict gang one by one; three are held, the fourth does
+    not fit. Then a held member goes (its Job deletes it) and the gang is short of members: the
+    member that is retried and the members still held are told the same, current thing."""
+    members = gang("x", 4, 4, mode="NonStrict", waiting_time="60s")
+    sched.list(nodes=[node("n1", cpu="3")], pods=[])
+    for member in members:
+        sched.add(member)
+        await sched.run()
+        clock.advance(0.2)
+    assert len(sched.waiting) == 3
+
+    gone = next(m for m in members if m.uid in sched.waiting)
+    sched.intake.on_pod_delete(gone.uid)
+    # Something changes in the cluster: the member that did not fit is tried again.
+    sched.intake.on_node_upsert(node("n1", cpu="3", labels={"zone": "a"}, resource_version="2"))
+    clock.advance(sched.settings.max_backoff)
+    await sched.run()
+
+    pending = [m for m in members if m.uid != gone.uid]
+    told = {m.name: (api.condition(m.name) or {}).get("message") for m in pending}
+    assert set(told.values()) == {"gang ns/x: 3/4 members created, min 4"}, told
+    for member in pending:
+        assert api.events(member.name, "FailedScheduling")[-1]["message"] == told[member.name]

@@ -71,6 +71,15 @@ def run_cycle(
         message = status.message()
         own = state.read(UNPLACED_MESSAGES, dict) or {}
         outcome.unplaced = {pod.uid: own.get(pod.uid, message) for pod in group.members()}
+        # Members held from earlier attempts are not in the group, yet they belong to the same
+        # gangs: left out, they would go on saying what the last placement said (its count,
+        # its reservations) while the others say why the group cannot be tried now.
+        outcome.explain = {
+            held.pod.uid: own.get(held.pod.uid, message)
+            for part in group.parts
+            for held in framework.waiting.in_part(part.key)
+            if held.pod.uid not in outcome.unplaced
+        }
         return outcome
 
     # A pod alone needs no fork: whatever it does not keep, it did not place.

@@ -39,6 +39,11 @@ class Diagnosis:
         return f"{head}: {counted(self.reasons.items())}."
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 pod``, ``3 pods``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def counted(reasons: Iterable[tuple[str, int]]) -> str:
     """``3 Insufficient cpu, 2 node(s) were unschedulable``: sorted as strings, as kube-scheduler
     sorts them, so that messages read the same as its own."""

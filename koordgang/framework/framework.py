@@ -224,6 +224,8 @@ class Framework:
             if result.dry_run_seconds is not None:
                 merged.dry_run_seconds = result.dry_run_seconds
             if result.status.is_success:
+                # The room is being made: what the succeeding plugin says is the whole story.
+                merged.notes = dict(result.notes)
                 merged.status = result.status
                 merged.nominated = result.nominated
                 merged.evict = result.evict

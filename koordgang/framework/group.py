@@ -42,6 +42,9 @@ class GroupPart:
     task_of: dict[str, str] = field(default_factory=dict)
     #: Members of each task that count before this cycle.
     task_counted: dict[str, int] = field(default_factory=dict)
+    #: How long the part may hold room while short (its gang's waiting time; None: the
+    #: daemon's default).
+    waiting_time: float | None = None
 
     def needed(self) -> list[PodInfo]:
         """The pending members the part cannot do without, in placement order: of each task
@@ -90,6 +93,13 @@ class SchedulingGroup:
     @property
     def size(self) -> int:
         return sum(len(part.pending) for part in self.parts)
+
+    def job_name(self) -> str:
+        """How users name the job: the trigger's gang (``default/hello-job``), or the pod."""
+        for part in self.parts:
+            if "/" in part.key and any(p.uid == self.trigger.uid for p in part.pending):
+                return part.key
+        return self.trigger.key
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ from koordgang.plugins.nodeunschedulable import NodeUnschedulable
 from koordgang.plugins.podtopologyspread import PodTopologySpread
 from koordgang.plugins.preemption import Preemption
 from koordgang.plugins.schedulinggates import SchedulingGates
+from koordgang.plugins.starvationguard import StarvationGuard
 from koordgang.plugins.tainttoleration import TaintToleration
 from koordgang.plugins.volumebinding import VolumeBinding
 from koordgang.settings import Settings
@@ -46,6 +47,13 @@ def default_framework(
             # After Coscheduling: a gang's own explanation comes first, then what preemption
             # did about it.
             Preemption(enabled=settings.preemption),
+            # After Preemption: a job waits for room only where none can be made by evicting.
+            StarvationGuard(
+                scheduler_name=settings.scheduler_name,
+                reserve_after=settings.reserve_after,
+                max_reserving=settings.max_reserving_jobs,
+                default_waiting_time=settings.default_gang_waiting_time,
+            ),
         ),
         waiting=gangs.waiting,
         rng=rng,

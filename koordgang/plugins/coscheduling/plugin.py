@@ -378,6 +378,7 @@ class Coscheduling:
             minimum=gang.spec.min_available or 0,
             counted=gang.counted(),
             strict=gang.spec.mode is GangMode.STRICT,
+            waiting_time=gang.spec.waiting_time,
         )
         tasks = gang.podgroup.task_minimums if gang.podgroup is not None else {}
         if tasks:
@@ -422,6 +423,9 @@ class Coscheduling:
                 for pod in group.members():
                     if pod.uid in other.members:
                         told[pod.uid] = text
+                # Its held members hear the same (the cycle tells them alongside the others).
+                for held in self.handle.waiting.in_part(other.key):
+                    told[held.pod.uid] = text
             state.write(UNPLACED_MESSAGES, told)
             return Status.unschedulable(self.name, say.with_notes(gang, verdict.message))
         active = self._gangs_of(group.key)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import Scope
 from koordgang.framework.status import SUCCESS, Status
 from koordgang.model.pod import PodInfo
@@ -13,11 +14,26 @@ def insufficient_reason(name: str) -> str:
     return "Too many pods" if name == PODS else f"Insufficient {name}"
 
 
+def held_reason(job: str) -> str:
+    return f"node(s) held for {job}"
+
+
 class Fit:
-    """The node must have room for the pod's requests, counting bound and assumed pods."""
+    """The node must have room for the pod's requests, counting bound and assumed pods.
+
+    Room held for another job (a nomination of preemption or of the starvation guard counts on
+    its node as an assumed pod) is named as such when it is what keeps the pod off: ``node(s)
+    held for default/big`` says more than ``Insufficient cpu`` on a node that looks half
+    empty."""
 
     name = "NodeResourcesFit"
     scope = Scope.NODE
+
+    def __init__(self) -> None:
+        self._handle: Handle | None = None
+
+    def attach(self, handle: Handle) -> None:
+        self._handle = handle
 
     def filter(
         self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot
@@ -25,4 +41,33 @@ class Fit:
         short = snapshot.insufficient(node, pod.requests)
         if not short:
             return SUCCESS
+        holder = self._held_for(pod, node, snapshot, short)
+        if holder:
+            return Status.unschedulable(self.name, held_reason(holder))
         return Status.unschedulable(self.name, *(insufficient_reason(n) for n in short))
+
+    def _held_for(
+        self, pod: PodInfo, node: NodeState, snapshot: Snapshot, short: tuple[str, ...]
+    ) -> str:
+        """The job whose held room, were it free, would let ``pod`` fit ("" if none): only
+        room held for pods of at least ``pod``'s priority keeps it off (preemption takes room
+        held for lower ones)."""
+        if self._handle is None:
+            return ""
+        held: dict[str, int] = {}
+        holder = ""
+        for nomination in self._handle.nominations.on_node(node.name):
+            other = nomination.pod
+            if other.uid == pod.uid or other.priority < pod.priority:
+                continue
+            holder = holder or (nomination.group or other.key).replace("\n", " + ")
+            for name, amount in other.requests.items():
+                held[name] = held.get(name, 0) + amount
+        if not holder:
+            return ""
+        for name in short:
+            if name == PODS:
+                return ""
+            if snapshot.free(node, name) + held.get(name, 0) < pod.requests.get(name):
+                return ""
+        return holder

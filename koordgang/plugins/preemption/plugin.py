@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from koordgang.framework.cycle_state import CycleState
-from koordgang.framework.diagnosis import counted
+from koordgang.framework.diagnosis import counted, plural
 from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
 from koordgang.framework.results import PostFilterResult
@@ -115,7 +115,7 @@ class Preemption:
         if not needed or not snapshot.nodes:
             return PostFilterResult(SKIP)  # nothing to make room for, or nowhere to make it
         members = list(group.members())
-        job = _job_name(group)
+        job = group.job_name()
         if _never(members):
             return self._refuse(members, "preemptionPolicy is Never")
         key = group.key or group.trigger.uid
@@ -129,7 +129,7 @@ class Preemption:
                 ago = now - attempt.at
                 return self._refuse(
                     members,
-                    f"preempted {_plural(attempt.evicted, 'pod')} {ago:.0f}s ago and still does "
+                    f"preempted {plural(attempt.evicted, 'pod')} {ago:.0f}s ago and still does "
                     "not fit; "
                     f"no more preemption for {self._cooldown - ago:.0f}s",
                 )
@@ -145,11 +145,13 @@ class Preemption:
             return result
 
         nominated = dict(dry_run.nominations)
-        nodes = {p.node_name for p in dry_run.victims} | {p.node_name for p in dry_run.freed}
+        # Nominations of lower-priority pods give way only where this job goes (the dry run
+        # counted every one on its candidate nodes as gone, whether it needed the room or not).
+        nodes = set(nominated.values())
         if dry_run.victims:
             count = len(dry_run.victims)
             on = len({p.node_name for p in dry_run.victims})
-            note = f"preempting {_plural(count, 'pod')} on {_plural(on, 'node')} for {job}"
+            note = f"preempting {plural(count, 'pod')} on {plural(on, 'node')} for {job}"
         elif any(p.pod.node_name for p in dry_run.freed):
             # Running pods that count as gone: terminating, or being evicted already.
             note = _terminating_note([p for p in dry_run.freed if p.pod.node_name])
@@ -288,7 +290,7 @@ class Preemption:
     ) -> PostFilterResult:
         count = sum(len(v) for v in alive.values())
         where = ", ".join(sorted(alive))
-        note = f"waiting for {_plural(count, 'victim')} to terminate on {where}"
+        note = f"waiting for {plural(count, 'victim')} to terminate on {where}"
         return PostFilterResult(
             SUCCESS,
             nominated=dict(attempt.nominations),
@@ -316,15 +318,6 @@ def _never(members: list[PodInfo]) -> bool:
     return any(p.preemption_policy == "Never" for p in members)
 
 
-def _job_name(group: SchedulingGroup) -> str:
-    """How users name the preemptor: the trigger's gang (``default/hello-job``), or the pod."""
-    trigger = group.trigger
-    for part in group.parts:
-        if any(p.uid == trigger.uid for p in part.pending) and "/" in part.key:
-            return part.key
-    return trigger.key
-
-
 def _candidates(plan: GroupPlan) -> tuple[set[str], dict[str, int]]:
     """Nodes where removing pods could help some unplaced member, and the reasons of the
     nodes where it could not (counted, for the explanation)."""
@@ -349,9 +342,5 @@ def _candidates(plan: GroupPlan) -> tuple[set[str], dict[str, int]]:
 
 def _terminating_note(terminating: list[Placement]) -> str:
     nodes = sorted({p.node_name for p in terminating})
-    count = _plural(len(terminating), "victim")
+    count = plural(len(terminating), "victim")
     return f"waiting for {count} to terminate on {', '.join(nodes)}"
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

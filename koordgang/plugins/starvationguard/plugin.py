@@ -1,0 +1,433 @@
+"""The starvation guard: a job that has waited ``reserve_after`` without fitting holds the nodes
+it will fit on once pods of ours there finish; backfill goes to every other node.
+
+Why: small pods placed on the least-used nodes keep every node partly busy, so a job that needs
+whole nodes never finds them free, however long it waits; preemption does not help when the
+pods in the way have the job's own priority. The guard plans the job with preemption's dry run
+(on a fork of the cycle's snapshot, the running pods of ours with the same or lower priority
+being the pods that may leave) but waits for them instead of evicting:
+
+- the members are nominated to the chosen nodes (``status.nominatedNodeName``) and the room is
+  held as preemption's is: each nomination is an assumed pod in the cache, so nothing of ours
+  is placed there meanwhile, while the pods already running there finish as they would;
+- the job is planned again on every attempt, on the same nodes while they still do, and binds,
+  whole, once they have room for it; a higher-priority job may take the room (preemption
+  counts lower-priority nominations as gone), and the reserving job then plans again;
+- nothing is ever evicted for a reservation.
+
+Bounds: at most ``max_reserving`` jobs hold room at a time (a higher-priority job takes the
+place of a lower one); a reservation ends when the job binds, is deleted, or has held room for
+its waiting time (then it waits ``reserve_after`` again before it may reserve again).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.diagnosis import plural
+from koordgang.framework.group import GroupPlan, SchedulingGroup
+from koordgang.framework.handle import Handle
+from koordgang.framework.report import MetricSpec
+from koordgang.framework.results import PostFilterResult
+from koordgang.framework.status import SKIP, SUCCESS
+from koordgang.model.pod import PodInfo
+from koordgang.plugins.preemption.dry_run import DryRun, plan_room
+from koordgang.plugins.preemption.victims import CostModel
+from koordgang.state.snapshot import Snapshot
+
+NAME = "StarvationGuard"
+RESERVING_JOBS = "koordgang_reserving_jobs"
+RESERVED_NODES = "koordgang_reserved_nodes"
+RESERVATION_WAIT = "koordgang_reservation_wait_seconds"
+#: A job not seen failing for this long stopped waiting (it was placed, or it is gone).
+FORGET_AFTER = 180.0
+
+_METRICS = (
+    MetricSpec(RESERVING_JOBS, "Jobs holding nodes while the pods there finish.", "gauge"),
+    MetricSpec(RESERVED_NODES, "Nodes held for reserving jobs.", "gauge"),
+    MetricSpec(
+        RESERVATION_WAIT,
+        "Time from a job's reservation to its binding.",
+        "histogram",
+        buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600),
+    ),
+)
+
+
+@dataclass(slots=True)
+class Reservation:
+    """Room held for one job: where its members go, and which pods it waits for."""
+
+    job: str
+    priority: int
+    #: Monotonic seconds it began, and the same moment on the wall clock (shown to users).
+    since: float
+    since_wall: float
+    #: Monotonic seconds it ends unless the job bound first (the job's waiting time).
+    until: float
+    #: member uid -> the node held for it.
+    nominations: dict[str, str] = field(default_factory=dict)
+    #: pod uid -> node: the pods of ours that must finish before the job fits.
+    blockers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> set[str]:
+        return set(self.nominations.values())
+
+    def describe(self) -> str:
+        """``holding 10 nodes for default/big since 14:03:05: 6/10 have room, waiting for 9
+        pods to finish``."""
+        nodes = self.nodes
+        busy = set(self.blockers.values())
+        ready = len(nodes - busy)
+        clock = time.strftime("%H:%M:%S", time.gmtime(self.since_wall))
+        text = (
+            f"holding {plural(len(nodes), 'node')} for {self.job} since {clock}: "
+            f"{ready}/{len(nodes)} have room"
+        )
+        if self.blockers:
+            text += f", waiting for {plural(len(self.blockers), 'pod')} to finish"
+        return text
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """A job seen failing: since when, and when last."""
+
+    first: float
+    last: float
+
+
+class StarvationGuard:
+    name = NAME
+
+    def __init__(
+        self,
+        *,
+        scheduler_name: str,
+        reserve_after: float = 30.0,
+        max_reserving: int = 1,
+        default_waiting_time: float = 600.0,
+    ) -> None:
+        #: 0 (or less) turns the guard off.
+        self.reserve_after = reserve_after
+        self.max_reserving = max(0, max_reserving)
+        self._default_waiting_time = default_waiting_time
+        self._scheduler_name = scheduler_name
+        self._waiting: dict[str, _Waiting] = {}
+        self._reservations: dict[str, Reservation] = {}
+        #: member uid -> the job it holds room for.
+        self._member_of: dict[str, str] = {}
+        self._handle: Handle | None = None
+        self._pruned = 0.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.reserve_after > 0 and self.max_reserving > 0
+
+    def attach(self, handle: Handle) -> None:
+        self._handle = handle
+
+    @property
+    def handle(self) -> Handle:
+        assert self._handle is not None, "attach() first"
+        return self._handle
+
+    # -- what others ask -------------------------------------------------------------------------
+
+    def reservations(self) -> Mapping[str, Reservation]:
+        """The jobs holding room now, by group key."""
+        return self._reservations
+
+    def reservation_of(self, job: str) -> Reservation | None:
+        """The reservation of a job, by its name as users read it (``default/big``)."""
+        for reservation in self._reservations.values():
+            if reservation.job == job:
+                return reservation
+        return None
+
+    def metrics(self) -> Sequence[MetricSpec]:
+        return _METRICS
+
+    def gauges(self) -> Mapping[str, Mapping[str, float]]:
+        if self._handle is not None:
+            self._drop_stale()
+        nodes = {n for r in self._reservations.values() for n in r.nodes}
+        return {
+            RESERVING_JOBS: {"": float(len(self._reservations))},
+            RESERVED_NODES: {"": float(len(nodes))},
+        }
+
+    # -- events --------------------------------------------------------------------------------
+
+    def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
+        current = pod or old
+        if current is None:
+            return
+        key = self._member_of.get(current.uid)
+        if key is None or (pod is not None and not pod.node_name):
+            return
+        # A member bound, or gone: the reservation ends when none is left waiting.
+        reservation = self._reservations.get(key)
+        del self._member_of[current.uid]
+        if reservation is None:
+            return
+        reservation.nominations.pop(current.uid, None)
+        if not reservation.nominations:
+            if pod is not None:
+                self.handle.record(RESERVATION_WAIT, self.handle.now() - reservation.since)
+            self._end(key)
+            self._waiting.pop(key, None)
+
+    def on_pod_gone(self, pod: PodInfo) -> None:
+        """When the last pod a reservation waits for is gone, its members are tried at once
+        (not after their backoff): the room is theirs now."""
+        for reservation in self._reservations.values():
+            if reservation.blockers.pop(pod.uid, None) is not None and not reservation.blockers:
+                cache = self.handle.cache
+                members = [p for uid in reservation.nominations if (p := cache.pod(uid))]
+                self.handle.activate(members)
+
+    def on_object(self, kind: str, event: str, obj: Mapping[str, object]) -> bool:
+        return False
+
+    # -- Reclaim: room the job may wait for (so that minResources does not refuse it) ---------
+
+    def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
+        """Once a job may reserve, the running pods of ours it would wait for count as room
+        for its minResources check (as preemption's victims do)."""
+        if not self.enabled:
+            return {}
+        key = group.key or group.trigger.uid
+        now = self.handle.now()
+        if key not in self._reservations and not self._may_reserve(key, now):
+            return {}
+        below = min(p.priority for p in group.members())
+        total: dict[str, int] = {}
+        for node in snapshot.nodes:
+            for pod in snapshot.pods_on(node):
+                if self._may_wait_for(pod, below):
+                    for name, amount in pod.requests.items():
+                        total[name] = total.get(name, 0) + amount
+        return total
+
+    # -- PostFilter ----------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
+    ) -> PostFilterResult:
+        if not self.enabled or plan.satisfied:
+            return PostFilterResult(SKIP)
+        needed = [pod for part in plan.parts for pod in part.part.needed()]
+        if not needed or not snapshot.nodes:
+            return PostFilterResult(SKIP)
+        key = group.key or group.trigger.uid
+        now = self.handle.now()
+        self._prune(now)
+        members = list(group.members())
+        priority = min(p.priority for p in members)
+        current = self._reservations.get(key)
+        if current is not None and now >= current.until:
+            # Held for its whole waiting time: others get their turn first.
+            self._end(key)
+            self._waiting[key] = _Waiting(now, now)
+            return PostFilterResult(SKIP)
+        if current is None:
+            if not self._may_reserve(key, now):
+                return PostFilterResult(SKIP)
+            displaced = self._make_room_for(priority)
+            if displaced is None:
+                return PostFilterResult(SKIP)  # every place taken by jobs at least as important
+        else:
+            displaced = []
+
+        run = self._plan(group, needed, snapshot, current)
+        if run is None or run.failure:
+            # Not even with every pod it could wait for gone (a higher-priority pod took room):
+            # holding would not help, and the group's own explanation says what it lacks. It
+            # keeps its place in time, and reserves again once it could.
+            if current is not None:
+                self._end(key)
+            return PostFilterResult(SKIP)
+
+        dropped = [uid for other in displaced for uid in self._end(other)]
+        reservation = current or Reservation(
+            job=group.job_name(),
+            priority=priority,
+            since=now,
+            since_wall=self.handle.wall(),
+            until=now + _waiting_time(group, self._default_waiting_time),
+        )
+        for uid in reservation.nominations:
+            self._member_of.pop(uid, None)
+        reservation.nominations = dict(run.nominations)
+        reservation.blockers = {p.pod.uid: p.node_name for p in run.victims}
+        for uid in reservation.nominations:
+            self._member_of[uid] = key
+        self._reservations[key] = reservation
+        held = reservation.nodes
+        # Lower-priority pods nominated where the job goes give their room up (as preemption's
+        # nominations do); the job does not wait for them.
+        dropped += [
+            n.pod.uid
+            for n in self.handle.nominations.on_nodes(held)
+            if n.pod.priority < priority and n.pod.uid not in reservation.nominations
+        ]
+        note = reservation.describe()
+        return PostFilterResult(
+            SUCCESS,
+            nominated=dict(reservation.nominations),
+            notes={p.uid: note for p in members},
+            preemptor=reservation.job,
+            drop_nominations=dropped,
+        )
+
+    def plan_for(
+        self, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
+    ) -> Reservation | None:
+        """What ``group`` would hold if it reserved now, whatever it has waited (the what-if
+        asks); nothing is recorded. None: it fits whole, or holding would not let it fit."""
+        if not self.enabled or plan.satisfied:
+            return None
+        needed = [pod for part in plan.parts for pod in part.part.needed()]
+        if not needed:
+            return None
+        run = self._plan(group, needed, snapshot, None)
+        if run is None or run.failure:
+            return None
+        now = self.handle.now()
+        return Reservation(
+            job=group.job_name(),
+            priority=min(p.priority for p in group.members()),
+            since=now,
+            since_wall=self.handle.wall(),
+            until=now + _waiting_time(group, self._default_waiting_time),
+            nominations=dict(run.nominations),
+            blockers={p.pod.uid: p.node_name for p in run.victims},
+        )
+
+    # -- planning ------------------------------------------------------------------------------
+
+    def _plan(
+        self,
+        group: SchedulingGroup,
+        needed: list[PodInfo],
+        snapshot: Snapshot,
+        current: Reservation | None,
+    ) -> DryRun | None:
+        """Preemption's dry run, with the pods the job would wait for as the ones that leave:
+        on the nodes it holds already if they still do, else wherever waiting costs least
+        (inside one domain for a MustGather rule)."""
+        scopes = self.handle.placement_scopes(group, snapshot)
+        if current is not None:
+            held = frozenset(current.nodes)
+            inside = scopes is None or any(held <= scope for scope in scopes)
+            if inside and all(snapshot.node(n) is not None for n in held):
+                run = self._dry_run(group, needed, snapshot, held, held)
+                if not run.failure:
+                    return run
+        if scopes is None:
+            return self._dry_run(group, needed, snapshot, None, None)
+        best: DryRun | None = None
+        failure: DryRun | None = None
+        for scope in scopes:
+            run = self._dry_run(group, needed, snapshot, scope, scope)
+            if run.failure:
+                failure = failure or run
+            elif best is None or run.cost < best.cost:
+                best = run
+        return best or failure
+
+    def _dry_run(
+        self,
+        group: SchedulingGroup,
+        needed: list[PodInfo],
+        snapshot: Snapshot,
+        candidates: frozenset[str] | None,
+        within: frozenset[str] | None,
+    ) -> DryRun:
+        below = min(p.priority for p in group.members())
+        nominations = self.handle.nominations
+
+        def gone(pod: PodInfo) -> bool:
+            return pod.is_terminating or (pod.uid in nominations and pod.priority < below)
+
+        model = CostModel(self.handle.job_of)
+        names = sorted(candidates) if candidates is not None else [n.name for n in snapshot.nodes]
+        eligible: dict[str, list[PodInfo]] = {}
+        for name in names:
+            node = snapshot.node(name)
+            if node is None:
+                continue
+            pods = [p for p in snapshot.pods_on(node) if self._may_wait_for(p, below)]
+            if pods:
+                eligible[name] = sorted(pods, key=model.eviction_order)
+        placer = self.handle.placer
+        return plan_room(needed, snapshot, placer, model, names, eligible, gone, within)
+
+    def _may_wait_for(self, pod: PodInfo, below: int) -> bool:
+        """Pods of ours that run, not above the job's priority, and will end by themselves
+        (a DaemonSet's or a static pod would come back)."""
+        return (
+            bool(pod.node_name)
+            and pod.scheduler_name == self._scheduler_name
+            and pod.priority <= below
+            and not pod.is_terminating
+            and pod.owner_kind != "DaemonSet"
+            and not pod.mirror
+        )
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+
+    def _may_reserve(self, key: str, now: float) -> bool:
+        waiting = self._waiting.get(key)
+        if waiting is None:
+            self._waiting[key] = _Waiting(now, now)
+            return False
+        waiting.last = now
+        return now - waiting.first >= self.reserve_after
+
+    def _drop_stale(self) -> None:
+        """A reservation whose job was planned again without the guard (its nominations were
+        given back first, and it was refused before placement, or preemption took over) holds
+        nothing any more: it ends."""
+        nominations = self.handle.nominations
+        for key, reservation in list(self._reservations.items()):
+            if not any(uid in nominations for uid in reservation.nominations):
+                self._end(key)
+
+    def _make_room_for(self, priority: int) -> list[str] | None:
+        """The reservations to end so that a job of ``priority`` may reserve ([] when a place
+        is free); None when every place is held by a job at least as important."""
+        self._drop_stale()
+        if len(self._reservations) < self.max_reserving:
+            return []
+        weakest = min(self._reservations.items(), key=lambda kv: (kv[1].priority, -kv[1].since))
+        if weakest[1].priority >= priority:
+            return None
+        return [weakest[0]]
+
+    def _end(self, key: str) -> list[str]:
+        """Ends ``key``'s reservation; returns the members whose nominations it held."""
+        reservation = self._reservations.pop(key, None)
+        if reservation is None:
+            return []
+        for uid in reservation.nominations:
+            self._member_of.pop(uid, None)
+        return list(reservation.nominations)
+
+    def _prune(self, now: float) -> None:
+        if now - self._pruned < FORGET_AFTER / 4:
+            return
+        self._pruned = now
+        for key in [k for k, w in self._waiting.items() if now - w.last > FORGET_AFTER]:
+            del self._waiting[key]
+
+
+def _waiting_time(group: SchedulingGroup, default: float) -> float:
+    """The shortest waiting time among the group's gangs (the daemon's default if none says)."""
+    times = [p.waiting_time for p in group.parts if p.waiting_time]
+    return min(times) if times else default

@@ -1,0 +1,124 @@
+"""Reads for a what-if, all of them GET requests: the PriorityClasses the file's pods name, and
+(for ``--from-cluster``) the state a daemon would hold, listed from the API server.
+
+A cluster read this way knows what the API server knows: no placement the daemon holds for a
+gang still short (those are in the daemon's memory only) and no nomination beyond the pods'
+``status.nominatedNodeName``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from koordgang.clients import custom
+from koordgang.clients.api import KubeApi
+from koordgang.clients.errors import ApiError, ApiUnavailable
+from koordgang.framework.report import WatchedResource
+from koordgang.model.budgets import parse_budget
+from koordgang.model.errors import ModelError
+from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
+from koordgang.model.node import parse_node
+from koordgang.model.pod import parse_pod
+from koordgang.model.volumes import parse_claim
+from koordgang.state.cache import SchedulerCache
+from koordgang.state.nominations import Nominations
+from koordgang.whatif.fork import DaemonState
+from koordgang.whatif.inputs import WhatIfError, priorities_of
+
+PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+async def read_priorities(api: KubeApi, needed: set[str]) -> tuple[dict[str, int], str]:
+    """PriorityClass name -> value ("" -> the global default's), and a warning when they could
+    not be read. Raises :class:`WhatIfError` when a class the pods name cannot be looked up."""
+    try:
+        classes = await custom.list_all(api, PRIORITY_CLASSES)
+    except (ApiError, ApiUnavailable) as error:
+        if needed:
+            names = ", ".join(sorted(needed))
+            raise WhatIfError(
+                f"spec.priorityClassName: cannot read PriorityClass {names}: {error}"
+            ) from None
+        return {}, f"PriorityClasses not read ({error}): pods without a priority count as 0"
+    return priorities_of(classes), ""
+
+
+@dataclass(slots=True)
+class ClusterState:
+    state: DaemonState
+    #: What was not read (a kind the API server does not serve, or the reader may not list).
+    skipped: list[str] = field(default_factory=list)
+
+
+async def read_cluster(
+    api: KubeApi, watched: Sequence[WatchedResource], scheduler_name: str
+) -> ClusterState:
+    """Nodes, pods, and every watched kind, listed as the daemon's informers list them at
+    start; namespaces, claims and disruption budgets too when the reader may list them."""
+    skipped: list[str] = []
+    cache = SchedulerCache()
+    nominations = Nominations()
+    for obj in await custom.list_all(api, "/api/v1/nodes"):
+        try:
+            cache.upsert_node(parse_node(obj))
+        except ModelError:
+            continue
+    for obj in await custom.list_all(api, "/api/v1/pods"):
+        try:
+            pod = parse_pod(obj, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
+        except ModelError:
+            continue
+        cache.upsert_pod(pod)
+        nominated = pod.nominated_node_name
+        if (
+            nominated
+            and pod.scheduler_name == scheduler_name
+            and not pod.node_name
+            and cache.node(nominated) is not None
+        ):
+            # As the daemon does after a restart: the room preemption made stays held.
+            cache.assume(pod, nominated)
+            nominations.add(pod, nominated, "")
+    optional: list[tuple[str, Any]] = [
+        ("/api/v1/namespaces", _namespace),
+        ("/api/v1/persistentvolumeclaims", parse_claim),
+        ("/apis/policy/v1/poddisruptionbudgets", parse_budget),
+    ]
+    for path, parse in optional:
+        items = await _optional(api, path, skipped)
+        for obj in items:
+            try:
+                parsed = parse(obj)
+            except ModelError:
+                continue
+            if path.endswith("namespaces"):
+                cache.upsert_namespace(*parsed)
+            elif path.endswith("claims"):
+                cache.upsert_claim(parsed)
+            else:
+                cache.upsert_budget(parsed)
+    objects: list[tuple[str, Mapping[str, Any]]] = []
+    for resource in watched:
+        for obj in await _optional(api, resource.path, skipped):
+            objects.append((resource.id, obj))
+    return ClusterState(DaemonState(cache, objects, nominations=nominations), skipped)
+
+
+def _namespace(obj: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return str(meta.get("name") or ""), {str(k): str(v) for k, v in labels.items()}
+
+
+async def _optional(api: KubeApi, path: str, skipped: list[str]) -> list[dict[str, Any]]:
+    """A listing the what-if can do without: a kind not served (404) or not allowed (403) is
+    noted and skipped."""
+    try:
+        return await custom.list_all(api, path)
+    except ApiError as error:
+        if error.not_found or error.status == 403:
+            skipped.append(f"{path} ({error.status})")
+            return []
+        raise

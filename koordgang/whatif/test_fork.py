@@ -1,0 +1,175 @@
+"""The what-if on a fork of a running scheduler: the answer, and nothing of the daemon changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from koordgang.engine.conftest import Harness, bound, gang, gang_annotations, node, pod
+from koordgang.whatif.fork import (
+    BIND,
+    PENDING,
+    PREEMPT,
+    DaemonState,
+    what_if,
+)
+from koordgang.whatif.inputs import make_pods, read_input
+
+
+def _job(count: int, cpu: str, *, priority: int = 0, name: str = "train") -> str:
+    return f"""
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: {name}, namespace: ns}}
+spec:
+  parallelism: {count}
+  completions: {count}
+  completionMode: Indexed
+  template:
+    metadata:
+      annotations:
+        gang.scheduling.koordinator.sh/name: {name}
+        gang.scheduling.koordinator.sh/min-available: "{count}"
+    spec:
+      schedulerName: koord-scheduler
+      priority: {priority}
+      containers: [{{name: main, image: x, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+"""
+
+
+def _state(sched: Harness) -> DaemonState:
+    framework = sched.framework
+    return DaemonState(
+        sched.cache, sched.intake.objects.items(), framework.waiting, framework.nominations
+    )
+
+
+def _ask(sched: Harness, text: str) -> dict[str, Any]:
+    parsed = read_input(text, "koord-scheduler")
+    pods = make_pods(parsed.pods, {}, sched.clock.wall())
+    return what_if(
+        sched.settings,
+        _state(sched),
+        pods,
+        parsed.gang_objects,
+        clock=sched.clock,
+        wall=sched.clock.wall,
+    )
+
+
+def _daemon_view(sched: Harness) -> dict[str, Any]:
+    """Everything a what-if must leave alone."""
+    cache = sched.cache
+    preemption = next(p for p in sched.framework.plugins if p.name == "Preemption")
+    return {
+        "pods": sorted((p.uid, p.resource_version) for p in cache.pods()),
+        "assumed": sorted(p.uid for p in cache.pods() if cache.is_assumed(p.uid)),
+        "usage": {n.name: (n.version, dict(n.requested), n.pod_count) for n in cache.nodes()},
+        "changes": cache.change_position,
+        "queue": sorted((e.pod.uid, e.state.value, e.attempts) for e in sched.queue.entries()),
+        "gangs": sorted(
+            (g.key, len(g.members), g.satisfied, g.timed_out, g.first_attempt, g.last_message)
+            for g in sched.gangs.gangs()
+        ),
+        "waiting": sorted(w.pod.uid for w in sched.waiting),
+        "nominations": sorted(n.pod.uid for n in sched.framework.nominations),
+        "attempts": dict(preemption._attempts),
+        "dirty": set(next(p for p in sched.framework.plugins if p.name == "Coscheduling")._dirty),
+        "calls": len(sched.api.calls),
+        "reports": sched.scheduler.reporter.backlog,
+        "metrics": sched.scheduler.metrics.render(),
+    }
+
+
+async def test_a_gang_that_fits_gets_its_nodes(sched: Harness) -> None:
+    sched.list(nodes=[node("n1", cpu="4"), node("n2", cpu="4")])
+    answer = _ask(sched, _job(4, "2"))
+    assert answer["fits"] is True
+    [group] = answer["groups"]
+    assert group["outcome"] == BIND
+    assert group["gangs"] == ["ns/train"]
+    assert sorted(group["placements"]) == [f"ns/train-{i}" for i in range(4)]
+    assert sorted(group["placements"].values()) == ["n1", "n1", "n2", "n2"]
+
+
+async def test_a_gang_that_does_not_fit_says_what_is_short(sched: Harness) -> None:
+    sched.list(nodes=[node("n1", cpu="4"), node("n2", cpu="4")])
+    answer = _ask(sched, _job(5, "2"))
+    assert answer["fits"] is False
+    [group] = answer["groups"]
+    assert group["outcome"] == PENDING
+    assert group["short"] == {"cpu": "2"}
+    assert any("Insufficient cpu" in note for note in group["notes"])
+    assert set(group["unplaced"]) == {f"ns/train-{i}" for i in range(5)}
+
+
+async def test_preemption_names_its_victims_in_eviction_order(sched: Harness) -> None:
+    low = [bound(p, "n1") for p in gang("low", 2, 2, cpu="2")]
+    loner = bound(pod("loner", cpu="2"), "n2")
+    sched.list(nodes=[node("n1", cpu="4"), node("n2", cpu="4")], pods=[*low, loner])
+    await sched.run()
+    before = _daemon_view(sched)
+    answer = _ask(sched, _job(3, "2", priority=100))
+    [group] = answer["groups"]
+    assert group["outcome"] == PREEMPT
+    # A lone pod goes before a member of a running gang.
+    assert group["evict"][0]["pod"] == "ns/loner"
+    assert set(group["nominated"]) == {f"ns/train-{i}" for i in range(3)}
+    assert group["reservation"] is None
+    assert _daemon_view(sched) == before
+
+
+async def test_a_what_if_changes_nothing_in_the_daemon(sched: Harness) -> None:
+    # A daemon with history: a bound gang, a gang held short (NonStrict), a pending pod.
+    done = [bound(p, "n1") for p in gang("done", 2, 2)]
+    nodes = [node("n1", cpu="4"), node("n2", cpu="4"), node("n3", cpu="4")]
+    sched.list(nodes=nodes, pods=done)
+    sched.add(*gang("short", 3, 3, mode="NonStrict", cpu="3"))
+    sched.add(pod("plain", cpu="64"))
+    await sched.run()
+    assert len(sched.waiting) == 2
+    before = _daemon_view(sched)
+    for text in (_job(2, "1"), _job(9, "1"), _job(1, "1", name="short"), _job(2, "9", priority=9)):
+        _ask(sched, text)
+    assert _daemon_view(sched) == before
+
+
+async def test_a_what_if_joining_a_gang_short_of_members_completes_it(sched: Harness) -> None:
+    sched.list(nodes=[node("n1", cpu="4"), node("n2", cpu="4")])
+    sched.add(*gang("short", 2, 3, mode="NonStrict"))
+    await sched.run()
+    third = f"""
+apiVersion: v1
+kind: Pod
+metadata:
+  name: short-2
+  namespace: ns
+  annotations: {gang_annotations("short", 3, mode="NonStrict")}
+spec:
+  schedulerName: koord-scheduler
+  containers: [{{name: main, image: x, resources: {{requests: {{cpu: "1"}}}}}}]
+"""
+    answer = _ask(sched, third)
+    [group] = answer["groups"]
+    assert group["outcome"] == BIND
+    assert group["pods"] == ["ns/short-2"]
+    assert sorted(group["others"]) == ["ns/short-0", "ns/short-1"]
+    assert sorted(group["placements"]) == ["ns/short-0", "ns/short-1", "ns/short-2"]
+
+
+async def test_a_job_kept_out_by_busy_nodes_hears_what_the_starvation_guard_would_hold(
+    sched: Harness,
+) -> None:
+    """Nothing to evict (the pods in the way have the job's priority): the answer says which
+    nodes the guard would hold once the job has waited, and which pods there it waits for."""
+    busy = [bound(pod(f"small-{n}", cpu="2"), n) for n in ("n1", "n2", "n3")]
+    sched.list(nodes=[node(n, cpu="8") for n in ("n1", "n2", "n3")], pods=busy)
+    answer = _ask(sched, _job(3, "8"))
+    group = answer["groups"][0]
+    assert group["outcome"] == PENDING
+    reservation = group["reservation"]
+    assert reservation["afterSeconds"] == sched.settings.reserve_after
+    assert sorted(reservation["nominated"].values()) == ["n1", "n2", "n3"]
+    assert sorted(b["pod"] for b in reservation["waitingFor"]) == [p.key for p in busy]
+    assert "wait for 3 pod(s) there to finish; nothing is evicted" in reservation["notes"][0]
+    # Asking changed nothing: no reservation is held by the daemon.
+    assert len(sched.framework.nominations) == 0
