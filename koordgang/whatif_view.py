@@ -21,6 +21,15 @@ class BadInput(Exception):
 
 
 def ask_daemon(url: str, text: str, timeout: float = 30.0) -> dict[str, Any]:
+    """The daemon's answer. A file that cannot be a job is refused here first, naming the
+    field as the daemon would, so that bad input says so even with no daemon to ask (the
+    schedulerName and PriorityClasses only the daemon's side can check)."""
+    from koordgang.whatif.inputs import WhatIfError, read_input
+
+    try:
+        read_input(text, None)
+    except WhatIfError as error:
+        raise BadInput(str(error)) from None
     request = urllib.request.Request(
         url.rstrip("/") + "/whatif",
         data=text.encode(),

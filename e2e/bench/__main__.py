@@ -320,6 +320,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     peer_targets = report.peer_target_lines(results)
     if peer_targets:
         lines += ["targets against the peers (issue 10):", *peer_targets, ""]
+    starvation = report.starvation_lines(results)
+    if starvation:
+        lines += ["starvation guard (with and without --reserve-after):", *starvation, ""]
     by_api = report.gang_api_lines(results)
     if by_api:
         lines += ["koordgang by gang API (--gang-apis):", *by_api, ""]

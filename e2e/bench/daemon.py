@@ -21,10 +21,12 @@ from e2e.daemon import REPO, free_port
 
 #: Counters worth keeping per scenario: what the daemon did besides binding.
 COUNTERS = ("koordgang_binds", "scheduler_schedule_attempts", "koordgang_api_writes")
-#: Histograms whose mean is worth keeping: how long a bind and a scheduling cycle take.
+#: Histograms whose mean is worth keeping: how long a bind and a scheduling cycle take, and
+#: how long a job held nodes (starvation guard) before it was bound.
 HISTOGRAMS = (
     "koordgang_binding_duration_seconds",
     "scheduler_scheduling_attempt_duration_seconds",
+    "koordgang_reservation_wait_seconds",
 )
 
 

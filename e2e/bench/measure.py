@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 
-from e2e.bench import dry_run, gather_time
+from e2e.bench import dry_run, gather_time, starvation_run
 from e2e.bench.checks import check_cluster
 from e2e.bench.console import Ticker, say
 from e2e.bench.daemon import BenchDaemon, DaemonFailed, SchedulerProcess
@@ -94,7 +94,10 @@ async def run_scenario(ctx: RunContext, scenario: Scenario, skip: str = "") -> S
         + (f", {len(workload.fillers)} bound fillers" if workload.fillers else "")
     )
     try:
-        await _measure(ctx, scenario, workload, result)
+        if scenario.starvation is not None:
+            await starvation_run.measure(ctx, scenario, workload, result)
+        else:
+            await _measure(ctx, scenario, workload, result)
     except (DaemonFailed, RuntimeError, OSError, aiohttp.ClientError) as error:
         result.problems.append(f"run failed: {error}")
         say(f"{scenario.name}: FAILED to run: {error}")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.bench import plot_peers
+from e2e.bench.starvation import TARGET_THROUGHPUT_RATIO, throughput_ratio
 from e2e.bench.results import (
     KOORDGANG,
     CeilingResult,
@@ -483,6 +484,62 @@ def _latency_line(name: str, mine: ScenarioResult, peers: Sequence[ScenarioResul
         f"peer's (pods created at a fixed rate): {mine.gang_latency_p99_s:.3f} s vs "
         f"{best.scheduler} {best.gang_latency_p99_s:.3f} s (P50 {mine.gang_latency_p50_s} s vs "
         f"{best.gang_latency_p50_s} s)"
+    )
+
+
+def starvation_lines(results: Sequence[ScenarioResult]) -> list[str]:
+    """The starvation scenario, with the guard and without, per scheduler label: the gang's
+    wait, the small pods' throughput and latency from the gang's arrival to its start (or the
+    cap), the daemon's CPU per bound pod, and the throughput with the guard over without."""
+    runs = [r for r in results if r.finish == "gang started" and not r.skipped]
+    lines: list[str] = []
+    for label in dict.fromkeys(r.scheduler for r in runs):
+        mine = [r for r in runs if r.scheduler == label]
+        lines += [_starvation_run_line(r) for r in mine]
+        guarded = next((r for r in mine if r.notes.get("reserve_after_s") != 0), None)
+        unguarded = next((r for r in mine if r.notes.get("reserve_after_s") == 0), None)
+        if guarded is None or unguarded is None:
+            continue
+        ratio = throughput_ratio(guarded.notes, unguarded.notes)
+        if ratio is None:
+            lines.append(f"-      {label}: no small-pod throughput to compare")
+            continue
+        ok = ratio >= TARGET_THROUGHPUT_RATIO
+        lines.append(
+            f"{'met   ' if ok else 'MISSED'} {label}: small-pod throughput with the guard >= "
+            f"{100 * TARGET_THROUGHPUT_RATIO:.0f}% of without: {100 * ratio:.0f}% "
+            f"({guarded.notes.get('window_small_pods_per_s')} vs "
+            f"{unguarded.notes.get('window_small_pods_per_s')} pods/s)"
+        )
+    if lines:
+        lines.append(
+            "window: the gang's arrival (last member created) -> all its members bound, or the "
+            "cap; small pods/s are those bound in it, latency is their create -> bound"
+        )
+    return lines
+
+
+def _starvation_run_line(r: ScenarioResult) -> str:
+    notes = r.notes
+    after = notes.get("reserve_after_s")
+    flag = "default --reserve-after" if after is None else f"--reserve-after {after:g}"
+    wait = notes.get("gang_wait_s")
+    if wait is not None:
+        gang = f"the gang waited {wait:.1f} s"
+    else:
+        gang = f"the gang not started after {notes.get('window_window_s', 0.0):.0f} s"
+    nominated = notes.get("gang_nominated_after_s")
+    if nominated is not None:
+        gang += f" (nominated after {nominated:.1f} s)"
+    return (
+        f"{_run_name(r)} ({flag}): {gang}; small pods in the window "
+        f"{_num(notes.get('window_small_pods_per_s'), 2)}/s "
+        f"({notes.get('window_small_bound', 0)} in {_num(notes.get('window_window_s'), 1)} s), "
+        f"mean create->bound {_num(notes.get('window_small_latency_mean_s'), 2)} s, "
+        f"{notes.get('window_small_pending_at_end', 0)} pending at its end; before the gang "
+        f"{_num(notes.get('warm_small_pods_per_s'), 2)}/s, "
+        f"{_num(notes.get('warm_small_latency_mean_s'), 2)} s; koordgang "
+        f"{_num(scheduler_cpu_ms(r), 2)} CPU ms per bound pod; {_verdict(r)}"
     )
 
 

@@ -105,7 +105,9 @@ def load_documents(text: str) -> list[dict[str, Any]]:
     return docs
 
 
-def read_input(text: str, scheduler_name: str, apis: Sequence[GangApi] = GANG_APIS) -> WhatIfInput:
+def read_input(
+    text: str, scheduler_name: str | None, apis: Sequence[GangApi] = GANG_APIS
+) -> WhatIfInput:
     """The pods and gang objects of ``text``; raises :class:`WhatIfError`."""
     result = WhatIfInput()
     by_kind = {
@@ -151,7 +153,7 @@ def read_input(text: str, scheduler_name: str, apis: Sequence[GangApi] = GANG_AP
         )
     for pod in result.pods:
         name = pod["spec"].get("schedulerName") or "default-scheduler"
-        if name != scheduler_name:
+        if scheduler_name is not None and name != scheduler_name:
             meta = pod["metadata"]
             raise WhatIfError(
                 f"pod {meta['namespace']}/{meta['name']}: spec.schedulerName: {name!r}; "
