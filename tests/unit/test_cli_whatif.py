@@ -47,8 +47,12 @@ class _Daemon(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"])).decode()
         _Daemon.received.append(body)
-        if "bad" in body:
-            status, reply = 400, {"error": "Pod default/x: kind: v1 Bad is not a Pod"}
+        if "priorityClassName: nope" in body:
+            # What only the daemon can check: the PriorityClass exists.
+            status, reply = (
+                400,
+                {"error": "Job default/train: spec.priorityClassName: no PriorityClass 'nope'"},
+            )
         else:
             status, reply = 200, ANSWER
         data = json.dumps(reply).encode()
@@ -71,6 +75,19 @@ def daemon_url() -> Iterator[str]:
     server.shutdown()
 
 
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train, namespace: default}
+spec:
+  parallelism: 2
+  template:
+    spec:
+      schedulerName: koord-scheduler
+      containers: [{name: main, image: x}]
+"""
+
+
 def test_the_parser_knows_whatif() -> None:
     args = build_parser().parse_args(["whatif", "-f", "job.yaml", "-o", "json"])
     assert (args.filename, args.output, args.from_cluster) == ("job.yaml", "json", False)
@@ -81,20 +98,20 @@ def test_asks_the_daemon_and_prints_text(
     daemon_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     job = tmp_path / "job.yaml"
-    job.write_text("kind: Job\n")
+    job.write_text(JOB)
     assert main(["whatif", "-f", str(job), "--server", daemon_url]) == 0
     out = capsys.readouterr().out
     assert out == render_text(ANSWER) + "\n"
     assert "would evict (1 pod(s), 1 job(s)), in eviction order:" in out
     assert "short: the members that found no node ask for 8 nvidia.com/gpu" in out
-    assert _Daemon.received[-1] == "kind: Job\n"
+    assert _Daemon.received[-1] == JOB
 
 
 def test_json_output_is_the_answer(
     daemon_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     job = tmp_path / "job.yaml"
-    job.write_text("kind: Job\n")
+    job.write_text(JOB)
     assert main(["whatif", "-f", str(job), "--server", daemon_url, "-o", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == ANSWER
 
@@ -103,9 +120,19 @@ def test_bad_input_exits_2_with_the_daemons_message(
     daemon_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("bad\n")
+    bad.write_text(JOB.replace("schedulerName: koord-scheduler", "priorityClassName: nope"))
     assert main(["whatif", "-f", str(bad), "--server", daemon_url]) == 2
-    assert "kind: v1 Bad is not a Pod" in capsys.readouterr().err
+    assert "spec.priorityClassName: no PriorityClass 'nope'" in capsys.readouterr().err
+
+
+def test_a_file_that_is_no_job_is_refused_without_asking_the_daemon(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+    # Nobody listens on port 9: the answer comes from reading the file.
+    assert main(["whatif", "-f", str(bad), "--server", "http://127.0.0.1:9"]) == 2
+    assert "ConfigMap default/c: kind: v1 ConfigMap is neither a Pod" in capsys.readouterr().err
 
 
 def test_bad_input_is_refused_before_the_cluster_is_asked(
@@ -120,7 +147,7 @@ def test_bad_input_is_refused_before_the_cluster_is_asked(
 
 def test_no_daemon_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     job = tmp_path / "job.yaml"
-    job.write_text("kind: Job\n")
+    job.write_text(JOB)
     assert main(["whatif", "-f", str(job), "--server", "http://127.0.0.1:9"]) == 1
     assert "cannot ask" in capsys.readouterr().err
 
