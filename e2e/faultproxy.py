@@ -11,7 +11,10 @@ path regex, watch or not) and applies one fault to a seeded-random fraction of t
 number of times: ``latency`` (sleep, then forward), ``status`` (answer 429 with Retry-After,
 500 or 503 without forwarding), ``reset`` (RST the connection without forwarding),
 ``reset_after`` (forward, then RST instead of answering: the request took effect, the client
-does not know) or ``cut_watch`` (forward a watch, then RST it after ``after_events`` events).
+does not know), ``cut_watch`` (forward a watch, then RST it after ``after_events`` events) or
+``expire_watch`` (as an API server whose watch cache no longer holds the watch's
+resourceVersion: after ``after_events`` events, or at once with 0, an ERROR event with a
+``410 Gone``/``Expired`` Status ends the stream cleanly; the client must list again).
 Every request is recorded with what was done to it (`Record`).
 """
 
@@ -38,7 +41,14 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-Fault = Literal["latency", "status", "reset", "reset_after", "cut_watch"]
+Fault = Literal["latency", "status", "reset", "reset_after", "cut_watch", "expire_watch"]
+
+#: The event an API server sends when a watch asks for a resourceVersion it no longer has.
+EXPIRED_EVENT = (
+    b'{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},'
+    b'"status":"Failure","message":"fault proxy: too old resource version",'
+    b'"reason":"Expired","code":410}}\n'
+)
 
 #: Headers not passed on (hop-by-hop, or recomputed by aiohttp).
 _HOP = {
@@ -214,7 +224,9 @@ class FaultProxy:
     def _pick(self, method: str, path: str, watch: bool) -> Rule | None:
         with self.lock:
             for rule in self.rules:
-                if rule.fault == "cut_watch":
+                if rule.fault == "cut_watch" or (
+                    rule.fault == "expire_watch" and rule.after_events > 0
+                ):
                     continue  # applied per event, in _stream
                 if rule.matches(method, path, watch) and self.rng.random() < rule.fraction:
                     rule.hits += 1
@@ -245,6 +257,8 @@ class FaultProxy:
             elif rule.fault == "reset":
                 _reset(request)
                 return web.Response(status=499)
+            elif rule.fault == "expire_watch" and watch and rule.after_events <= 0:
+                return await self._expired(request, record)
         body = await request.read()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
         assert self._session is not None
@@ -285,22 +299,36 @@ class FaultProxy:
         )
         return web.Response(status=rule.status, text=body, headers=headers)
 
-    def _cut(self, record: Record) -> bool:
-        """Whether a cut_watch rule cuts this open watch now (counting events from when the
-        rule was added, so a watch opened before the rule is cut too)."""
+    def _cut(self, record: Record) -> str:
+        """Which fault (cut_watch or expire_watch) ends this open watch now, "" if none
+        (counting events from when the rule was added, so a watch opened before the rule is
+        ended too)."""
         with self.lock:
             for rule in self.rules:
-                if rule.fault != "cut_watch" or not rule.matches(
+                if rule.fault not in ("cut_watch", "expire_watch") or not rule.matches(
                     record.method, record.path, record.watch
                 ):
                     continue
+                if rule.fault == "expire_watch" and rule.after_events <= 0:
+                    continue  # answered when the watch opens
                 seen = rule.seen.get(id(record), 0) + 1
                 rule.seen[id(record)] = seen
                 if seen >= rule.after_events:
                     rule.hits += 1
-                    record.fault = "cut_watch"
-                    return True
-        return False
+                    record.fault = rule.fault
+                    return rule.fault
+        return ""
+
+    async def _expired(self, request: web.Request, record: Record) -> web.StreamResponse:
+        """A watch answered, without asking upstream, with the 410 an API server sends for a
+        resourceVersion it no longer has."""
+        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        record.status = 200
+        await response.write(EXPIRED_EVENT)
+        await response.write_eof()
+        return response
 
     async def _stream(
         self,
@@ -318,8 +346,13 @@ class FaultProxy:
             async for line in upstream.content:
                 await response.write(line)
                 record.events += 1
-                if self._cut(record):
+                fault = self._cut(record)
+                if fault == "cut_watch":
                     _reset(request)
+                    return response
+                if fault == "expire_watch":
+                    await response.write(EXPIRED_EVENT)
+                    await response.write_eof()
                     return response
         except (aiohttp.ClientError, ConnectionError):
             _reset(request)

@@ -259,6 +259,46 @@ def test_pod_watch_cut_mid_stream(
     assert len(watches) >= 4, "the pod watch was not opened again after the cut"
 
 
+def test_pod_watch_expires_and_the_daemon_lists_again(
+    clean_nodes: Cluster,
+    namespace: str,
+    proxied_daemon: LocalDaemon,
+    proxy: FaultProxy,
+    gang_book: GangBook,
+) -> None:
+    nodes(clean_nodes)
+    # The open pod watch ends with 410 Gone after 3 more events, and so does the first watch
+    # opened after it (its resourceVersion is too old as well): only a new LIST helps. Pods
+    # are created meanwhile.
+    again = proxy.add(Rule("expire_watch", method="GET", path=POD_WATCH, watch=True, times=1))
+    again.after_events = 0
+    expire = proxy.add(
+        Rule("expire_watch", method="GET", path=POD_WATCH, watch=True, after_events=3, times=1)
+    )
+    first = gang_book.gang("exp-a", 4, way="podgroup")
+    gang_book.create(first)
+    wait_until(lambda: expire.exhausted, timeout=WAIT, what="the pod watch expired")
+    expired_at = time.monotonic()
+    second = gang_book.gang("exp-b", 4, way="podgroup")
+    gang_book.create(second)
+    third = gang_book.gang("exp-c", 4)
+    gang_book.create(third)
+    wait_until(lambda: again.exhausted, timeout=WAIT, what="the expired re-watch")
+    finish(clean_nodes, gang_book, proxy, proxied_daemon, [first, second, third], None)
+    # Listed again, and neither lost nor counted twice: the PodGroups count their members.
+    lists = proxy.recorded(
+        lambda r: (
+            not r.watch
+            and r.method == "GET"
+            and r.at > expired_at
+            and re.match(POD_WATCH, r.path) is not None
+        )
+    )
+    assert lists, "the daemon did not list pods again after its watch expired"
+    for gang in (first, second):
+        assert scheduled_count(clean_nodes, gang) == gang.members
+
+
 def test_2s_latency_on_everything_for_10s(
     clean_nodes: Cluster,
     namespace: str,
