@@ -24,6 +24,8 @@ from e2e.controlplane.crds import install_crds
 from e2e.daemon import LocalDaemon
 from e2e.kube import Cluster, deployment_body, job_body, pod_body, scheduled_condition
 from koordgang.gangs_view import fetch, render_table
+from koordgang.whatif.render import render_text
+from koordgang.whatif_view import BadInput, WhatIfFailed, ask_daemon
 
 NAMESPACE = "demo"
 GPU = "nvidia.com/gpu"
@@ -198,6 +200,7 @@ def main() -> int:
         say("act 2: a high-priority Job arrives on a busy cluster (PriorityClass demo-high)")
         ensure_priority_class(cluster, HIGH_PRIORITY, 1000)
         group, urgent = urgent_job()
+        ask_first(daemon, group, urgent)
         cluster.custom.create_namespaced_custom_object(*PG_API, NAMESPACE, "podgroups", group)
         create_workload(cluster, urgent)
         wait_urgent(cluster)
@@ -228,6 +231,24 @@ def main() -> int:
                 "(stop it with: make cluster-down)"
             )
     return 0
+
+
+def ask_first(daemon: LocalDaemon, *objects: dict[str, Any]) -> None:
+    """What `koordgang whatif -f job.yaml` answers for the objects before they are created: the
+    daemon works it out on a fork of its state and writes nothing."""
+    say("first, what would happen? (koordgang whatif -f urgent.yaml: nothing is written)")
+    docs = []
+    for obj in objects:
+        doc = json.loads(json.dumps(obj))
+        doc["metadata"]["namespace"] = NAMESPACE
+        docs.append(doc)
+    try:
+        answer = ask_daemon(f"http://127.0.0.1:{daemon.port}", yaml.safe_dump_all(docs))
+    except (WhatIfFailed, BadInput) as error:
+        say(f"whatif failed: {error}")
+        return
+    print(render_text(answer))
+    print()
 
 
 def fresh_namespace(cluster: Cluster) -> None:

@@ -25,6 +25,7 @@ from koordgang.adapters.kopf_runtime import (
     quiet_kopf_logs,
     run_operator,
 )
+from koordgang.adapters.memory import MemoryTracer
 from koordgang.clients import custom
 from koordgang.clients.api import KubeApi
 from koordgang.clients.config import load_connection
@@ -80,6 +81,10 @@ class App:
         )
         self.supervisor = Supervisor(on_fatal=self._fatal, clock=time.monotonic)
         self.http: HealthServer | None = None
+        self.memory: MemoryTracer | None = None
+        if settings.trace_memory:
+            self.memory = MemoryTracer()
+            self.memory.start()
         if settings.http_port:
             cache = self.scheduler.cache
             framework = self.scheduler.framework
@@ -99,6 +104,7 @@ class App:
                 render_gangs=lambda: self._gang_rows(gangs, cache),
                 role=lambda: self.role,
                 whatif=whatif.answer,
+                memory=self.memory.report if self.memory is not None else None,
             )
         self.stop_flag = asyncio.Event()
         self.failed = False

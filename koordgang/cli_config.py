@@ -151,6 +151,9 @@ OPTIONS: tuple[Option, ...] = (
            "by then is told nothing); 0 tells at once"),
     Option("http_port", "httpPort", "--http-port", "KOORDGANG_HTTP_PORT", _integer,
            "port for /healthz, /readyz, /metrics and /gangs; 0 turns them off"),
+    Option("trace_memory", "traceMemory", "--trace-memory", "KOORDGANG_TRACE_MEMORY", _boolean,
+           "trace memory allocations and serve /debug/memory (the sites that grew since "
+           "start-up); for leak hunts, costs CPU and memory", "true|false"),
     Option("http_host", "httpHost", "--http-host", "KOORDGANG_HTTP_HOST", _text,
            "address the HTTP endpoints listen on"),
     Option("default_gang_waiting_time", "defaultGangWaitingTime", "--default-gang-waiting-time",

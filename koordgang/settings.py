@@ -47,6 +47,9 @@ class Settings:
     #: that a Job creates one by one would otherwise each be told "waiting for N more members"
     #: as N counts down (measured: 3,500 writes for 1,000 pods created at 100/s). 0: at once.
     explain_after: float = 1.0
+    #: Trace memory allocations (tracemalloc) and serve /debug/memory: the allocation sites
+    #: that grew since start-up. For leak hunts and soak tests; costs CPU and memory.
+    trace_memory: bool = False
     #: Port of the HTTP endpoints /healthz, /readyz and /metrics; 0 disables them.
     http_port: int = 10251
     #: Where they listen: loopback unless told otherwise (``/gangs`` shows pod names; a

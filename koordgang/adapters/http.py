@@ -1,4 +1,5 @@
-"""/healthz, /readyz and /metrics for probes and Prometheus; /gangs and /whatif for people."""
+"""/healthz, /readyz and /metrics for probes and Prometheus; /gangs and /whatif for people;
+/debug/memory when memory is traced."""
 
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ class HealthServer:
         render_gangs: Callable[[], list[dict[str, Any]]] = list,
         role: Callable[[], str] = lambda: "leader",
         whatif: WhatIf | None = None,
+        memory: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self._whatif = whatif
+        self._memory = memory
         self._role = role
         self.host = host
         self.port = port
@@ -47,6 +50,8 @@ class HealthServer:
         app.router.add_get("/gangs", self._gangs)
         if self._whatif is not None:
             app.router.add_post("/whatif", self._what_if)
+        if self._memory is not None:
+            app.router.add_get("/debug/memory", self._debug_memory)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -89,6 +94,10 @@ class HealthServer:
         except WhatIfError as error:
             return web.json_response({"error": str(error)}, status=400)
         return web.json_response(answer)
+
+    async def _debug_memory(self, _: web.Request) -> web.Response:
+        assert self._memory is not None
+        return web.json_response(self._memory())
 
     async def _metrics(self, _: web.Request) -> web.Response:
         body = self._render_metrics()
