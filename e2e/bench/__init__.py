@@ -6,6 +6,7 @@
     make bench PEERS=all                        # and the peers, side by side (about 30 min)
     make bench BENCH_ARGS="--scenarios gang-1k --gang-apis all"   # koordgang on each gang API
     python -m e2e.bench --scenarios large --skip-ceiling   # 5,000 nodes, 100,000 pods
+    make bench BENCH_ARGS="--scenarios starvation"   # the starvation guard on and off (5 min)
 
 First the *ceiling*: a minimal client binds pre-created pods to pre-chosen nodes as fast as the
 API server accepts, with no scheduling at all. Then each throughput scenario (see
@@ -18,6 +19,9 @@ With ``--gang-apis`` koordgang runs its gang scenarios once more per other gang 
 (``koordgang via volcano``, ...), after its own run and on its ceiling, and the report puts each
 beside Koordinator's annotations; ``koordgang via scheduler-plugins`` reads the very PodGroups
 Coscheduling reads.
+The starvation scenarios (``starvation.py``, ``starvation_run.py``) stream small pods instead
+and measure how long one big gang waits among them, with koordgang's starvation guard and
+without, and what the guard costs the small pods.
 Every rate is also reported as a fraction of the ceilings measured around it, because on a
 2-core machine absolute figures move with whatever else runs; the CPU each process used (and
 what the rest of the machine used) is reported beside them.

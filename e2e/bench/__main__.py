@@ -26,7 +26,7 @@ from e2e.bench.ledger import RESULTS_JSON, Progress
 from e2e.bench.measure import run_scenario
 from e2e.bench.peers.build import KOORD_SCHEDULER, PeerFiles
 from e2e.bench.peers.build import prepare as prepare_peers
-from e2e.bench.scenarios import LARGE_SCENARIOS, SCENARIOS, Finish, Scenario, select
+from e2e.bench.scenarios import GROUPS, LARGE_SCENARIOS, SCENARIOS, Finish, Scenario, select
 from e2e.bench.schedulers import PEERS, RAISED_QPS, parse_qps, select_schedulers
 from e2e.bench.stage import RunContext
 from e2e.controlplane import LocalControlPlane
@@ -51,7 +51,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--scenarios",
         default="all",
         help="comma-separated names, 'all', or 'large' for the 5,000-node ones "
-        f"({', '.join(s.name for s in LARGE_SCENARIOS)}) (default: all)",
+        f"({', '.join(s.name for s in LARGE_SCENARIOS)}); 'starvation' runs "
+        f"{' and '.join(GROUPS['starvation'])} (default: all)",
     )
     parser.add_argument(
         "--scale",

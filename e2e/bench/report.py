@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from e2e.bench import plot_peers
-from e2e.bench.starvation import TARGET_THROUGHPUT_RATIO, throughput_ratio
 from e2e.bench.results import (
     KOORDGANG,
     CeilingResult,
@@ -18,6 +17,7 @@ from e2e.bench.results import (
     is_koordgang,
     reference_rate,
 )
+from e2e.bench.starvation import TARGET_THROUGHPUT_RATIO, throughput_ratio
 
 #: Targets of issue 4, checked in the report (they are goals, not correctness: a miss does
 #: not fail the run).
@@ -514,7 +514,9 @@ def starvation_lines(results: Sequence[ScenarioResult]) -> list[str]:
     if lines:
         lines.append(
             "window: the gang's arrival (last member created) -> all its members bound, or the "
-            "cap; small pods/s are those bound in it, latency is their create -> bound"
+            "cap; small pods/s: those bound in it; latency: create -> bound of those created in "
+            "it (the stream runs on 15 s after the gang started, so that those held back can be "
+            "bound)"
         )
     return lines
 
@@ -535,8 +537,15 @@ def _starvation_run_line(r: ScenarioResult) -> str:
         f"{_run_name(r)} ({flag}): {gang}; small pods in the window "
         f"{_num(notes.get('window_small_pods_per_s'), 2)}/s "
         f"({notes.get('window_small_bound', 0)} in {_num(notes.get('window_window_s'), 1)} s), "
-        f"mean create->bound {_num(notes.get('window_small_latency_mean_s'), 2)} s, "
-        f"{notes.get('window_small_pending_at_end', 0)} pending at its end; before the gang "
+        f"mean create->bound {_num(notes.get('window_small_latency_mean_s'), 2)} s "
+        f"(P99 {_num(notes.get('window_small_latency_p99_s'), 2)} s), "
+        f"{notes.get('window_small_pending_at_end', 0)} pending at its end"
+        + (
+            f" ({unbound} still unbound at the run's end, counted as waiting until then)"
+            if (unbound := notes.get("window_small_unbound_at_run_end"))
+            else ""
+        )
+        + "; before the gang "
         f"{_num(notes.get('warm_small_pods_per_s'), 2)}/s, "
         f"{_num(notes.get('warm_small_latency_mean_s'), 2)} s; koordgang "
         f"{_num(scheduler_cpu_ms(r), 2)} CPU ms per bound pod; {_verdict(r)}"
