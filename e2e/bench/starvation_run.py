@@ -198,7 +198,18 @@ async def measure(
                 ctx, scenario.name, plan, stream, members, daemon, sampler, gang_created, namespace
             )
             if gang_bound is not None:
-                await _tail(scenario.name, plan, stream, daemon, sampler)
+                await _run_to_cap(
+                    ctx,
+                    scenario.name,
+                    plan,
+                    stream,
+                    daemon,
+                    sampler,
+                    members,
+                    namespace,
+                    gang_created,
+                    gang_bound,
+                )
             end = sampler.sample()
             await stream.stop()
             cpu, rss = daemon.cpu_seconds(), daemon.peak_rss_mb()
@@ -251,22 +262,55 @@ async def _warm_up(
     say(f"{name}: stream steady after {plan.warmup:.0f} s: {_stream_state(stream)}")
 
 
-async def _tail(
-    name: str, plan: StarvationPlan, stream: _Stream, daemon: BenchDaemon, sampler: CpuSampler
+async def _run_to_cap(
+    ctx: RunContext,
+    name: str,
+    plan: StarvationPlan,
+    stream: _Stream,
+    daemon: BenchDaemon,
+    sampler: CpuSampler,
+    members: list[str],
+    namespace: str,
+    arrived: float,
+    started: float,
 ) -> None:
-    """The stream for ``plan.tail`` more seconds, so that the small pods the reservation held
-    back are bound and their wait measured."""
-    say(f"{name}: the stream goes on {plan.tail:.0f} s: {_stream_state(stream)}")
+    """The gang runs ``plan.gang_runtime`` seconds and finishes (its members are deleted);
+    the stream goes on until ``plan.cap`` after the gang arrived, as in the run without the
+    guard, so that both are measured over the same stretch."""
+    say(f"{name}: the gang runs {plan.gang_runtime:.0f} s: {_stream_state(stream)}")
     ticker = Ticker(PROGRESS_SECONDS)
-    until = time.monotonic() + plan.tail
-    while time.monotonic() < until:
+    finish_at = started + plan.gang_runtime
+    until = arrived + plan.cap
+    finished = False
+    while (now := time.monotonic()) < until:
         await asyncio.sleep(0.25)
         daemon.check_alive()
+        if not finished and now >= finish_at:
+            finished = True
+            await _finish_gang(ctx, namespace, members, stream)
+            say(f"{name}: the gang finished (deleted): {_stream_state(stream)}")
         if ticker.due():
             say(
-                f"{name}: tail {plan.tail - (until - time.monotonic()):.0f}/{plan.tail:.0f} s: "
+                f"{name}: {now - arrived:.0f}/{plan.cap:.0f} s since the gang arrived "
+                f"({'finished' if finished else 'running'}): "
                 f"{_stream_state(stream)}{_cores(sampler)}"
             )
+
+
+async def _finish_gang(
+    ctx: RunContext, namespace: str, members: list[str], stream: _Stream
+) -> None:
+    for member in members:
+        path = f"/api/v1/namespaces/{namespace}/pods/{member}"
+        try:
+            await with_retries(
+                lambda path=path: ctx.cluster.api.request(
+                    "DELETE", path, params={"gracePeriodSeconds": "0"}
+                )
+            )
+        except ApiError as error:
+            if not error.not_found:
+                stream.errors.append(f"deleting {member}: {error}")
 
 
 async def _create_gang(ctx: RunContext, namespace: str, workload: Workload, name: str) -> float:
@@ -384,6 +428,10 @@ def _sum_up(
     window_end = gang_bound if gang_bound is not None else end
     window = stream_figures(stream.created_at, bound_at, gang_created, window_end, end)
     result.notes.update(window.as_notes("window"))
+    capped = stream_figures(
+        stream.created_at, bound_at, gang_created, min(end, gang_created + plan.cap), end
+    )
+    result.notes.update(capped.as_notes("cap"))
     # The stream before the gang, for comparison.
     warm = stream_figures(stream.created_at, bound_at, stream.started_at, gang_created, end)
     result.notes.update(warm.as_notes("warm"))

@@ -100,13 +100,18 @@ def test_window_figures_count_binds_inside_it_and_follow_pods_created_in_it() ->
     assert empty.pods_per_s is None and empty.latency_mean_s is None
 
 
-def _run(name: str, reserve: float, rate: float | None, wait: float | None) -> ScenarioResult:
+def _run(
+    name: str, reserve: float, rate: float | None, wait: float | None, waiting_rate: float = 1.7
+) -> ScenarioResult:
+    """``rate``: small pods/s over the cap; ``waiting_rate``: while the gang waited."""
     result = ScenarioResult(name, "", Finish.GANG_STARTED.value, 12, 100, 1, 100)
     result.notes = {
         "reserve_after_s": reserve,
-        "window_small_pods_per_s": rate,
+        "window_small_pods_per_s": waiting_rate if wait is not None else rate,
         "window_window_s": 180.0 if wait is None else wait,
         "window_small_bound": 90,
+        "cap_small_pods_per_s": rate,
+        "cap_window_s": 180.0,
     }
     if wait is not None:
         result.notes["gang_wait_s"] = wait
@@ -118,11 +123,13 @@ def test_the_report_compares_the_throughput_with_the_guard_to_without() -> None:
     guarded = _run("starvation-guard", 30.0, 1.9, 47.0)
     unguarded = _run("starvation-no-guard", 0.0, 2.0, None)
     assert throughput_ratio(guarded.notes, unguarded.notes) == pytest.approx(0.95)
+    assert throughput_ratio(guarded.notes, unguarded.notes, "window") == pytest.approx(0.85)
     lines = report.starvation_lines([guarded, unguarded])
     assert "the gang waited 47.0 s" in lines[0]
     assert "50.00 CPU ms per bound pod" in lines[0]
     assert "not started after 180 s" in lines[1]
-    assert lines[2].startswith("met") and "95%" in lines[2]
+    assert "while the gang waited, with the guard over without: 85%" in lines[2]
+    assert lines[3].startswith("met") and "180 s after the gang arrived: 95%" in lines[3]
     slower = _run("starvation-guard", 30.0, 1.2, 47.0)
-    assert report.starvation_lines([slower, unguarded])[2].startswith("MISSED")
+    assert report.starvation_lines([slower, unguarded])[3].startswith("MISSED")
     assert report.starvation_lines([]) == []
