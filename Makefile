@@ -82,3 +82,12 @@ bench: $(STAMP) build-controlplane
 
 clean:
 	rm -rf $(VENV) .cluster .mypy_cache .ruff_cache .pytest_cache
+
+# Churn of every kind of job for MINUTES with the faults of a production control plane in turn,
+# on a control plane of its own (.cluster/soak); record and plot in soak-results/.
+MINUTES ?= 20
+.PHONY: soak
+soak: $(STAMP) build-controlplane
+	@$(PY) -c "import matplotlib" 2>/dev/null || \
+		$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
+	@$(PY) -m e2e.soak --minutes $(MINUTES) $(SOAK_ARGS)

@@ -20,7 +20,7 @@ from kubernetes import config
 from e2e.controlplane import LocalControlPlane
 from e2e.controlplane.crds import install_crds
 from e2e.daemon import Daemon, DeploymentDaemon, LocalDaemon
-from e2e.invariants import assert_invariants
+from e2e.invariants import AuditLog, assert_invariants
 from e2e.kube import Cluster, unique
 from e2e.rbac import make_scheduler_kubeconfig, rbac_denials
 
@@ -46,6 +46,24 @@ def kubeconfig() -> Iterator[str]:
     finally:
         if started_here:
             plane.down()
+
+
+@pytest.fixture(scope="session")
+def control_plane(kubeconfig: str) -> LocalControlPlane:
+    """The local control plane the tests run on, for tests that stop, restart or freeze its
+    processes (each leaves it healthy again). Skipped on a cluster given by
+    KOORDGANG_E2E_KUBECONFIG: its processes are not ours to stop."""
+    if os.environ.get("KOORDGANG_E2E_KUBECONFIG"):
+        pytest.skip("stops processes of the local control plane")
+    return LocalControlPlane()
+
+
+@pytest.fixture
+def audit_log(control_plane: LocalControlPlane) -> AuditLog:
+    """The local control plane's audit log, read from the start of the test."""
+    path = control_plane.state.audit_log
+    assert path.exists(), "the local control plane runs with an audit log"
+    return AuditLog(path)
 
 
 @pytest.fixture(scope="session")

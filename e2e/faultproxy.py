@@ -11,11 +11,15 @@ path regex, watch or not) and applies one fault to a seeded-random fraction of t
 number of times: ``latency`` (sleep, then forward), ``status`` (answer 429 with Retry-After,
 500 or 503 without forwarding), ``reset`` (RST the connection without forwarding),
 ``reset_after`` (forward, then RST instead of answering: the request took effect, the client
-does not know), ``cut_watch`` (forward a watch, then RST it after ``after_events`` events) or
+does not know), ``cut_watch`` (forward a watch, then RST it after ``after_events`` events),
 ``expire_watch`` (as an API server whose watch cache no longer holds the watch's
 resourceVersion: after ``after_events`` events, or at once with 0, an ERROR event with a
-``410 Gone``/``Expired`` Status ends the stream cleanly; the client must list again).
-Every request is recorded with what was done to it (`Record`).
+``410 Gone``/``Expired`` Status ends the stream cleanly; the client must list again) or
+``hold`` (keep the request, unanswered and not forwarded, until the test lets it go with
+`FaultProxy.release` or refuses it for good with `FaultProxy.drop`: a test can stop a client
+exactly between two of its writes). A rule may also match the request's body (``body``, a
+regex), to tell apart writes to one path: a DisruptionTarget condition from a nomination.
+Every request is recorded with what was done to it (`Record`), writes with their body.
 """
 
 from __future__ import annotations
@@ -41,7 +45,10 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-Fault = Literal["latency", "status", "reset", "reset_after", "cut_watch", "expire_watch"]
+Fault = Literal["latency", "status", "reset", "reset_after", "cut_watch", "expire_watch", "hold"]
+
+#: How much of a write's body a record keeps (enough for a pod status patch).
+BODY_KEPT = 4096
 
 #: The event an API server sends when a watch asks for a resourceVersion it no longer has.
 EXPIRED_EVENT = (
@@ -72,6 +79,8 @@ class Rule:
     method: str | None = None
     #: ``re.search``-ed against the path (no query).
     path: str = ""
+    #: ``re.search``-ed against the request's body, decoded ("" matches any body).
+    body: str = ""
     #: Watches only (True), non-watches only (False), or both (None).
     watch: bool | None = None
     #: Share of matching requests hit, drawn from the proxy's seeded RNG.
@@ -85,13 +94,21 @@ class Rule:
     hits: int = 0
     #: cut_watch: events seen per open stream since the rule was added.
     seen: dict[int, int] = field(default_factory=dict)
+    #: hold: what becomes of the requests held ("": still held; "release": forwarded;
+    #: "drop": connection reset, never forwarded). Set by `FaultProxy.release`/`drop`, which
+    #: also stop the rule from holding more.
+    verdict: Literal["", "release", "drop"] = ""
 
-    def matches(self, method: str, path: str, watch: bool) -> bool:
+    def matches(self, method: str, path: str, watch: bool, body: str = "") -> bool:
         if self.times is not None and self.hits >= self.times:
+            return False
+        if self.fault == "hold" and self.verdict:
             return False
         if self.method is not None and self.method != method:
             return False
         if self.watch is not None and self.watch != watch:
+            return False
+        if self.body and re.search(self.body, body) is None:
             return False
         return re.search(self.path, path) is not None
 
@@ -114,6 +131,8 @@ class Record:
     fault: str = ""
     events: int = 0
     user_agent: str = ""
+    #: The request's body, decoded, up to BODY_KEPT characters ("" for reads).
+    body: str = ""
 
 
 def _is_watch(query: str) -> bool:
@@ -176,8 +195,23 @@ class FaultProxy:
                 self.rules.remove(rule)
 
     def clear(self) -> None:
+        """Removes every rule; requests still held are forwarded (as `release`)."""
         with self.lock:
+            for rule in self.rules:
+                if rule.fault == "hold" and not rule.verdict:
+                    rule.verdict = "release"
             self.rules.clear()
+
+    def release(self, rule: Rule) -> None:
+        """A hold rule forwards what it holds and holds nothing more."""
+        with self.lock:
+            rule.verdict = "release"
+
+    def drop(self, rule: Rule) -> None:
+        """A hold rule resets what it holds without forwarding it (as if the client had died
+        before sending it) and holds nothing more."""
+        with self.lock:
+            rule.verdict = "drop"
 
     def recorded(self, keep: Callable[[Record], bool] = lambda r: True) -> list[Record]:
         with self.lock:
@@ -221,14 +255,14 @@ class FaultProxy:
         await runner.cleanup()
         await self._session.close()
 
-    def _pick(self, method: str, path: str, watch: bool) -> Rule | None:
+    def _pick(self, method: str, path: str, watch: bool, body: str) -> Rule | None:
         with self.lock:
             for rule in self.rules:
                 if rule.fault == "cut_watch" or (
                     rule.fault == "expire_watch" and rule.after_events > 0
                 ):
                     continue  # applied per event, in _stream
-                if rule.matches(method, path, watch) and self.rng.random() < rule.fraction:
+                if rule.matches(method, path, watch, body) and self.rng.random() < rule.fraction:
                     rule.hits += 1
                     return rule
         return None
@@ -246,11 +280,23 @@ class FaultProxy:
             watch=watch,
             user_agent=request.headers.get("User-Agent", ""),
         )
+        # Read first: a rule may match the body. Reads have none worth keeping.
+        body = await request.read()
+        if request.method != "GET":
+            record.body = body[:BODY_KEPT].decode(errors="replace")
         self._record(record)
-        rule = self._pick(request.method, request.path, watch)
+        rule = self._pick(request.method, request.path, watch, record.body)
         if rule is not None:
             record.fault = rule.fault
-            if rule.fault == "latency":
+            if rule.fault == "hold":
+                # The verdict comes from the test's thread: polling it needs no hand-over
+                # into this loop, and 20 ms is nothing next to what a test waits for.
+                while not rule.verdict:  # noqa: ASYNC110
+                    await asyncio.sleep(0.02)
+                if rule.verdict == "drop":
+                    _reset(request)
+                    return web.Response(status=499)
+            elif rule.fault == "latency":
                 await asyncio.sleep(rule.latency)
             elif rule.fault == "status":
                 return self._status(record, rule)
@@ -259,7 +305,6 @@ class FaultProxy:
                 return web.Response(status=499)
             elif rule.fault == "expire_watch" and watch and rule.after_events <= 0:
                 return await self._expired(request, record)
-        body = await request.read()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
         assert self._session is not None
         try:

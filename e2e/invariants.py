@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import socket
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+from e2e.daemon import LocalDaemon
 from e2e.kube import SCHEDULER, Cluster
+from e2e.rbac import USERNAME
 from koordgang.model.node import parse_node
 from koordgang.model.pod import parse_pod
 from koordgang.model.resources import PODS, Resources
@@ -89,3 +95,225 @@ def assert_invariants(cluster: Cluster, namespace: str) -> None:
         time.sleep(0.25)
         unexplained = unexplained_pending(cluster, namespace)
     assert not unexplained, f"pending pods without an explanation: {unexplained}"
+
+
+# -- the audit log of the local control plane ---------------------------------------------------
+
+
+class AuditLog:
+    """The local control plane's audit log (every write: verb, object, user, user agent, answer;
+    see AUDIT_POLICY in e2e/controlplane/cluster.py), read from where a test began.
+
+    The API server rotates the file at 200 MB (``--audit-log-maxsize``) into ``audit-<time>.log``
+    beside it: the file a test began in is found again by its inode, and read to its end before
+    the newer ones."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        stat = path.stat()
+        self._inode = stat.st_ino
+        self._offset = stat.st_size
+
+    def events(self) -> list[dict[str, Any]]:
+        """Every audit event written since this object was made, oldest first."""
+        files = sorted(self.path.parent.glob("audit-*.log"), key=lambda f: f.stat().st_mtime)
+        files.append(self.path)
+        inodes = [f.stat().st_ino for f in files]
+        # Our file gone altogether (rotated out of the backups kept): read all that is left.
+        found = self._inode in inodes
+        first = inodes.index(self._inode) if found else 0
+        events: list[dict[str, Any]] = []
+        for index in range(first, len(files)):
+            with files[index].open() as handle:
+                if index == first and found:
+                    handle.seek(self._offset)
+                # A line still being written is left out: it is read whole by the next call.
+                for line in handle:
+                    if line.endswith("\n"):
+                        events.append(json.loads(line))
+        return events
+
+
+def _succeeded(event: Mapping[str, Any]) -> bool:
+    code = (event.get("responseStatus") or {}).get("code")
+    return isinstance(code, int) and 200 <= code < 300
+
+
+def _pod_key(event: Mapping[str, Any]) -> str:
+    ref = event.get("objectRef") or {}
+    return f"{ref.get('namespace')}/{ref.get('name')}"
+
+
+def _is_pod(event: Mapping[str, Any], subresource: str | None) -> bool:
+    ref = event.get("objectRef") or {}
+    return (
+        ref.get("resource") == "pods"
+        and not ref.get("apiGroup")
+        and ref.get("subresource") == subresource
+    )
+
+
+def bindings_per_pod(events: Iterable[Mapping[str, Any]]) -> Counter[str]:
+    """Successful ``pods/binding`` creates per ``namespace/name``, by anyone."""
+    return Counter(
+        _pod_key(e)
+        for e in events
+        if e.get("verb") == "create" and _is_pod(e, "binding") and _succeeded(e)
+    )
+
+
+def pods_bound_twice(events: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Pods whose Binding the API server accepted more than once (it refuses a second one for a
+    bound pod, so this is empty unless a pod was bound, deleted and re-created by name)."""
+    return {pod: n for pod, n in bindings_per_pod(events).items() if n > 1}
+
+
+def pod_deletes_by(events: Iterable[Mapping[str, Any]], user: str = USERNAME) -> Counter[str]:
+    """Successful deletes of pods per ``namespace/name`` by ``user`` (the scheduler's
+    ServiceAccount by default: its deletes are preemption's evictions)."""
+    return Counter(
+        _pod_key(e)
+        for e in events
+        if e.get("verb") == "delete"
+        and _is_pod(e, None)
+        and _succeeded(e)
+        and (e.get("user") or {}).get("username") == user
+    )
+
+
+def daemon_user_agent(process_id: int) -> str:
+    """The User-Agent of a daemon run on this machine (``koordgang/<host>_<pid>``): one per
+    process, so writes in the audit log tell the daemons apart."""
+    return f"koordgang/{socket.gethostname()}_{process_id}"
+
+
+def received_at(event: Mapping[str, Any]) -> dt.datetime:
+    return dt.datetime.fromisoformat(str(event["requestReceivedTimestamp"]))
+
+
+def writes_by(
+    events: Iterable[Mapping[str, Any]],
+    user_agent: str,
+    *,
+    since: dt.datetime | None = None,
+    until: dt.datetime | None = None,
+) -> list[Mapping[str, Any]]:
+    """Writes sent with ``user_agent`` (its first word: a client may add comments after a
+    space), received in ``[since, until)`` if given.
+
+    A daemon not holding the lease writes nothing: its writes while it follows are this list
+    over the time it followed."""
+    return [
+        e
+        for e in events
+        if str(e.get("userAgent", "")).split(" ", 1)[0] == user_agent
+        and (since is None or received_at(e) >= since)
+        and (until is None or received_at(e) < until)
+    ]
+
+
+def describe_writes(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """One short line per audit event, for a failure message."""
+    return [
+        f"{e.get('requestReceivedTimestamp')} {e.get('verb')} {e.get('requestURI')} "
+        f"-> {(e.get('responseStatus') or {}).get('code')}"
+        for e in events
+    ]
+
+
+# -- PodGroups -----------------------------------------------------------------------------------
+
+#: How long a PodGroup's status may lag behind its members (the status writer coalesces).
+STATUS_CONVERGES_WITHIN = 30.0
+
+
+def podgroup_divergence(cluster: Cluster, namespace: str) -> list[str]:
+    """PodGroups (scheduling.sigs.k8s.io) of ``namespace`` whose status does not count what the
+    API server shows of their members: ``scheduled`` (bound), ``running`` (phase Running), and
+    a phase at least Scheduled once the bound members reach ``minMember``. One line each."""
+    from e2e.gangs import PG_GROUP, PG_PLURAL, PG_VERSION, POD_GROUP_LABEL  # imports this module
+
+    listed: dict[str, Any] = cluster.custom.list_namespaced_custom_object(
+        PG_GROUP, PG_VERSION, namespace, PG_PLURAL
+    )
+    groups: list[dict[str, Any]] = listed["items"]
+    if not groups:
+        return []
+    members: dict[str, list[Any]] = defaultdict(list)
+    for pod in cluster.pods(namespace):
+        name = (pod.metadata.labels or {}).get(POD_GROUP_LABEL)
+        if name and pod.metadata.deletion_timestamp is None:
+            members[name].append(pod)
+    wrong = []
+    for group in groups:
+        name = group["metadata"]["name"]
+        status = group.get("status") or {}
+        pods = members.get(name, [])
+        bound = sum(1 for p in pods if p.spec.node_name)
+        running = sum(1 for p in pods if p.status.phase == "Running")
+        minimum = int((group.get("spec") or {}).get("minMember") or 0)
+        said = (status.get("scheduled") or 0, status.get("running") or 0)
+        phase = status.get("phase")
+        if said != (bound, running):
+            wrong.append(
+                f"{namespace}/{name}: status says scheduled/running {said[0]}/{said[1]}, "
+                f"the API server shows {bound}/{running}"
+            )
+        elif minimum and bound >= minimum and phase not in ("Scheduled", "Running", "Finished"):
+            wrong.append(f"{namespace}/{name}: {bound} of min {minimum} bound, phase {phase}")
+    return wrong
+
+
+def assert_podgroups_converge(
+    cluster: Cluster, namespaces: Iterable[str], timeout: float = STATUS_CONVERGES_WITHIN
+) -> None:
+    namespaces = list(namespaces)
+
+    def diverging() -> list[str]:
+        return [line for ns in namespaces for line in podgroup_divergence(cluster, ns)]
+
+    deadline = time.monotonic() + timeout
+    wrong = diverging()
+    while wrong and time.monotonic() < deadline:
+        time.sleep(0.5)
+        wrong = diverging()
+    assert not wrong, f"PodGroup status not converged after {timeout:.0f} s: {wrong}"
+
+
+# -- all of it ------------------------------------------------------------------------------------
+
+
+def assert_all_invariants(
+    cluster: Cluster,
+    namespaces: Iterable[str],
+    *,
+    gangs: Iterable[Any] = (),
+    audit: AuditLog | None = None,
+    daemons: Iterable[LocalDaemon] = (),
+) -> None:
+    """Everything that must hold once a scenario (with its faults) is over, in ``namespaces``:
+
+    - no node over-committed, kopf wrote to no pod, every pending pod of ours explained;
+    - no gang bound below its minimum (``gangs``: the scenario's e2e.gangs.Gang, to know which
+      were satisfied once), no GangGroup half bound, no timed-out member bound;
+    - every PodGroup's status counts its members as the API server shows them;
+    - from the audit log (when given): no pod bound twice, no pod deleted twice by the scheduler;
+    - every daemon given still running.
+    """
+    from e2e.gangs import assert_no_partial_gangs  # e2e.gangs imports this module
+
+    namespaces = list(namespaces)
+    for namespace in namespaces:
+        assert_invariants(cluster, namespace)
+    assert_no_partial_gangs(cluster, namespaces, list(gangs))
+    assert_podgroups_converge(cluster, namespaces)
+    if audit is not None:
+        events = audit.events()
+        twice = pods_bound_twice(events)
+        assert not twice, f"pods bound more than once (audit log): {twice}"
+        deleted = {pod: n for pod, n in pod_deletes_by(events).items() if n > 1}
+        assert not deleted, f"pods deleted more than once by the scheduler: {deleted}"
+    for daemon in daemons:
+        assert daemon.process is not None and daemon.process.poll() is None, (
+            f"the daemon exited ({daemon.returncode})"
+        )

@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import ssl
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ from .processes import (
     executable,
     is_running,
     log_tail,
+    signal_process,
     start_process,
     stop_process,
 )
@@ -273,6 +276,106 @@ class LocalControlPlane:
         from kubernetes import client
 
         return client.CoreV1Api(self.api_client())
+
+    # -- faults, for e2e tests ------------------------------------------------------------------
+
+    def take_down(self, name: str, *, grace: float = 15.0) -> None:
+        """Stops one running process of the plane (SIGTERM, as an operator's restart does;
+        SIGKILL after `grace` seconds) and leaves it down; `bring_up` brings it back with the
+        same flags."""
+        with exclusive_lock(self.state.lock_file), self.reporter.step(f"stopping {name}") as out:
+            out.word = (
+                self._stop_one(name, quiet=True, grace=grace).split(": ", 1)[-1]
+                or "was not running"
+            )
+
+    def bring_up(self, name: str) -> None:
+        """Starts one process of a running plane again, with the flags `up` gave it (same
+        ports, certificates, data and log files), and waits until the whole plane is healthy:
+        the processes that talk to it must have found it again too."""
+        endpoints = Endpoints.load(self.state.cluster_file)
+        if endpoints is None:
+            raise ControlPlaneError(f"no {self.state.cluster_file}: the plane was never up")
+        binaries = binary_paths()
+        argv, extra_env, ready = self._process_spec(name, endpoints)
+        with exclusive_lock(self.state.lock_file), self.reporter.step(f"starting {name}") as out:
+            record = self._spawn(name, [str(binaries[name]), *argv], extra_env=extra_env)
+            self._wait_until(ready, [record])
+            self._wait_healthy()
+            out.word = "ready"
+
+    def restart(self, name: str, *, down_for: float = 0.0, grace: float = 15.0) -> None:
+        """`take_down` (SIGKILL after `grace` seconds), `down_for` seconds with it down, then
+        `bring_up`."""
+        self.take_down(name, grace=grace)
+        time.sleep(down_for)
+        self.bring_up(name)
+
+    @contextmanager
+    def frozen(self, name: str) -> Iterator[None]:
+        """SIGSTOP one process for the body of the `with`, then SIGCONT it and wait until the
+        plane is healthy again. The process keeps its sockets: clients hang rather than fail,
+        as with a stalled machine or a long GC pause."""
+        record = self._records().get(name)
+        if record is None or not is_running(record):
+            raise ControlPlaneError(f"{name} is not running")
+        self.reporter.line(f"freezing {name} (pid {record.pid})")
+        started = time.monotonic()
+        signal_process(record, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            # Always thawed: a plane left stopped would hang every test after this one.
+            signal_process(record, signal.SIGCONT)
+            with self.reporter.step(
+                f"{name} thawed after {time.monotonic() - started:.1f} s; waiting for the plane"
+            ):
+                self._wait_healthy()
+
+    def freeze(self, name: str, seconds: float) -> None:
+        """`frozen` for `seconds`."""
+        with self.frozen(name):
+            time.sleep(seconds)
+
+    def _process_spec(
+        self, name: str, endpoints: Endpoints
+    ) -> tuple[list[str], dict[str, str] | None, Callable[[], bool]]:
+        """(flags, extra environment, readiness probe) of one process, as `_start_processes`
+        starts it."""
+        if name == ETCD:
+            port = endpoints.etcd_client_port
+            return self._etcd_args(endpoints), None, lambda: probes.etcd_healthy(port)
+        if name == APISERVER:
+            context = endpoints.tls_context()
+            return (
+                self._apiserver_args(endpoints),
+                None,
+                lambda: probes.apiserver_ready(endpoints.apiserver_port, endpoints.token, context),
+            )
+        if name == KWOK:
+            return (
+                self._kwok_args(endpoints),
+                {"KWOK_WORKDIR": str(self.state.kwok_workdir)},
+                lambda: probes.kwok_healthy(endpoints.kwok_port),
+            )
+        if name == CONTROLLER_MANAGER and endpoints.controller_manager_port is not None:
+            manager_port = endpoints.controller_manager_port
+            return (
+                self._controller_manager_args(endpoints),
+                None,
+                lambda: probes.controller_manager_healthy(manager_port),
+            )
+        raise ControlPlaneError(f"{name} is not a process of this plane")
+
+    def _wait_healthy(self, timeout: float = 90.0) -> None:
+        """Until `_health` says up (every process answering its probe), or fail saying why."""
+        deadline = time.monotonic() + timeout
+        healthy, detail = self._health()
+        while not healthy:
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"not healthy after {timeout:.0f} s: {detail}")
+            time.sleep(0.2)
+            healthy, detail = self._health()
 
     # -- starting -----------------------------------------------------------------------------
 
@@ -589,14 +692,16 @@ class LocalControlPlane:
         self.state.cluster_file.unlink(missing_ok=True)
         return results
 
-    def _stop_one(self, name: str, *, quiet: bool = False) -> str:
+    def _stop_one(self, name: str, *, quiet: bool = False, grace: float = 15.0) -> str:
         """Stops one process if it has a pid file; returns what happened ("" if nothing)."""
         pid_file = self.state.pid_file(name)
         record = ProcessRecord.load(pid_file)
         if record is None:
             return ""
+        # A process left frozen (a test killed during `frozen`) would not act on SIGTERM.
+        signal_process(record, signal.SIGCONT)
         try:
-            outcome = stop_process(record)
+            outcome = stop_process(record, timeout=grace)
         except RuntimeError as error:
             raise ControlPlaneError(str(error)) from error
         line = f"{name} (pid {record.pid}): {outcome}"

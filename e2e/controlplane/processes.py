@@ -108,6 +108,13 @@ def stop_process(record: ProcessRecord, timeout: float = 15.0) -> str:
     raise RuntimeError(f"{record.name} (pid {record.pid}) survived SIGKILL")
 
 
+def signal_process(record: ProcessRecord, signum: int) -> None:
+    """Sends ``signum`` to a running process of ours and its group (SIGSTOP/SIGCONT freeze
+    and thaw it); does nothing if it is not running."""
+    if is_running(record):
+        _signal_group(record.pid, signum)
+
+
 def executable(record: ProcessRecord) -> Path | None:
     """The file the process runs, or None if that cannot be told (no /proc, or it was deleted)."""
     try:

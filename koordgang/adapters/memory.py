@@ -39,7 +39,11 @@ class MemoryTracer:
         current, peak = tracemalloc.get_traced_memory()
         if self._baseline is None:
             self._baseline = snapshot
-        diff = snapshot.compare_to(self._baseline, "lineno")
+        diff = sorted(
+            snapshot.compare_to(self._baseline, "lineno"),
+            key=lambda stat: stat.size_diff,
+            reverse=True,
+        )
         grown = [
             {
                 "site": str(stat.traceback[0]),
