@@ -7,7 +7,19 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from koordgang.engine.conftest import FakeApi, Harness, MakeScheduler, bound, gang, node, pod
+import pytest
+
+from koordgang.engine.conftest import (
+    FakeApi,
+    Harness,
+    MakeScheduler,
+    bound,
+    gang,
+    node,
+    parse,
+    pod,
+    pod_json,
+)
 from koordgang.model.gang import NETWORK_TOPOLOGY_SPEC_KEY
 
 LOW, HIGH = 0, 100
@@ -262,3 +274,45 @@ async def test_a_must_gather_job_makes_room_inside_one_domain_only(
     assert all(name.startswith("b") for name in evicted), evicted
     for member in members:
         assert status_patches(api, member.name)[-1]["nominatedNodeName"] in ("b1", "b2")
+
+
+def _marked_for(name: str, node_name: str, preemptor: str) -> Any:
+    """A low-priority pod a preemption for ``preemptor`` marked before the scheduler died (its
+    DisruptionTarget condition is there, its delete never came)."""
+    body = pod_json(name, cpu="1", priority=LOW, scheduler="other")
+    body["status"]["conditions"] = [
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": (
+                "koord-scheduler: preempting to accommodate higher priority pods, "
+                f"preemptor: {preemptor}, triggerpod: ns/hi-0"
+            ),
+        }
+    ]
+    return bound(parse(body), node_name)
+
+
+@pytest.mark.parametrize("marked_node", ["n1", "n2"])
+async def test_a_restarted_scheduler_evicts_the_victims_already_marked_for_the_job(
+    make_scheduler: MakeScheduler, api: FakeApi, marked_node: str
+) -> None:
+    # Two full nodes whose pods cost the same to evict: the pod needs one node's room; the
+    # pods a preemption for it marked on one of them are the ones evicted, whichever it is.
+    sched = make_scheduler()
+    other = "n2" if marked_node == "n1" else "n1"
+    marked = [_marked_for(f"low-{marked_node}-{i}", marked_node, "ns/hi-0") for i in range(2)]
+    plain = low_pods({other: 2})
+    sched.list(
+        nodes=[node("n1", cpu="2"), node("n2", cpu="2")],
+        pods=[*marked, *plain, pod("hi-0", cpu="2", priority=HIGH)],
+    )
+    await sched.run()
+    assert sorted(deletes(api)) == sorted(p.name for p in marked)
+
+
+def test_pods_marked_for_another_job_are_not_preferred() -> None:
+    marked = _marked_for("low-x", "n1", "ns/someone-else")
+    assert marked.preempted_by == "ns/someone-else"
+    assert parse(pod_json("plain")).preempted_by == ""

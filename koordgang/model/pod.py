@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -144,6 +145,10 @@ class PodInfo:
     scheduling_group: str = ""
     #: ``status.startTime``: when the kubelet accepted the pod (None before).
     start_time: float | None = None
+    #: The job a scheduler's preemption marked this pod a victim for (its ``DisruptionTarget``
+    #: condition, reason PreemptionByScheduler, names the preemptor), "" if none: a scheduler
+    #: that restarted between the mark and the delete picks the same victims again.
+    preempted_by: str = ""
     key: str = field(init=False)
     shape: PodShape = field(init=False, repr=False, compare=False, hash=False)
 
@@ -266,6 +271,24 @@ def _pod_scheduled_condition(status: Mapping[str, Any]) -> tuple[str, str, str] 
                 _fields.string(condition, "message", f"{path}.message"),
             )
     return None
+
+
+#: How a preemption's DisruptionTarget message names the job it evicts for (the message
+#: kube-scheduler and Koordinator write: ``... preemptor: <ns>/<job>, triggerpod: ...``).
+_PREEMPTOR = re.compile(r"preemptor: ([^,\s]+)")
+
+
+def _preempted_by(status: Mapping[str, Any]) -> str:
+    for condition in status.get("conditions") or ():
+        if (
+            isinstance(condition, Mapping)
+            and condition.get("type") == "DisruptionTarget"
+            and condition.get("status") == "True"
+            and condition.get("reason") == "PreemptionByScheduler"
+        ):
+            found = _PREEMPTOR.search(str(condition.get("message") or ""))
+            return found.group(1) if found else ""
+    return ""
 
 
 def _node_affinity(spec: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -417,6 +440,7 @@ def parse_pod(
             in _fields.mapping(metadata, "annotations", "metadata.annotations"),
             start_time=_fields.timestamp(status, "startTime", "status.startTime"),
             scheduling_group=_scheduling_group(spec),
+            preempted_by=_preempted_by(status),
         )
     except PodParseError:
         raise

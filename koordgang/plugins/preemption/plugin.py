@@ -235,7 +235,7 @@ class Preemption:
                 or (pod.uid in nominations and pod.priority < below)
             )
 
-        model = CostModel(self.handle.job_of, self.handle.budgets_of)
+        model = CostModel(self.handle.job_of, self.handle.budgets_of, group.job_name())
         eligible: dict[str, list[PodInfo]] = {}
         anything = False
         protected = False

@@ -9,7 +9,10 @@ The cost is compared as a tuple, in this order (smaller is better):
 4. the sum of victim priorities;
 5. distinct jobs touched;
 6. pods evicted;
-7. the most recently started first: the earliest start among the victims, latest preferred.
+7. victims not marked for this job already: a scheduler that restarted between marking its
+   victims (their ``DisruptionTarget`` condition) and deleting them picks the same ones again
+   where they cost the same, rather than marking another pod;
+8. the most recently started first: the earliest start among the victims, latest preferred.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ class Cost:
     priority_sum: int = 0
     jobs: int = 0
     pods: int = 0
+    #: Victims not already marked for this job (by an earlier attempt).
+    unmarked: int = 0
     #: The negated earliest start time: later starts are cheaper to evict.
     started: float = 0.0
 
@@ -70,9 +75,13 @@ class CostModel:
         self,
         job_of: Callable[[PodInfo], JobRef | None],
         budgets_of: Callable[[PodInfo], Sequence[Budget]] = lambda pod: (),
+        preemptor: str = "",
     ) -> None:
         self._job_of = job_of
         self._budgets_of = budgets_of
+        #: The job victims are chosen for (``default/hello-job``): pods already marked for it
+        #: come first among equals.
+        self._preemptor = preemptor
         self._jobs: dict[str, JobRef] = {}
 
     def job(self, pod: PodInfo) -> JobRef:
@@ -111,13 +120,19 @@ class CostModel:
             priority_sum=sum(p.priority for p in pods),
             jobs=len(per_job),
             pods=len(pods),
+            unmarked=sum(1 for p in pods if not self._marked(p)),
             started=-min(starts),
         )
 
-    def eviction_order(self, pod: PodInfo) -> tuple[int, int, int, float]:
+    def _marked(self, pod: PodInfo) -> bool:
+        return bool(self._preemptor) and pod.preempted_by == self._preemptor
+
+    def eviction_order(self, pod: PodInfo) -> tuple[int, int, int, int, float]:
         """Sort key: the pods to evict first come first (a lone pod before a gang member,
-        lower priority first, the most recently started first)."""
+        lower priority first, one marked for this job already first, the most recently
+        started first)."""
         job = self.job(pod)
         in_gang = 1 if job.minimum > 0 else 0
         started = pod.start_time if pod.start_time is not None else pod.creation_timestamp
-        return (in_gang, len(self._budgets_of(pod)), pod.priority, -started)
+        marked = 0 if self._marked(pod) else 1
+        return (in_gang, len(self._budgets_of(pod)), pod.priority, marked, -started)
