@@ -36,6 +36,10 @@ class _Relist(Exception):
     pass
 
 
+#: Event-loop turns given to a page request to be written out before a page is parsed.
+SEND_YIELDS = 3
+
+
 class Informer:
     def __init__(
         self,
@@ -89,34 +93,54 @@ class Informer:
                 await asyncio.sleep(delay)
 
     async def _list(self) -> None:
+        """Pages one after another, the next one asked for before the current one is handed
+        to the sink: the API server prepares it while the daemon parses (on a busy 2-core
+        machine with 100,000 pods, strictly alternating left each side idle half the time)."""
         count = 0
-        cont = ""
         self._sink.begin_list()
-        while True:
-            params = {"limit": str(self._page_size)}
-            if cont:
-                params["continue"] = cont
-            try:
-                page = await self.api.request("GET", self.path, params=params, timeout=120)
-            except ApiError as error:
-                if error.gone and cont:
-                    # The continue token expired while paging: start the LIST over.
-                    count, cont = 0, ""
-                    self._sink.begin_list()
-                    continue
-                raise
-            meta = page.get("metadata") or {}
-            items = page.get("items") or []
-            del page  # one page of raw bodies at a time
-            count += len(items)
-            self._sink.list_page(items)
-            del items
-            cont = meta.get("continue") or ""
-            if not cont:
-                self.resource_version = str(meta.get("resourceVersion") or "")
-                break
+        asked = ""  # the continue token of the page in flight ("" for the first)
+        pending = self._fetch(asked)
+        try:
+            while True:
+                try:
+                    page = await pending
+                except ApiError as error:
+                    if error.gone and asked:
+                        # The continue token expired while paging: start the LIST over.
+                        count, asked = 0, ""
+                        self._sink.begin_list()
+                        pending = self._fetch(asked)
+                        continue
+                    raise
+                meta = page.get("metadata") or {}
+                items = page.get("items") or []
+                del page  # one page of raw bodies at a time (and the next one in flight)
+                cont = meta.get("continue") or ""
+                if cont:
+                    asked = cont
+                    pending = self._fetch(asked)
+                    # Let the request go out before the (synchronous) parse of this page.
+                    for _ in range(SEND_YIELDS):
+                        await asyncio.sleep(0)
+                count += len(items)
+                self._sink.list_page(items)
+                del items
+                if not cont:
+                    self.resource_version = str(meta.get("resourceVersion") or "")
+                    break
+        finally:
+            if not pending.done():
+                pending.cancel()
+            elif not pending.cancelled():
+                pending.exception()  # retrieved: a failure here was already raised, or moot
         self._sink.end_list()
         log.info("listed", informer=self.name, count=count, resource_version=self.resource_version)
+
+    def _fetch(self, cont: str) -> asyncio.Task[dict[str, Any]]:
+        params = {"limit": str(self._page_size)}
+        if cont:
+            params["continue"] = cont
+        return asyncio.ensure_future(self.api.request("GET", self.path, params=params, timeout=120))
 
     async def _watch(self) -> None:
         params = {
