@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from e2e.daemon import Daemon
+from e2e.daemon import Daemon, LocalDaemon
 from e2e.gangs import (
     GangBook,
     gang_book_fixture,  # noqa: F401 (the gang_book fixture)
@@ -21,6 +21,7 @@ from e2e.gangs import (
     wait_bound,
 )
 from e2e.kube import Cluster, pod_body, scheduled_condition, wait_until
+from koordgang.gangs_view import fetch
 
 #: How long a small pod runs once bound, and how often one is created (seconds).
 SMALL_LIFETIME = 8.0
@@ -105,6 +106,12 @@ def test_a_starving_job_holds_nodes_and_binds_whole_while_backfill_flows(
         assert condition.message.startswith(f"holding 3 nodes for {gang.key} since "), (
             condition.message
         )
+        if isinstance(daemon, LocalDaemon):  # the in-cluster Deployment's port is not ours
+            # `koordgang gangs` (the daemon's /gangs) shows the reservation too.
+            rows = fetch(f"http://127.0.0.1:{daemon.port}")
+            row = next(g for g in rows if g["gang"] == gang.key)
+            assert sorted(row["reserved"]) == sorted(held)
+            assert row["waitingFor"].startswith(f"holding 3 nodes for {gang.key} since ")
         backfill_node = next(iter(set(nodes) - held))
         binds_before = len(stream.bound)
 

@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import structlog
+
 from koordgang.clients.api import KubeApi
 from koordgang.settings import Settings
 from koordgang.whatif.cluster import read_priorities
@@ -37,14 +39,17 @@ class WhatIfService:
         priorities, warning = await read_priorities(self._api, priority_class_names(parsed.pods))
         pods = make_pods(parsed.pods, priorities, self._wall())
         # From here on nothing awaits: the daemon's state cannot change under the what-if.
-        answer = what_if(
-            self._settings,
-            self._state(),
-            pods,
-            parsed.gang_objects,
-            clock=self._clock,
-            wall=self._wall,
-        )
+        # What its plugins log is marked as a what-if's (a "gang group placed" of a job that
+        # was never submitted must not read as a real placement).
+        with structlog.contextvars.bound_contextvars(whatif=True):
+            answer = what_if(
+                self._settings,
+                self._state(),
+                pods,
+                parsed.gang_objects,
+                clock=self._clock,
+                wall=self._wall,
+            )
         answer["sources"] = parsed.sources
         if warning:
             answer["warnings"].append(warning)
