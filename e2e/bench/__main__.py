@@ -12,12 +12,13 @@ import datetime
 import os
 import platform
 import shlex
+import subprocess
 import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from e2e.bench import report
+from e2e.bench import report, simulate
 from e2e.bench.ceiling import CONCURRENCY, measure_ceiling
 from e2e.bench.cluster import CRDS, BenchCluster
 from e2e.bench.console import say
@@ -26,8 +27,18 @@ from e2e.bench.ledger import RESULTS_JSON, Progress
 from e2e.bench.measure import run_scenario
 from e2e.bench.peers.build import KOORD_SCHEDULER, PeerFiles
 from e2e.bench.peers.build import prepare as prepare_peers
-from e2e.bench.scenarios import GROUPS, LARGE_SCENARIOS, SCENARIOS, Finish, Scenario, select
+from e2e.bench.results import KOORDGANG
+from e2e.bench.scenarios import (
+    GROUPS,
+    LARGE_SCENARIOS,
+    SCENARIOS,
+    SIMULATED_SCENARIOS,
+    Finish,
+    Scenario,
+    select,
+)
 from e2e.bench.schedulers import PEERS, RAISED_QPS, parse_qps, select_schedulers
+from e2e.bench.simulate import SMALL_FACTOR
 from e2e.bench.stage import RunContext
 from e2e.controlplane import LocalControlPlane
 from e2e.controlplane.build import BuildError
@@ -52,7 +63,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="all",
         help="comma-separated names, 'all', or 'large' for the 5,000-node ones "
         f"({', '.join(s.name for s in LARGE_SCENARIOS)}); 'starvation' runs "
-        f"{' and '.join(GROUPS['starvation'])} (default: all)",
+        f"{' and '.join(GROUPS['starvation'])}; "
+        f"{', '.join(s.name for s in SIMULATED_SCENARIOS)} runs the engine in process, "
+        "without a control plane (only by name; default: all)",
     )
     parser.add_argument(
         "--scale",
@@ -238,6 +251,22 @@ def koordgang_crds() -> list[Path]:
     return sorted(CRDS.glob("*.yaml"))
 
 
+def run_simulations(scenarios: Sequence[Scenario], scale: float, out: Path, done: Progress) -> None:
+    """Each simulation in a Python process of its own: its peak RSS is then its own, and the
+    gigabytes it builds are given back before anything else runs."""
+    for scenario in scenarios:
+        if done.has(scenario.name, KOORDGANG) or scenario.simulated_nodes is None:
+            continue
+        nodes = max(SMALL_FACTOR, round(scenario.simulated_nodes * scale))
+        say(f"##### {scenario.name}: {scenario.summary} ({nodes:,} nodes)")
+        command = [sys.executable, "-m", "e2e.bench.simulate", "--nodes", str(nodes)]
+        command += ["--out", str(out), "--name", scenario.name]
+        code = subprocess.call(command, cwd=REPO)
+        result = simulate.bench_result(scenario.name, scenario.summary, out, code)
+        result.scheduler = KOORDGANG
+        done.add(result)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -255,6 +284,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{', '.join(s.label for s in args.schedulers)}; results in {out}"
         + (f" (resuming: {len(done.results)} measured already)" if args.resume else "")
     )
+    simulated = [s for s in args.selected if s.simulated_nodes is not None]
+    if simulated:
+        done.update_meta(
+            {
+                "stamp": stamp,
+                "scale": args.scale,
+                "argv": done.meta.get("argv", sys.argv[1:]),
+                "host": platform.node(),
+                "cores": os.cpu_count(),
+                "python": platform.python_version(),
+            }
+        )
+    run_simulations(simulated, args.scale, out, done)
+    args.selected = [s for s in args.selected if s.simulated_nodes is None]
+    if not args.selected:
+        # Only simulations: no control plane, no peers, no daemon.
+        return _write_simulations_only(out, stamp, done)
     peer_names = {s.name for s in args.schedulers if s.binary is not None}
     try:
         peers = prepare_peers(peer_names, Reporter())
@@ -299,7 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             for line in plane.down():
                 say(line)
-    ceilings, results = done.ceilings, done.results
+    ceilings = done.ceilings
+    results = [r for r in done.results if not report.is_simulated(r)]
 
     title = (
         f"koordgang benchmark {stamp}, scale {args.scale} "
@@ -334,6 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     peer_problems = report.peer_problem_lines(results)
     if peer_problems:
         lines += ["the peers' runs (not failures of this bench):", *peer_problems, ""]
+    lines += report.simulation_lines(done.results)
     failures = report.failure_lines(ceilings, results)
     lines += failures or ["no correctness failures"]
     text = "\n".join(lines)
@@ -352,6 +400,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         + (f", {png}" if png.exists() else "")
     )
     return 1 if failures else 0
+
+
+def _write_simulations_only(out: Path, stamp: str, done: Progress) -> int:
+    title = f"koordgang simulations {stamp} ({platform.node()}, {os.cpu_count()} cores)"
+    text = "\n".join([title, "", *report.simulation_lines(done.results)])
+    print("\n" + text)
+    (out / "results.txt").write_text(text + "\n")
+    done.save()
+    say(f"results: {out / 'results.txt'}, {out / RESULTS_JSON}")
+    failed = [r for r in done.results if r.problems]
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

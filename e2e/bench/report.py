@@ -587,6 +587,25 @@ def ceiling_lines(ceilings: Sequence[CeilingResult]) -> list[str]:
     ]
 
 
+#: A simulation's ``finish`` (``simulate.py``: in process, no cluster), and the note holding
+#: its table.
+SIMULATED_FINISH = "simulated in process"
+SIMULATION_LINES = "simulation_lines"
+
+
+def is_simulated(r: ScenarioResult) -> bool:
+    """Run in process: none of the cluster's tables has a column for it."""
+    return r.finish == SIMULATED_FINISH
+
+
+def simulation_lines(results: Sequence[ScenarioResult]) -> list[str]:
+    lines: list[str] = []
+    for r in results:
+        if is_simulated(r):
+            lines += [f"--- {r.name} ---", *r.notes.get(SIMULATION_LINES, r.problems), ""]
+    return lines
+
+
 def profile_lines(results: Sequence[ScenarioResult]) -> list[str]:
     lines: list[str] = []
     for r in results:

@@ -71,6 +71,9 @@ class Scenario:
     stream_rate: float | None = None
     #: A stream of small pods and one gang arriving into it (``starvation_run.py`` drives it).
     starvation: StarvationPlan | None = None
+    #: Nodes of a simulation: the engine in process, no API server and no daemon
+    #: (``simulate.py``, run in a process of its own); None for a scenario on the cluster.
+    simulated_nodes: int | None = None
 
 
 # -- the ceiling: not a scenario (no daemon), but sized here with the others -------------------
@@ -367,6 +370,23 @@ LARGE_SCENARIOS: Sequence[Scenario] = (
 )
 
 
+# -- in process: ``--scenarios simulate-50k`` -------------------------------------------------
+
+
+def _simulated(scale: float) -> Workload:
+    raise TypeError("a simulated scenario creates nothing on a cluster")
+
+
+SIMULATED_SCENARIOS: Sequence[Scenario] = (
+    Scenario(
+        "simulate-50k",
+        "the engine in process (no API server): 50,000 nodes, 500,000 running pods",
+        _simulated,
+        simulated_nodes=50_000,
+    ),
+)
+
+
 #: Names that select several scenarios, run one after the other.
 GROUPS: Mapping[str, tuple[str, ...]] = {
     "starvation": ("starvation-guard", "starvation-no-guard"),
@@ -375,7 +395,8 @@ GROUPS: Mapping[str, tuple[str, ...]] = {
 
 def select(names: str) -> list[Scenario]:
     """``"plain,gang-1k"`` -> those scenarios in the order given; ``"all"`` or ``""`` -> all
-    but the 5,000-node ones, which ``"large"`` selects; a name of ``GROUPS`` -> its scenarios.
+    but the 5,000-node ones, which ``"large"`` selects, and the simulations, which only their
+    name selects; a name of ``GROUPS`` -> its scenarios.
     The ceiling is always measured and may be named without effect."""
     wanted = [n.strip() for n in names.split(",") if n.strip() and n.strip() != "ceiling"]
     if not wanted or wanted == ["all"]:
@@ -383,7 +404,7 @@ def select(names: str) -> list[Scenario]:
     if wanted == ["large"]:
         return list(LARGE_SCENARIOS)
     wanted = [m for n in wanted for m in GROUPS.get(n, (n,))]
-    by_name = {s.name: s for s in [*SCENARIOS, *LARGE_SCENARIOS]}
+    by_name = {s.name: s for s in [*SCENARIOS, *LARGE_SCENARIOS, *SIMULATED_SCENARIOS]}
     unknown = [n for n in wanted if n not in by_name]
     if unknown:
         known = ", ".join([*by_name, *GROUPS])
