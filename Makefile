@@ -9,6 +9,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
 PYTEST_ARGS ?=
+# The product, its tests, and the tools: the local control plane, the bench, the soak, the demo.
+PYTHON_TREES := koordgang tests e2e controlplane bench soak demo.py
 
 .PHONY: help venv build-controlplane cluster-up cluster-down run lint unit coverage e2e test demo clean
 
@@ -29,29 +31,29 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 build-controlplane: $(STAMP)
-	@$(PY) -m e2e.controlplane build
+	@$(PY) -m controlplane build
 
 cluster-up: $(STAMP)
-	@$(PY) -m e2e.controlplane up
+	@$(PY) -m controlplane up
 
 cluster-down: $(STAMP)
-	@$(PY) -m e2e.controlplane down
+	@$(PY) -m controlplane down
 
 run: $(STAMP)
 	@$(VENV)/bin/koordgang run --kubeconfig "$(KUBECONFIG)"
 
 lint: $(STAMP)
 	@echo "==> ruff"
-	@$(VENV)/bin/ruff check koordgang e2e tests
-	@$(VENV)/bin/ruff format --check --quiet koordgang e2e tests
+	@$(VENV)/bin/ruff check $(PYTHON_TREES)
+	@$(VENV)/bin/ruff format --check --quiet $(PYTHON_TREES)
 	@echo "==> mypy --strict koordgang"
 	@$(VENV)/bin/mypy
 	@echo "==> import-linter (layers import only downward)"
 	@$(VENV)/bin/lint-imports
 
 unit: $(STAMP)
-	@echo "==> unit tests"
-	@$(PY) -m pytest koordgang tests -q $(PYTEST_ARGS)
+	@echo "==> unit tests (the product, and the tools' own)"
+	@$(PY) -m pytest koordgang tests controlplane bench soak -q $(PYTEST_ARGS)
 
 # Coverage of the unit tests alone (no cluster), per module.
 coverage: $(STAMP)
@@ -66,19 +68,19 @@ e2e: $(STAMP) build-controlplane
 test: lint unit e2e
 
 demo: $(STAMP)
-	@$(PY) -m e2e.demo
+	@$(PY) -m demo
 
 # Benchmarks on a control plane of their own (.cluster/bench): the bind ceiling, then the
-# scenarios of e2e/bench/scenarios.py; results in bench-results/. E.g. BENCH_ARGS="--scale 0.1".
+# scenarios of bench/scenarios.py; results in bench-results/. E.g. BENCH_ARGS="--scale 0.1".
 # PEERS=all (or kube-scheduler,coscheduling,koord-scheduler) runs the same scenarios on the
-# peers too, built from their Go modules on first use (e2e/bench/peers/gomod).
+# peers too, built from their Go modules on first use (bench/peers/gomod).
 BENCH_ARGS ?=
 PEERS ?= none
 .PHONY: bench
 bench: $(STAMP) build-controlplane
 	@$(PY) -c "import matplotlib" 2>/dev/null && test -x $(VENV)/bin/py-spy || \
 		$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
-	@$(PY) -m e2e.bench --peers $(PEERS) $(BENCH_ARGS)
+	@$(PY) -m bench --peers $(PEERS) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .cluster .mypy_cache .ruff_cache .pytest_cache
@@ -90,4 +92,4 @@ MINUTES ?= 20
 soak: $(STAMP) build-controlplane
 	@$(PY) -c "import matplotlib" 2>/dev/null || \
 		$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
-	@$(PY) -m e2e.soak --minutes $(MINUTES) $(SOAK_ARGS)
+	@$(PY) -m soak --minutes $(MINUTES) $(SOAK_ARGS)

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from kubernetes import config
 
-from e2e.controlplane import LocalControlPlane
-from e2e.controlplane.crds import install_crds
+from controlplane import LocalControlPlane
+from controlplane.crds import install_crds
 from e2e.daemon import Daemon, DeploymentDaemon, LocalDaemon
 from e2e.invariants import AuditLog, assert_invariants
 from e2e.kube import Cluster, unique

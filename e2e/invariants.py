@@ -102,7 +102,7 @@ def assert_invariants(cluster: Cluster, namespace: str) -> None:
 
 class AuditLog:
     """The local control plane's audit log (every write: verb, object, user, user agent, answer;
-    see AUDIT_POLICY in e2e/controlplane/cluster.py), read from where a test began.
+    see AUDIT_POLICY in controlplane/cluster.py), read from where a test began.
 
     The API server rotates the file at 200 MB (``--audit-log-maxsize``) into ``audit-<time>.log``
     beside it: the file a test began in is found again by its inode, and read to its end before

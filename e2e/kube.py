@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from e2e.controlplane import NodeSpec, Taint, create_nodes, delete_nodes, wait_nodes_ready
+from controlplane import NodeSpec, Taint, create_nodes, delete_nodes, wait_nodes_ready
 
 SCHEDULER = "koord-scheduler"
 T = TypeVar("T")

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from kubernetes import dynamic
 
-from e2e.controlplane.build import binary_paths
+from controlplane.build import binary_paths
 from e2e.kube import Cluster
 
 CHART = Path(__file__).resolve().parent.parent / "charts" / "koordgang"

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from e2e.controlplane import LocalControlPlane
-from e2e.controlplane.cluster import APISERVER, ETCD
+from controlplane import LocalControlPlane
+from controlplane.cluster import APISERVER, ETCD
 from e2e.daemon import LocalDaemon
 from e2e.gangs import (
     Gang,

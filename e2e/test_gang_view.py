@@ -141,6 +141,6 @@ def cluster_kubeconfig(cluster: Cluster) -> str:
     given = os.environ.get("KOORDGANG_E2E_KUBECONFIG")
     if given:
         return given
-    from e2e.controlplane import LocalControlPlane
+    from controlplane import LocalControlPlane
 
     return str(LocalControlPlane().kubeconfig)

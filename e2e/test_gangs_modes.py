@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from e2e.controlplane import delete_nodes
+from controlplane import delete_nodes
 from e2e.daemon import Daemon
 from e2e.gangs import (
     TIMEOUT,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.controlplane import LocalControlPlane
+from controlplane import LocalControlPlane
 from e2e.daemon import LocalDaemon
 from e2e.invariants import (
     AuditLog,

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from e2e.controlplane.build import BuildError, GoBinary, ensure_built, go_env
-from e2e.controlplane.progress import Reporter
+from controlplane.build import BuildError, GoBinary, ensure_built, go_env
+from controlplane.progress import Reporter
 
 GOMOD = Path(__file__).resolve().parent / "gomod"
 

@@ -36,6 +36,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from controlplane.crds import install_crd_files
+from controlplane.ports import free_loopback_ports
+from controlplane.progress import Reporter
 from e2e.clients.build import (
     TRAINING_OPERATOR,
     ensure_clients,
@@ -43,9 +46,6 @@ from e2e.clients.build import (
     training_operator_crds,
     volcano_podgroup_crd,
 )
-from e2e.controlplane.crds import install_crd_files
-from e2e.controlplane.ports import free_loopback_ports
-from e2e.controlplane.progress import Reporter
 
 VOLCANO = "volcano"
 #: (group, version, plural) of PyTorchJobs, for CustomObjectsApi calls.

@@ -8,7 +8,7 @@
 #   KIND_NODE_IMAGE  node image for a new cluster (default: the one in cluster.yaml)
 #   PYTHON           interpreter with koordgang's test dependencies
 #                    (default: .venv/bin/python if present, else python3)
-#   KWOK_BIN         a kwok binary to use instead of the one e2e.controlplane builds
+#   KWOK_BIN         a kwok binary to use instead of the one controlplane builds
 #                    (into ~/.cache/koordgang/bin/, or $KOORDGANG_CACHE/bin/)
 set -euo pipefail
 # Written for bash 3.2 too (macOS): no mapfile, no empty-array expansion under set -u.
@@ -186,9 +186,9 @@ if kubectl -n "${NAMESPACE}" get deployment koordgang >/dev/null 2>&1; then
 fi
 HELM="${HELM_BIN:-}"
 if [[ -z "${HELM}" ]]; then
-    info "building helm if it is not cached yet (e2e.controlplane; needs Go)"
+    info "building helm if it is not cached yet (controlplane; needs Go)"
     HELM="$("${PYTHON}" -c 'import sys
-from e2e.controlplane import Reporter, ensure_built
+from controlplane import Reporter, ensure_built
 print(ensure_built(Reporter(sys.stderr), names=["helm"])["helm"])')"
 fi
 [[ -x "${HELM}" ]] || die "helm binary not found or not executable: '${HELM}' (set HELM_BIN=...)"
@@ -216,15 +216,15 @@ step "Cordoning the kind nodes: ${KIND_NODES[*]}"
 kubectl cordon "${KIND_NODES[@]}"
 
 # --- 6. kwok -------------------------------------------------------------------------
-# The same kwok build and flags as the local control plane (e2e/controlplane/cluster.py),
+# The same kwok build and flags as the local control plane (controlplane/cluster.py),
 # except the fake pod range, which must not overlap kind's real one (10.244.0.0/16).
 step "Starting kwok"
 KWOK="${KWOK_BIN:-}"
 if [[ -z "${KWOK}" ]]; then
-    info "building kwok if it is not cached yet (e2e.controlplane; needs Go)"
+    info "building kwok if it is not cached yet (controlplane; needs Go)"
     # Progress goes to stderr, the binary's path to stdout.
     KWOK="$("${PYTHON}" -c 'import sys
-from e2e.controlplane import Reporter, ensure_built
+from controlplane import Reporter, ensure_built
 print(ensure_built(Reporter(sys.stderr), names=["kwok"])["kwok"])')"
 fi
 [[ -x "${KWOK}" ]] || die "kwok binary not found or not executable: '${KWOK}' (set KWOK_BIN=...)"
@@ -240,7 +240,7 @@ KWOK_WORKDIR="${WORK_DIR}/kwok" "${KWOK}" \
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-lease-duration-seconds=40 \
     --cidr=10.254.0.1/16 \
-    --config="${ROOT}/e2e/controlplane/kwok-stages.yaml" \
+    --config="${ROOT}/controlplane/kwok-stages.yaml" \
     --node-ip=192.0.2.1 \
     --server-address="127.0.0.1:${KWOK_PORT}" \
     >"${KWOK_LOG}" 2>&1 &

@@ -1,0 +1,31 @@
+"""Benchmarks of koordgang on the local control plane (kube-apiserver + etcd + kwok).
+
+    python -m bench                         # every scenario, full size (10-15 minutes)
+    python -m bench --scale 0.05 --scenarios plain,gang-1k
+    make bench BENCH_ARGS="--scale 0.1"
+    make bench PEERS=all                        # and the peers, side by side (about 30 min)
+    make bench BENCH_ARGS="--scenarios gang-1k --gang-apis all"   # koordgang on each gang API
+    python -m bench --scenarios large --skip-ceiling   # 5,000 nodes, 100,000 pods
+    make bench BENCH_ARGS="--scenarios starvation"   # the starvation guard on and off (5 min)
+
+First the *ceiling*: a minimal client binds pre-created pods to pre-chosen nodes as fast as the
+API server accepts, with no scheduling at all. Then each throughput scenario (see
+``scenarios.py``) runs on the same cluster: leftovers are deleted, nodes and pending pods are
+created while the daemon is down, the daemon is started, and a watch records when each pod is
+first bound. The ceiling is measured again after them, and the start-up scenario (a cluster full
+of running pods) comes last. With peers (``schedulers.py``, ``peers/``) each scheduler gets its
+own CRDs and ceiling and runs the same scenarios, its gangs in its own API (``gang_api.py``).
+With ``--gang-apis`` koordgang runs its gang scenarios once more per other gang API listed
+(``koordgang via volcano``, ...), after its own run and on its ceiling, and the report puts each
+beside Koordinator's annotations; ``koordgang via scheduler-plugins`` reads the very PodGroups
+Coscheduling reads.
+The starvation scenarios (``starvation.py``, ``starvation_run.py``) stream small pods instead
+and measure how long one big gang waits among them, with koordgang's starvation guard and
+without, and what the guard costs the small pods.
+Every rate is also reported as a fraction of the ceilings measured around it, because on a
+2-core machine absolute figures move with whatever else runs; the CPU each process used (and
+what the rest of the machine used) is reported beside them.
+
+Results go to ``bench-results/<UTC time>/`` (table, JSON, PNG, daemon logs);
+``bench-results/latest`` points at the newest run.
+"""

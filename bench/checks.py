@@ -1,0 +1,56 @@
+"""Correctness after a scenario, from the API server's final state: no gang bound below its
+minimum, no node holding more than it can. A pod's gang is taken from the workload (which pods
+make each gang), not from the pod: each gang API names it differently."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from bench.cluster import BenchCluster
+from e2e.invariants import overcommitted
+
+
+def bound_per_gang(
+    pods: Iterable[Mapping[str, Any]], members: Mapping[str, Sequence[str]]
+) -> Counter[str]:
+    """Bound pods per gang, ``members`` being each gang's pod names."""
+    gang_of = {pod: gang for gang, names in members.items() for pod in names}
+    counts: Counter[str] = Counter()
+    for pod in pods:
+        gang = gang_of.get((pod.get("metadata") or {}).get("name", ""))
+        if gang and (pod.get("spec") or {}).get("nodeName"):
+            counts[gang] += 1
+    return counts
+
+
+def partial_gangs(bound: Mapping[str, int], gangs: Mapping[str, int]) -> dict[str, str]:
+    """Gangs with some members bound but fewer than their minimum: ``name -> "3/8"``."""
+    return {
+        name: f"{bound[name]}/{minimum}"
+        for name, minimum in gangs.items()
+        if 0 < bound.get(name, 0) < minimum
+    }
+
+
+async def check_cluster(
+    cluster: BenchCluster,
+    namespace: str,
+    members: Mapping[str, Sequence[str]],
+    gangs: Mapping[str, int],
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Problems found (empty when all is well), and the namespace's pods as they ended."""
+    ours, _ = await cluster.list_all(f"/api/v1/namespaces/{namespace}/pods")
+    everything, _ = await cluster.list_all("/api/v1/pods")
+    nodes, _ = await cluster.list_all("/api/v1/nodes")
+    problems: list[str] = []
+    partial = partial_gangs(bound_per_gang(ours, members), gangs)
+    if partial:
+        sample = ", ".join(f"{k} {v}" for k, v in sorted(partial.items())[:10])
+        problems.append(f"{len(partial)} gangs partially bound (bound/min): {sample}")
+    over = overcommitted(nodes, everything)
+    if over:
+        sample = ", ".join(f"{k} {v}" for k, v in sorted(over.items())[:10])
+        problems.append(f"{len(over)} nodes over-committed: {sample}")
+    return problems, ours

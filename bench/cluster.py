@@ -1,0 +1,454 @@
+"""Setting the stage, fast: nodes, namespaces and pods created or deleted many at a time.
+
+Uses koordgang's own aiohttp client (``KubeApi``) with the kubeconfig's token and CA; the
+``kubernetes`` package creates pods one at a time at a fraction of the API server's speed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from bench.console import Ticker, say
+from bench.gang_api import GROUP_API_VERSIONS, GangApi, pod_manifest
+from bench.workload import BENCH_LABEL, PodPlan
+from controlplane import NodeSpec
+from koordgang.clients.api import KubeApi
+from koordgang.clients.config import load_connection
+from koordgang.clients.errors import ApiError
+from koordgang.clients.retry import with_retries
+
+T = TypeVar("T")
+
+CRDS = Path(__file__).resolve().parents[1] / "manifests" / "crds"
+#: Requests in flight while setting up; more only queues up in the API server.
+SETUP_CONCURRENCY = 32
+#: Lists of names only: a twentieth of the bytes of full pods.
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
+async def run_pool(
+    items: Sequence[T],
+    work: Callable[[T], Awaitable[None]],
+    *,
+    label: str,
+    concurrency: int = SETUP_CONCURRENCY,
+) -> None:
+    """``work`` on every item, ``concurrency`` at a time, saying how far it got every second."""
+    if not items:
+        return
+    queue: asyncio.Queue[T] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+    done = 0
+    ticker = Ticker()
+
+    async def worker() -> None:
+        nonlocal done
+        while not queue.empty():
+            item = queue.get_nowait()
+            await work(item)
+            done += 1
+            if ticker.due(final=done == len(items)):
+                say(f"{label} {done}/{len(items)}")
+
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(items)))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+
+
+class BenchCluster:
+    """The benchmark's handle on the API server."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.api = KubeApi(load_connection(str(kubeconfig)), pool_size=128, user_agent="bench")
+
+    async def close(self) -> None:
+        await self.api.close()
+
+    def headers(self, accept: str = "application/json") -> dict[str, str]:
+        headers = {"Accept": accept}
+        token = self.api.conn.current_token()
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
+
+    # -- reading --------------------------------------------------------------------------------
+
+    async def list_all(
+        self, path: str, params: Mapping[str, str] | None = None, *, names_only: bool = False
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Every item of a paginated LIST, and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        cont = ""
+        while True:
+            query = {"limit": "1000", **(params or {})}
+            if cont:
+                query["continue"] = cont
+            async with self.api.session.get(
+                self.api.conn.server + path,
+                params=query,
+                headers=self.headers(METADATA_ONLY if names_only else "application/json"),
+            ) as response:
+                raw = await response.read()
+                if response.status >= 400:
+                    raise ApiError(response.status, "", raw[:300].decode(errors="replace"))
+            page = json.loads(raw)
+            items += page.get("items") or []
+            cont = (page.get("metadata") or {}).get("continue") or ""
+            if not cont:
+                return items, str((page.get("metadata") or {}).get("resourceVersion") or "")
+
+    # -- CRDs and namespaces ------------------------------------------------------------------
+
+    async def install_crds(self, paths: Iterable[Path] | None = None) -> list[str]:
+        """Installs the CRDs in ``paths`` (default: koordgang's), replacing any of the same name
+        that another scheduler installed, and waits until each is served; returns their names.
+
+        koordgang and koord-scheduler both define ``podgroups.scheduling.sigs.k8s.io``: each run
+        installs its own, so that no scheduler runs on another's schema.
+        """
+        paths = sorted(CRDS.glob("*.yaml")) if paths is None else list(paths)
+        names: list[str] = []
+        for path in paths:
+            for body in yaml.safe_load_all(path.read_text()):
+                if not body or body.get("kind") != "CustomResourceDefinition":
+                    continue
+                names.append(body["metadata"]["name"])
+                await self._replace_crd(body)
+        for name in names:
+            await self._wait_established(name)
+        return names
+
+    async def _replace_crd(self, body: dict[str, Any]) -> None:
+        base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        name = body["metadata"]["name"]
+        try:
+            await self.api.request("POST", base, body=body)
+            return
+        except ApiError as error:
+            if not error.conflict:
+                raise
+        current = await self.api.request("GET", f"{base}/{name}")
+        if current.get("spec") == _defaulted_crd_spec(body.get("spec") or {}):
+            return
+        # Another scheduler's schema: delete it (and the objects under it) and create ours. A
+        # replace in place is refused when the stored versions differ.
+        await self.api.request("DELETE", f"{base}/{name}")
+        for _ in range(300):
+            try:
+                await self.api.request("GET", f"{base}/{name}")
+            except ApiError as error:
+                if error.not_found:
+                    break
+                raise
+            await asyncio.sleep(0.1)
+        await self.api.request("POST", base, body=body)
+
+    async def _wait_established(self, name: str, timeout: float = 60) -> None:
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            crd = await self.api.request("GET", path)
+            conditions = (crd.get("status") or {}).get("conditions") or []
+            if any(
+                c.get("type") == "Established" and c.get("status") == "True" for c in conditions
+            ):
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(f"CRD {name} not established after {timeout:.0f} s")
+            await asyncio.sleep(0.2)
+
+    async def create_objects(self, namespace: str, bodies: Sequence[dict[str, Any]]) -> None:
+        """Namespaced custom objects (PodGroups), at their ``apiVersion``'s path."""
+
+        async def create(body: dict[str, Any]) -> None:
+            plural = body["kind"].lower() + "s"
+            path = f"/apis/{body['apiVersion']}/namespaces/{namespace}/{plural}"
+            await with_retries(lambda: self.api.request("POST", path, body=body))
+
+        await run_pool(bodies, create, label="creating pod groups")
+
+    async def served(self, path: str) -> bool:
+        """Whether the API server serves ``path`` (e.g. ``/apis/<group>/<version>``)."""
+        try:
+            await self.api.request("GET", path)
+        except ApiError as error:
+            if error.not_found:
+                return False
+            raise
+        return True
+
+    async def delete_bench_groups(self) -> None:
+        """The group objects (PodGroups of every gang API) of earlier scenarios. An upstream
+        PodGroup keeps its protection finalizer until kube-controller-manager, which mostly
+        does not run here, sees no pod naming it: the bench clears it itself, once the pods
+        are gone."""
+        selector = {"labelSelector": f"{BENCH_LABEL}=1"}
+        for version in GROUP_API_VERSIONS.values():
+            try:
+                groups = await self._list_groups(version, selector)
+            except ApiError as error:
+                if error.not_found:  # not served here
+                    continue
+                raise
+
+            async def delete(group: dict[str, Any], version: str = version) -> None:
+                meta = group["metadata"]
+                path = f"/apis/{version}/namespaces/{meta['namespace']}/podgroups/{meta['name']}"
+                try:
+                    await with_retries(lambda: self.api.request("DELETE", path))
+                    if meta.get("finalizers"):
+                        await with_retries(
+                            lambda: self.api.request(
+                                "PATCH",
+                                path,
+                                body={"metadata": {"finalizers": None}},
+                                content_type="application/merge-patch+json",
+                            )
+                        )
+                except ApiError as error:
+                    if not error.not_found:
+                        raise
+
+            await run_pool(groups, delete, label=f"deleting leftover {version} PodGroups")
+
+    async def _list_groups(self, version: str, selector: Mapping[str, str]) -> list[Any]:
+        async def once() -> list[Any]:
+            items, _ = await self.list_all(f"/apis/{version}/podgroups", selector)
+            return items
+
+        # A CRD just (re)installed answers 429 while its storage initializes.
+        return await with_retries(once, attempts=10)
+
+    async def ensure_priority_classes(self, classes: Mapping[str, int]) -> None:
+        for name, value in classes.items():
+            body = {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+            try:
+                await self.api.request(
+                    "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body=body
+                )
+            except ApiError as error:
+                if not error.conflict:
+                    raise
+
+    async def set_topology(self, body: Mapping[str, Any] | None) -> None:
+        """The ClusterNetworkTopology ``default``: replaced by ``body``, or deleted (None)."""
+        path = "/apis/scheduling.koordinator.sh/v1alpha1/clusternetworktopologies"
+        try:
+            await self.api.request("DELETE", f"{path}/default")
+        except ApiError as error:
+            if not error.not_found:
+                raise
+        if body is not None:
+            await self.api.request("POST", path, body=dict(body))
+
+    async def count_pods(self, namespace: str, running: bool = False) -> int:
+        params = {"fieldSelector": "status.phase=Running"} if running else {}
+        pods, _ = await self.list_all(
+            f"/api/v1/namespaces/{namespace}/pods", params, names_only=True
+        )
+        return len(pods)
+
+    async def create_namespace(self, name: str) -> None:
+        body = {"metadata": {"name": name, "labels": {BENCH_LABEL: "1"}}}
+        await self.api.request("POST", "/api/v1/namespaces", body=body)
+
+    async def ensure_namespace(self, name: str) -> None:
+        """A namespace that outlives the scenarios (no bench label: never deleted by us)."""
+        try:
+            await self.api.request("POST", "/api/v1/namespaces", body={"metadata": {"name": name}})
+        except ApiError as error:
+            if not error.conflict:
+                raise
+
+    async def delete_bench_namespaces(self, keep: str = "") -> None:
+        """Namespaces of earlier scenarios (but ``keep``). Without kube-controller-manager a
+        namespace never finishes deleting, so its finalizer is cleared here (its pods are
+        already gone)."""
+        namespaces, _ = await self.list_all(
+            "/api/v1/namespaces", {"labelSelector": f"{BENCH_LABEL}=1"}
+        )
+        for namespace in namespaces:
+            name = namespace["metadata"]["name"]
+            if name == keep:
+                continue
+            try:
+                await self.api.request("DELETE", f"/api/v1/namespaces/{name}")
+                current = await self.api.request("GET", f"/api/v1/namespaces/{name}")
+                current["spec"] = {"finalizers": []}
+                await self.api.request("PUT", f"/api/v1/namespaces/{name}/finalize", body=current)
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+
+    # -- pods ----------------------------------------------------------------------------------
+
+    async def create_pods(
+        self,
+        namespace: str,
+        plans: Sequence[PodPlan],
+        label: str,
+        gang_api: GangApi = GangApi.KOORDINATOR,
+    ) -> None:
+        async def create(plan: PodPlan) -> None:
+            await self.create_pod(namespace, plan, gang_api)
+
+        await run_pool(plans, create, label=label)
+
+    async def create_pod(
+        self, namespace: str, plan: PodPlan, gang_api: GangApi = GangApi.KOORDINATOR
+    ) -> None:
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        body = pod_manifest(plan, gang_api)
+        await with_retries(lambda: self.api.request("POST", path, body=body))
+
+    async def delete_bench_pods(self, keep_namespace: str = "") -> None:
+        """Every pod any benchmark run created (label ``koordgang-bench``), at once (grace 0),
+        but those in ``keep_namespace``."""
+        pods, _ = await self.list_all(
+            "/api/v1/pods", {"labelSelector": f"{BENCH_LABEL}=1"}, names_only=True
+        )
+        keys = [
+            (p["metadata"]["namespace"], p["metadata"]["name"])
+            for p in pods
+            if p["metadata"]["namespace"] != keep_namespace
+        ]
+
+        async def delete(key: tuple[str, str]) -> None:
+            namespace, name = key
+            try:
+                await with_retries(
+                    lambda: self.api.request(
+                        "DELETE",
+                        f"/api/v1/namespaces/{namespace}/pods/{name}",
+                        params={"gracePeriodSeconds": "0"},
+                    )
+                )
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+
+        await run_pool(keys, delete, label="deleting leftover pods")
+        for _ in range(100):
+            left, _ = await self.list_all(
+                "/api/v1/pods", {"labelSelector": f"{BENCH_LABEL}=1"}, names_only=True
+            )
+            left = [p for p in left if p["metadata"]["namespace"] != keep_namespace]
+            if not left:
+                return
+            await asyncio.sleep(0.2)
+        raise RuntimeError(f"{len(left)} benchmark pods still present after deleting them")
+
+    async def wait_pods_running(self, namespace: str, count: int, timeout: float = 600) -> None:
+        """Until kwok has marked ``count`` pods of the namespace Running (pods created bound)."""
+        ticker = Ticker(2.0)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            # resourceVersion=0: served from the API server's cache, no etcd round trip.
+            pending, _ = await self.list_all(
+                f"/api/v1/namespaces/{namespace}/pods",
+                {"fieldSelector": "status.phase!=Running", "resourceVersion": "0"},
+                names_only=True,
+            )
+            running = count - len(pending)
+            if not pending:
+                say(f"kwok: {count}/{count} pods Running")
+                return
+            if ticker.due():
+                say(f"kwok: {running}/{count} pods Running")
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(f"kwok ran only {running}/{count} pods in {timeout:.0f} s")
+            await asyncio.sleep(2.0)
+
+    # -- nodes ---------------------------------------------------------------------------------
+
+    async def reconcile_nodes(self, specs: Sequence[NodeSpec]) -> bool:
+        """Make the fake nodes exactly ``specs``: nodes of the same name and capacity are kept,
+        others deleted, missing ones created; then wait until kwok has made them Ready. True
+        when any node was deleted or created."""
+        wanted = {spec.name: spec for spec in specs}
+        existing, _ = await self.list_all("/api/v1/nodes", {"labelSelector": "type=kwok"})
+        keep: set[str] = set()
+        stale: list[str] = []
+        for node in existing:
+            name = node["metadata"]["name"]
+            spec = wanted.get(name)
+            capacity = (node.get("status") or {}).get("capacity") or {}
+            labels = node["metadata"].get("labels") or {}
+            if (
+                spec is not None
+                and _same_quantities(capacity, spec.full_capacity())
+                and all(labels.get(k) == v for k, v in spec.labels.items())
+            ):
+                keep.add(name)
+            else:
+                stale.append(name)
+
+        async def delete(name: str) -> None:
+            try:
+                await with_retries(lambda: self.api.request("DELETE", f"/api/v1/nodes/{name}"))
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+
+        async def create(spec: NodeSpec) -> None:
+            body = spec.to_api()
+            await with_retries(lambda: self.api.request("POST", "/api/v1/nodes", body=body))
+
+        await run_pool(stale, delete, label="deleting nodes")
+        missing = [spec for name, spec in wanted.items() if name not in keep]
+        if keep:
+            say(f"reusing {len(keep)} nodes")
+        await run_pool(missing, create, label="creating nodes")
+        await self.wait_nodes_ready(list(wanted))
+        return bool(stale or missing)
+
+    async def wait_nodes_ready(self, names: Iterable[str], timeout: float = 300) -> None:
+        pending = set(names)
+        total = len(pending)
+        ticker = Ticker(2.0)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            nodes, _ = await self.list_all(
+                "/api/v1/nodes", {"labelSelector": "type=kwok", "resourceVersion": "0"}
+            )
+            for node in nodes:
+                conditions = (node.get("status") or {}).get("conditions") or []
+                if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+                    pending.discard(node["metadata"]["name"])
+            if not pending:
+                say(f"nodes Ready {total}/{total}")
+                return
+            if ticker.due():
+                say(f"nodes Ready {total - len(pending)}/{total}")
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(f"{len(pending)} nodes not Ready after {timeout:.0f} s (kwok?)")
+            await asyncio.sleep(0.5)
+
+
+def _defaulted_crd_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A CRD's spec as the API server stores it: with ``conversion`` defaulted (without this a
+    CRD identical to the installed one was deleted and made again, which deletes its objects
+    and answers 429 "storage is (re)initializing" for a while)."""
+    return {"conversion": {"strategy": "None"}, **spec}
+
+
+def _same_quantities(actual: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:
+    from koordgang.model.resources import parse_resource_list
+
+    return parse_resource_list(actual) == parse_resource_list(wanted)

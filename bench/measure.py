@@ -1,0 +1,422 @@
+"""One scenario on one scheduler, measured: stage, start the scheduler, follow the binds, stop,
+check, sum up.
+
+t0 is when the scheduler's /readyz first answers 200 (koordgang: its informer has listed pods
+and nodes; koord-scheduler, which has no /readyz: /healthz); rates are bound pods /
+(last bind - t0). The scheduler's CPU time and peak RSS are read from /proc just before it is
+stopped. koordgang is called "the daemon" below; a peer is measured the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+import traceback
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench import dry_run, gather_time, starvation_run
+from bench.checks import check_cluster
+from bench.console import Ticker, say
+from bench.daemon import BenchDaemon, DaemonFailed, SchedulerProcess
+from bench.peers.process import PeerProcess
+from bench.peers.reasons import peer_reasons
+from bench.procstats import CpuSampler
+from bench.profiling import Profiler, top_entries
+from bench.results import (
+    ScenarioResult,
+    gang_completions,
+    is_koordgang,
+    percentile,
+    reference_rate,
+    set_share_of_ceiling,
+    timeline,
+)
+from bench.scenarios import BLOCK, SPINE, Finish, Scenario
+from bench.stage import RunContext, filler_namespace, set_stage, settle
+from bench.streaming import Streamer
+from bench.watch import BindWatcher
+from bench.workload import Workload
+
+#: The key of the scheduler under test in the CPU figures (koordgang or a peer).
+SCHEDULER_PROCESS = "scheduler"
+#: A cluster-full scenario is over after this long without a bind (when fewer than the
+#: cluster's capacity got bound). Long enough for a peer at its shipped 50 QPS, whose gangs
+#: bind in bursts seconds apart; the rate is taken at the last bind, so waiting costs no figure.
+QUIET_SECONDS = 20.0
+#: Any scenario is given up after this long without a bind.
+STALL_SECONDS = 60.0
+#: ... or after this long in all.
+TIME_LIMIT_SECONDS = 1200.0
+
+
+async def run_scenario(ctx: RunContext, scenario: Scenario, skip: str = "") -> ScenarioResult:
+    """Measures ``scenario`` on ``ctx.scheduler``, or records why it was not (``skip``, or the
+    scheduler's own reason)."""
+    workload = scenario.build(ctx.scale)
+    result = ScenarioResult(
+        name=scenario.name,
+        summary=scenario.summary,
+        finish=scenario.finish.value,
+        nodes=len(workload.nodes),
+        pods=len(workload.pods),
+        gangs=len(workload.gangs),
+        expected=workload.expected_bound,
+        notes=dict(workload.notes),
+        reference=scenario.reference,
+        reference_pods_per_s=scenario.reference_pods_per_s,
+        scheduler=ctx.scheduler.label,
+        scheduler_version=ctx.scheduler.version(),
+        crds=list(ctx.crds),
+        gang_api=ctx.scheduler.gang_api.value if scenario.gangs else "",
+        submit=(
+            "prebuilt"
+            if scenario.stream_rate is None
+            else f"streamed {scenario.stream_rate:g} pods/s"
+        ),
+    )
+    if workload.fillers:
+        result.notes["fillers"] = len(workload.fillers)
+    skipped = skip or ctx.scheduler.skip_reason(scenario)
+    if skipped:
+        result.skipped = skipped
+        say(f"=== {scenario.name} on {result.scheduler}: n/a ({skipped})")
+        return result
+    say(
+        f"=== {scenario.name} on {result.scheduler}: {scenario.summary} -- here "
+        f"{result.nodes} nodes, "
+        f"{result.pods} pods, {result.gangs} gangs"
+        + (f", {len(workload.fillers)} bound fillers" if workload.fillers else "")
+    )
+    try:
+        if scenario.starvation is not None:
+            await starvation_run.measure(ctx, scenario, workload, result)
+        else:
+            await _measure(ctx, scenario, workload, result)
+    except (DaemonFailed, RuntimeError, OSError, aiohttp.ClientError) as error:
+        result.problems.append(f"run failed: {error}")
+        say(f"{scenario.name}: FAILED to run: {error}")
+        traceback.print_exc()
+    return result
+
+
+async def _measure(
+    ctx: RunContext, scenario: Scenario, workload: Workload, result: ScenarioResult
+) -> None:
+    namespace = f"bench-{scenario.name}-{ctx.run_id}-{ctx.tag}"
+    fill = filler_namespace(scenario.name, ctx.run_id)
+    streamed = scenario.stream_rate is not None
+    await set_stage(ctx, workload, namespace, fill, create_pods=not streamed)
+    at_rest = await settle(ctx, steady_is_enough=scenario.finish is Finish.FIRST_BIND)
+    result.notes["control_plane_cores_before_start"] = at_rest
+
+    watcher = BindWatcher(ctx.cluster, namespace)
+    await watcher.start()
+    sampler = ctx.sampler()
+    daemon = _scheduler_process(ctx, scenario)
+    profiler: Profiler | None = None
+    streamer: Streamer | None = None
+    end = time.monotonic()
+    async with aiohttp.ClientSession() as session:
+        sampler.start()
+        spawned = daemon.start()
+        sampler.pids[SCHEDULER_PROCESS] = daemon.pid
+        try:
+            startup = scenario.finish is Finish.FIRST_BIND
+            if ctx.profile and startup:
+                profiler = await _start_profiler(ctx, scenario, daemon)
+            t0 = await daemon.wait_ready(session)
+            sampler.sample()
+            result.ready_after_s = round(t0 - spawned, 3)
+            say(f"{scenario.name}: {daemon.name} ready {t0 - spawned:.2f} s after start")
+            if ctx.profile and not startup:
+                profiler = await _start_profiler(ctx, scenario, daemon)
+            if scenario.stream_rate is not None:
+                streamer = Streamer(ctx, namespace, workload, scenario.stream_rate)
+                streamer.start()
+            try:
+                problem = await _follow(scenario, workload, watcher, daemon, sampler, t0)
+            finally:
+                if streamer is not None:
+                    await streamer.stop()
+            end = sampler.sample()
+            if profiler is not None:
+                profiler.stop()
+            if problem:
+                result.problems.append(problem)
+            cpu = daemon.cpu_seconds()
+            rss = daemon.peak_rss_mb()
+            result.daemon_cpu_s = None if cpu is None else round(cpu, 2)
+            result.daemon_peak_rss_mb = None if rss is None else round(rss, 1)
+            result.counters = await daemon.counters(session)
+        finally:
+            stopping = time.monotonic()
+            code = await daemon.stop()
+            result.notes["exit_after_sigterm_s"] = round(time.monotonic() - stopping, 2)
+            await sampler.stop()
+            result.notes["exit_code_after_sigterm"] = code
+            # koordgang must exit cleanly; the kube-scheduler based peers exit 1 after SIGTERM
+            # when they run without leader election ("finished without leader elect").
+            if code not in (0, None) and isinstance(daemon, BenchDaemon):
+                result.problems.append(f"{daemon.name} exited with {code} after SIGTERM")
+    if profiler is not None:
+        await profiler.finish()
+        result.profile_top = top_entries(profiler.output)
+    await watcher.stop()
+
+    if "victims_minimum" in workload.notes:
+        await _preemption_figures(ctx, workload, fill, daemon.log_path, result)
+    problems, final_pods = await check_cluster(
+        ctx.cluster, namespace, workload.members, workload.gangs
+    )
+    result.problems += problems
+    if workload.notes.get("placement_quality"):
+        _placement_quality(workload, final_pods, result)
+        if scenario.name == "topology":
+            seconds, placed = await asyncio.to_thread(gather_time.measure, 4096, 256)
+            result.notes["gather_ms_256_members_4096_nodes"] = round(seconds * 1000, 1)
+            say(
+                f"topology: gather for one job of 256 on 4,096 nodes (in process): "
+                f"{seconds * 1000:.0f} ms, {placed} members placed"
+            )
+    result.bound = sum(1 for p in final_pods if (p.get("spec") or {}).get("nodeName"))
+    _sum_up(ctx, workload, watcher, sampler, spawned, t0, end, result)
+    if streamer is not None:
+        _stream_latency(workload, watcher, streamer, result)
+    if result.problems and not is_koordgang(result.scheduler):
+        result.notes["scheduler_says"] = peer_reasons(daemon.log_path)
+
+
+def _scheduler_process(ctx: RunContext, scenario: Scenario) -> SchedulerProcess:
+    logs = ctx.out_dir / "logs"
+    scheduler = ctx.scheduler
+    if is_koordgang(scheduler.label):
+        return BenchDaemon(
+            ctx.kubeconfig,
+            logs / f"{scheduler.slug}-{scenario.name}.log",
+            [*ctx.daemon_args, *scenario.daemon_args],
+        )
+    return PeerProcess(
+        scheduler.name,
+        ctx.binaries[scheduler.name],
+        ctx.sources.get(scheduler.name),
+        ctx.kubeconfig,
+        logs / f"{scheduler.slug}-{scenario.name}.log",
+        scheduler.qps,
+        scheduler.ready_path,
+    )
+
+
+def _stream_latency(
+    workload: Workload, watcher: BindWatcher, streamer: Streamer, result: ScenarioResult
+) -> None:
+    latencies: list[float] = []
+    for gang, names in workload.members.items():
+        created = streamer.last_created.get(gang)
+        times = sorted(watcher.bound_at[n] for n in names if n in watcher.bound_at)
+        if created is None or len(times) < workload.gangs[gang]:
+            continue
+        latencies.append(max(0.0, times[workload.gangs[gang] - 1] - created))
+    p50, p99 = percentile(latencies, 0.50), percentile(latencies, 0.99)
+    result.gang_latency_p50_s = None if p50 is None else round(p50, 3)
+    result.gang_latency_p99_s = None if p99 is None else round(p99, 3)
+    result.notes["streamed_pods_per_s"] = round(streamer.achieved_rate(), 1)
+    say(
+        f"{result.name}: gang latency (last member created -> minimum bound) P50 "
+        f"{result.gang_latency_p50_s} s, P99 {result.gang_latency_p99_s} s; pods created at "
+        f"{streamer.achieved_rate():.0f}/s"
+    )
+
+
+async def _start_profiler(
+    ctx: RunContext, scenario: Scenario, daemon: SchedulerProcess
+) -> Profiler | None:
+    if not isinstance(daemon, BenchDaemon):
+        return None  # py-spy samples Python processes only
+    # koordgang's own run keeps the plain name; a variant's profile is prefixed with its label.
+    name = scenario.name if not ctx.scheduler.variant else f"{ctx.scheduler.slug}-{scenario.name}"
+    profiler = Profiler(daemon.pid, ctx.out_dir / "profiles" / f"{name}.txt")
+    if await profiler.start():
+        return profiler
+    say("py-spy could not attach (is it installed? pip install -e '.[bench]'): no profile")
+    return None
+
+
+async def _follow(
+    scenario: Scenario,
+    workload: Workload,
+    watcher: BindWatcher,
+    daemon: SchedulerProcess,
+    sampler: CpuSampler,
+    t0: float,
+) -> str | None:
+    """Prints progress until the scenario is over; returns what went wrong, if anything."""
+    expected = workload.expected_bound
+    ticker = Ticker()
+    last_count, last_change = watcher.count, t0
+    shown_count, shown_at = watcher.count, t0
+    while True:
+        await watcher.wait_for_bind(timeout=0.25)
+        daemon.check_alive()
+        now = time.monotonic()
+        count = watcher.count
+        if count != last_count:
+            last_count, last_change = count, now
+        if ticker.due():
+            rate = (count - shown_count) / (now - shown_at) if now > shown_at else 0.0
+            shown_count, shown_at = count, now
+            cores = sampler.recent(1.0)
+            say(
+                f"scenario {scenario.name}: {count}/{expected} bound, {rate:.0f} pods/s "
+                f"({daemon.name} {cores.get(SCHEDULER_PROCESS, 0.0):.2f} cores, "
+                f"apiserver {cores.get('kube-apiserver', 0.0):.2f}, "
+                f"etcd {cores.get('etcd', 0.0):.2f}, others {cores.get('others', 0.0):.2f})"
+            )
+        if scenario.finish is Finish.ALL_BOUND and count >= len(workload.pods):
+            break
+        if scenario.finish is Finish.FIRST_BIND and count >= 1:
+            break
+        if scenario.finish is Finish.CLUSTER_FULL and (
+            count >= expected or (count > 0 and now - last_change >= QUIET_SECONDS)
+        ):
+            break
+        if now - last_change >= STALL_SECONDS:
+            return f"stalled: no bind for {STALL_SECONDS:.0f} s at {count}/{expected} bound"
+        if now - t0 >= TIME_LIMIT_SECONDS:
+            return f"time limit: {count}/{expected} bound after {TIME_LIMIT_SECONDS:.0f} s"
+    say(f"scenario {scenario.name}: {watcher.count}/{expected} bound -- {scenario.finish.value}")
+    return None
+
+
+def _sum_up(
+    ctx: RunContext,
+    workload: Workload,
+    watcher: BindWatcher,
+    sampler: CpuSampler,
+    spawned: float,
+    t0: float,
+    end: float,
+    result: ScenarioResult,
+) -> None:
+    bound_at = watcher.bound_at
+    result.binds_seen = len(bound_at)
+    first, last = watcher.first_bind(), watcher.last_bind()
+    if first is not None:
+        result.first_bind_after_start_s = round(first - spawned, 3)
+        result.first_bind_after_ready_s = round(first - t0, 3)
+    finished = not any(
+        p.startswith(("stalled", "time limit", "run failed")) for p in result.problems
+    )
+    if last is not None and last > t0:
+        if len(bound_at) > 1:
+            result.pods_per_s = round(len(bound_at) / (last - t0), 1)
+        if finished:
+            result.time_to_done_s = round(last - t0, 2)
+    # Against the ceilings measured so far; the report recomputes it with all of them.
+    set_share_of_ceiling(result, reference_rate(ctx.ceilings))
+    completions = [t - t0 for t in gang_completions(bound_at, workload.members, workload.gangs)]
+    result.gangs_complete = len(completions)
+    p50, p99 = percentile(completions, 0.50), percentile(completions, 0.99)
+    result.gang_p50_s = None if p50 is None else round(p50, 2)
+    result.gang_p99_s = None if p99 is None else round(p99, 2)
+    # Start-up is about the time before t0; everything else about the time after it.
+    since = spawned if result.finish == Finish.FIRST_BIND.value else t0
+    result.cores = sampler.cores(since, end)
+    result.window_s = round(end - since, 3)
+    result.timeline = timeline(bound_at.values(), t0)
+    summary = (
+        f"{scenario_line(result)}; {result.scheduler} CPU {result.daemon_cpu_s} s, "
+        f"peak RSS {result.daemon_peak_rss_mb} MB, exited "
+        f"{result.notes.get('exit_after_sigterm_s')} s after SIGTERM"
+    )
+    say(summary)
+    for problem in result.problems:
+        say(f"{result.name}: FAIL: {problem}")
+
+
+def scenario_line(result: ScenarioResult) -> str:
+    parts = [f"{result.name} on {result.scheduler}: {result.bound}/{result.expected} bound"]
+    if result.pods_per_s is not None:
+        parts.append(f"{result.pods_per_s:.0f} pods/s")
+    if result.pct_of_ceiling is not None:
+        parts.append(f"{result.pct_of_ceiling:.0f}% of ceiling")
+    if result.time_to_done_s is not None:
+        parts.append(f"done after {result.time_to_done_s:.1f} s")
+    if result.gang_p99_s is not None:
+        parts.append(f"gang P50 {result.gang_p50_s} s / P99 {result.gang_p99_s} s")
+    if result.first_bind_after_start_s is not None:
+        parts.append(f"first bind {result.first_bind_after_start_s:.2f} s after start")
+    return ", ".join(parts)
+
+
+async def _preemption_figures(
+    ctx: RunContext, workload: Workload, fill: str, log_path: Path, result: ScenarioResult
+) -> None:
+    """Victims evicted against the least possible number, and the dry-run time per job (from
+    the daemon's ``preempting`` log lines)."""
+    remaining = await ctx.cluster.count_pods(fill)
+    result.notes["victims_evicted"] = len(workload.fillers) - remaining
+    dry_runs = dry_run_times(log_path)
+    result.notes["preemptions"] = len(dry_runs)
+    if dry_runs:
+        result.notes["dry_run_ms_median"] = round(statistics.median(dry_runs), 1)
+        result.notes["dry_run_ms_max"] = round(max(dry_runs), 1)
+    seconds, victims = await asyncio.to_thread(dry_run.measure, 4096, 256)
+    result.notes["dry_run_ms_256_members_4096_nodes"] = round(seconds * 1000, 1)
+    result.notes["dry_run_victims_256_members_4096_nodes"] = victims
+    say(
+        f"preemption: dry run of one job of 256 on 4,096 nodes (in process): "
+        f"{seconds * 1000:.0f} ms, {victims} victims (least possible 256)"
+    )
+    say(
+        f"preemption: {result.notes['victims_evicted']} victims evicted "
+        f"(least possible {workload.notes['victims_minimum']}), {len(dry_runs)} preemptions, "
+        f"dry run median {result.notes.get('dry_run_ms_median')} ms, "
+        f"max {result.notes.get('dry_run_ms_max')} ms"
+    )
+
+
+def dry_run_times(log_path: Path) -> list[float]:
+    """Milliseconds of each preemption dry run, from the daemon's JSON log."""
+    times: list[float] = []
+    for line in log_path.read_text(errors="replace").splitlines():
+        if '"preempting"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("event") == "preempting" and "dry_run_ms" in record:
+            times.append(float(record["dry_run_ms"]))
+    return times
+
+
+def _placement_quality(
+    workload: Workload, final_pods: list[dict[str, Any]], result: ScenarioResult
+) -> None:
+    """The share of jobs whose members all run inside one block, and inside one spine."""
+    where = {n.name: (n.labels.get(SPINE, ""), n.labels.get(BLOCK, "")) for n in workload.nodes}
+    gang_of = {pod: gang for gang, names in workload.members.items() for pod in names}
+    spines: dict[str, set[str]] = defaultdict(set)
+    blocks: dict[str, set[str]] = defaultdict(set)
+    for pod in final_pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        gang = gang_of.get((pod.get("metadata") or {}).get("name", ""))
+        if not node or not gang or node not in where:
+            continue
+        spines[gang].add(where[node][0])
+        blocks[gang].add(where[node][1])
+    jobs = len(workload.gangs) or 1
+    in_block = sum(1 for g in blocks.values() if len(g) == 1)
+    in_spine = sum(1 for g in spines.values() if len(g) == 1)
+    result.notes["jobs_in_one_block_pct"] = round(100 * in_block / jobs, 1)
+    result.notes["jobs_in_one_spine_pct"] = round(100 * in_spine / jobs, 1)
+    say(
+        f"{result.name}: {in_block}/{jobs} jobs inside one block, {in_spine}/{jobs} inside "
+        "one spine"
+    )

@@ -1,0 +1,103 @@
+"""``python -m bench.medians RUN_DIR...``: the side-by-side table and the targets against
+the peers on the median of several runs (each scenario and scheduler taken from every run that
+measured it). A run's problems carry over: a median is "ok" only if every run of it was."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench import report
+from bench.ledger import RESULTS_JSON
+from bench.results import CeilingResult, ScenarioResult
+
+#: The figures a median is taken of; the rest comes from the first run.
+MEDIAN_FIELDS = (
+    "pods_per_s",
+    "pct_of_ceiling",
+    "gang_p50_s",
+    "gang_p99_s",
+    "gang_latency_p50_s",
+    "gang_latency_p99_s",
+    "first_bind_after_start_s",
+    "daemon_peak_rss_mb",
+    "daemon_cpu_s",
+    "window_s",
+    "binds_seen",
+)
+
+
+def load(folder: Path) -> list[ScenarioResult]:
+    document = json.loads((folder / RESULTS_JSON).read_text())
+    return [ScenarioResult(**r) for r in document.get("scenarios", [])]
+
+
+def load_ceilings(folder: Path) -> list[CeilingResult]:
+    document = json.loads((folder / RESULTS_JSON).read_text())
+    return [CeilingResult(**c) for c in document.get("ceilings", [])]
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def medians(runs: Sequence[Sequence[ScenarioResult]]) -> list[ScenarioResult]:
+    """One result per (scenario, scheduler), in first-seen order, holding the medians."""
+    groups: dict[tuple[str, str], list[ScenarioResult]] = {}
+    for run in runs:
+        for result in run:
+            groups.setdefault((result.name, result.scheduler), []).append(result)
+    combined: list[ScenarioResult] = []
+    for results in groups.values():
+        merged = copy.deepcopy(results[0])
+        for field_name in MEDIAN_FIELDS:
+            values = [getattr(r, field_name) for r in results if getattr(r, field_name) is not None]
+            setattr(merged, field_name, _median(values))
+        if merged.binds_seen is not None:
+            merged.binds_seen = round(merged.binds_seen)
+        # CPU per pod from the medians: cores over the window, as the report computes it.
+        cores = [c for r in results if (c := r.cores.get("scheduler"))]
+        merged.cores = {"scheduler": statistics.median(cores)} if cores else {}
+        merged.problems = [p for r in results for p in r.problems]
+        merged.bound = min(r.bound for r in results)
+        merged.notes = {**merged.notes, "runs": len(results)}
+        combined.append(merged)
+    return combined
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.medians", description=__doc__)
+    parser.add_argument("runs", nargs="+", type=Path, help="bench-results/<time> folders")
+    parser.add_argument("--plot", type=Path, help="also draw the medians to this PNG")
+    args = parser.parse_args(argv)
+    combined = medians([load(folder) for folder in args.runs])
+    counts = sorted({r.notes["runs"] for r in combined})
+    print(f"medians of {len(args.runs)} runs ({'/'.join(map(str, counts))} per row)\n")
+    print("\n".join(report.side_by_side(combined)))
+    targets = report.peer_target_lines(combined)
+    if targets:
+        print("\ntargets against the peers (medians):")
+        print("\n".join(targets))
+    by_api = report.gang_api_lines(combined)
+    if by_api:
+        print("\nkoordgang by gang API (medians):")
+        print("\n".join(by_api))
+    same_api = report.same_api_lines(combined)
+    if same_api:
+        print("\nkoordgang and the peers on the same gang API (medians):")
+        print("\n".join(same_api))
+    if args.plot is not None:
+        ceilings = [c for folder in args.runs for c in load_ceilings(folder)]
+        title = f"medians of {len(args.runs)} runs: " + ", ".join(f.name for f in args.runs)
+        if not report.plot(args.plot, ceilings, combined, title):
+            print("matplotlib is not installed: no plot (pip install -e '.[bench]')")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

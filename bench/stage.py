@@ -1,0 +1,145 @@
+"""Before a measurement: a clean cluster with the scenario's nodes and pods, and a quiet one.
+
+Leftover pods of earlier scenarios are deleted (grace 0), the fake nodes are made to match,
+fillers are created already bound and left for kwok to mark Running, and the pods under test
+are created pending, all while no scheduler runs. Then we wait until the control plane has
+calmed down, so that what follows measures the daemon and not the set-up's aftermath.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.cluster import BenchCluster
+from bench.console import Ticker, say
+from bench.gang_api import pod_groups
+from bench.procstats import OTHERS, CpuSampler, describe_cores
+from bench.results import KOORDGANG, CeilingResult
+from bench.schedulers import SchedulerUnderTest
+from bench.workload import PRIORITY_CLASSES, Workload
+
+#: The control plane is "quiet" when its processes use less than this many cores together.
+QUIET_CORES = 0.35
+#: kwok trails bound pods by tens of seconds (it marks about 200 pods/s Running on 2 cores) and
+#: keeps trying pods deleted meanwhile, so a scenario after a big one waits for it.
+SETTLE_LIMIT_SECONDS = 120.0
+
+
+@dataclass
+class RunContext:
+    """What every measurement of one run shares."""
+
+    cluster: BenchCluster
+    kubeconfig: Path
+    #: kube-apiserver, etcd, kwok -> pid.
+    control_plane: dict[str, int]
+    out_dir: Path
+    run_id: str
+    scale: float
+    daemon_args: tuple[str, ...] = ()
+    profile: bool = False
+    #: Ceilings measured so far in this run.
+    ceilings: list[CeilingResult] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)
+    #: The scheduler measured now, its binary (peers) and the CRDs installed for it.
+    scheduler: SchedulerUnderTest = field(default_factory=lambda: SchedulerUnderTest(KOORDGANG))
+    #: Tells this scheduler's namespaces from the others' in the same run ("s0", "s1", ...).
+    tag: str = "s0"
+    binaries: dict[str, Path] = field(default_factory=dict)
+    #: Each peer's release files (shipped configuration), by peer name.
+    sources: dict[str, Path] = field(default_factory=dict)
+    crds: list[str] = field(default_factory=list)
+
+    def sampler(self) -> CpuSampler:
+        """CPU of the control plane and of this benchmark; the caller adds the daemon."""
+        return CpuSampler({**self.control_plane, "bench": os.getpid()})
+
+
+def filler_namespace(scenario: str, run_id: str) -> str:
+    """Shared by every scheduler's run of one scenario in one run: the fillers are made once."""
+    return f"bench-{scenario}-{run_id}-fill"
+
+
+async def set_stage(
+    ctx: RunContext,
+    workload: Workload,
+    namespace: str,
+    fill: str = "",
+    *,
+    create_pods: bool = True,
+) -> None:
+    """Nodes, fillers (in ``fill``) and, unless they are to be streamed later, the pods under
+    test, gangs declared in the measured scheduler's own API. Fillers left by the same
+    scenario on another scheduler are kept when the nodes have not changed meanwhile."""
+    cluster = ctx.cluster
+    reuse = ""
+    if (
+        workload.fillers
+        and fill
+        and await cluster.count_pods(fill, running=True) == len(workload.fillers)
+    ):
+        reuse = fill
+    await cluster.delete_bench_pods(keep_namespace=reuse)
+    await cluster.delete_bench_groups()
+    await cluster.delete_bench_namespaces(keep=reuse)
+    if await cluster.reconcile_nodes(workload.nodes) and reuse:
+        # The fillers' nodes were replaced: they no longer fill anything.
+        reuse = ""
+        await cluster.delete_bench_pods()
+        await cluster.delete_bench_namespaces()
+    await cluster.set_topology(workload.topology)
+    await cluster.create_namespace(namespace)
+    if any(p.priority_class for p in [*workload.pods, *workload.fillers]):
+        await cluster.ensure_priority_classes(PRIORITY_CLASSES)
+    if reuse:
+        say(f"reusing {len(workload.fillers)} filler pods in {fill}")
+    elif workload.fillers:
+        await cluster.create_namespace(fill)
+        await cluster.create_pods(fill, workload.fillers, "creating bound filler pods")
+        # kwok runs about 200 pods/s here: 100,000 fillers take minutes.
+        await cluster.wait_pods_running(
+            fill, len(workload.fillers), timeout=max(600.0, len(workload.fillers) / 50)
+        )
+    gang_api = ctx.scheduler.gang_api
+    groups = pod_groups(workload.gangs, gang_api)
+    if groups:
+        await cluster.create_objects(namespace, groups)
+    if create_pods:
+        await cluster.create_pods(namespace, workload.pods, "creating pods", gang_api)
+
+
+async def settle(ctx: RunContext, *, steady_is_enough: bool = False) -> dict[str, float]:
+    """Waits until the control plane is quiet; returns the cores it used over the last second.
+
+    Gives up after SETTLE_LIMIT_SECONDS. With ``steady_is_enough`` (a cluster full of running
+    pods keeps kwok and the API server busy for good) it also stops once the load has stopped
+    falling: the last 5 s no lower than the 5 s before.
+    """
+    sampler = CpuSampler(dict(ctx.control_plane))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SETTLE_LIMIT_SECONDS
+    sampler.sample()
+    recent: dict[str, float] = {}
+    loads: list[float] = []
+    ticker = Ticker(5.0)
+    verdict = "at rest"
+    while True:
+        await asyncio.sleep(1.0)
+        sampler.sample()
+        recent = sampler.recent(1.0)
+        loads.append(sum(v for k, v in recent.items() if k != OTHERS))
+        if loads[-1] < QUIET_CORES:
+            break
+        if steady_is_enough and len(loads) >= 10 and sum(loads[-5:]) >= 0.9 * sum(loads[-10:-5]):
+            verdict = "busy but steady"
+            break
+        if loop.time() >= deadline:
+            verdict = f"still busy after {SETTLE_LIMIT_SECONDS:.0f} s, measuring anyway"
+            break
+        if ticker.due():
+            say(f"waiting for the control plane to calm down: {describe_cores(recent)} cores")
+    say(f"control plane {verdict}: {describe_cores(recent)} cores ({OTHERS}: not ours)")
+    return recent

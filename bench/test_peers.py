@@ -1,0 +1,123 @@
+"""The peers' side of the bench, without a cluster: how each is built, configured and given
+its gangs, which scenarios it runs, and what the report says about it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from bench.gang_api import COSCHEDULING_LABEL, GangApi, pod_groups, pod_manifest
+from bench.peers.build import PEER_BINARIES
+from bench.peers.config import bench_config
+from bench.peers.reasons import peer_reasons
+from bench.scenarios import SCENARIOS
+from bench.schedulers import RAISED_QPS, parse_qps, select_schedulers
+from bench.workload import GANG_MIN, GANG_NAME, SCHEDULER, gang_pods, plain_pods
+from controlplane.build import BINARIES, required_version
+
+
+def test_each_peer_is_pinned_to_an_exact_release() -> None:
+    versions = {b.name: b.version for b in PEER_BINARIES}
+    apiserver = next(b for b in BINARIES if b.name == "kube-apiserver")
+    assert versions["kube-scheduler"] == apiserver.version
+    assert all(re.fullmatch(r"v\d+\.\d+\.\d+", v) for v in versions.values()), versions
+    # scheduler-plugins' own pin of Kubernetes is replaced by a served patch release of the
+    # same minor version, which the printed version says.
+    coscheduling = next(b for b in PEER_BINARIES if b.name == "coscheduling")
+    go_mod = coscheduling.module_dir / "go.mod"
+    assert required_version(go_mod, "sigs.k8s.io/scheduler-plugins").startswith("v0.34.")
+    assert "k8s.io/kubernetes => k8s.io/kubernetes v1.34." in go_mod.read_text()
+
+
+def test_coscheduling_gets_a_pod_group_and_a_label_instead_of_annotations() -> None:
+    (member, *_) = gang_pods("job", 1, 4, plain_pods("x", 1)[0].requests, min_available=3)
+    pod = pod_manifest(member, GangApi.SCHEDULER_PLUGINS)
+    assert pod["metadata"]["labels"][COSCHEDULING_LABEL] == "job-000"
+    assert GANG_NAME not in pod["metadata"].get("annotations", {})
+    assert pod["spec"]["schedulerName"] == SCHEDULER
+    (group,) = pod_groups({"job-000": 3}, GangApi.SCHEDULER_PLUGINS)
+    assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+    assert group["metadata"]["name"] == "job-000" and group["spec"]["minMember"] == 3
+
+
+def test_koordinator_annotations_are_left_for_koordgang_and_koord_scheduler() -> None:
+    (member, *_) = gang_pods("job", 1, 2, plain_pods("x", 1)[0].requests)
+    pod = pod_manifest(member, GangApi.KOORDINATOR)
+    assert pod["metadata"]["annotations"] == {GANG_NAME: "job-000", GANG_MIN: "2"}
+    assert COSCHEDULING_LABEL not in pod["metadata"]["labels"]
+    assert pod_groups({"job-000": 2}, GangApi.KOORDINATOR) == []
+    assert "annotations" not in pod_manifest(member, GangApi.NONE)["metadata"]
+
+
+def _shipped(tmp_path: Path, relative: str, document: object) -> Path:
+    target = tmp_path / relative
+    target.parent.mkdir(parents=True)
+    target.write_text(yaml.safe_dump(document))
+    return tmp_path
+
+
+def test_coscheduling_runs_its_shipped_profile_on_the_bench_pods(tmp_path: Path) -> None:
+    shipped = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": True},
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "pluginConfig": [
+                    {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}
+                ],
+            }
+        ],
+    }
+    source = _shipped(tmp_path, "manifests/coscheduling/scheduler-config.yaml", shipped)
+    config = bench_config("coscheduling", source, Path("/k/kubeconfig"), None)
+    assert config["profiles"][0]["schedulerName"] == SCHEDULER
+    plugin_config = config["profiles"][0]["pluginConfig"]
+    assert plugin_config == [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}]
+    assert config["leaderElection"] == {"leaderElect": False}
+    # As shipped: no QPS of ours.
+    assert config["clientConnection"] == {"kubeconfig": "/k/kubeconfig"}
+    raised = bench_config("coscheduling", source, Path("/k"), RAISED_QPS)
+    assert raised["clientConnection"]["qps"] == raised["clientConnection"]["burst"] == 5000
+
+
+def test_koord_scheduler_configuration_is_read_from_its_config_map(tmp_path: Path) -> None:
+    inner = {"kind": "KubeSchedulerConfiguration", "profiles": [{"schedulerName": "x"}]}
+    config_map = {"kind": "ConfigMap", "data": {"koord-scheduler-config": yaml.safe_dump(inner)}}
+    source = _shipped(tmp_path, "config/manager/scheduler-config.yaml", config_map)
+    config = bench_config("koord-scheduler", source, Path("/k"), 5000)
+    assert config["profiles"] == [{"schedulerName": SCHEDULER}]
+    assert config["clientConnection"]["qps"] == 5000
+
+
+def test_kube_scheduler_runs_plain_scenarios_only_and_peers_skip_koordgang_only_ones() -> None:
+    schedulers = select_schedulers("all", parse_qps("default,5000"))
+    labels = [s.label for s in schedulers]
+    assert labels[0] == "koordgang" and len(labels) == 7
+    assert "coscheduling qps 5000" in labels and "koord-scheduler" in labels
+    by_name = {s.name: s for s in schedulers}
+    scenarios = {s.name: s for s in SCENARIOS}
+    kube = by_name["kube-scheduler"]
+    assert kube.skip_reason(scenarios["plain"]) is None
+    assert kube.skip_reason(scenarios["gang-1k"]) == "no gang API"
+    assert by_name["coscheduling"].skip_reason(scenarios["gang-1k"]) is None
+    assert by_name["koord-scheduler"].skip_reason(scenarios["preemption"])
+    assert all(by_name["koordgang"].skip_reason(s) is None for s in SCENARIOS)
+    assert select_schedulers("none", [None]) == schedulers[:1]
+
+
+def test_peer_reasons_quote_distinct_failures_once(tmp_path: Path) -> None:
+    log = tmp_path / "peer.log"
+    log.write_text(
+        "I1124 10:00:00.1 1 a.go:1] started\n"
+        'E1124 10:00:01.1 1 b.go:2] "Unable to schedule pod" pod="ns/a-1" err="0/5 nodes"\n'
+        'E1124 10:00:02.2 1 b.go:2] "Unable to schedule pod" pod="ns/a-2" err="0/5 nodes"\n'
+        'E1124 10:00:03.3 1 c.go:3] "PreFilter failed" err="gang ns/g timed out"\n'
+    )
+    quoted = peer_reasons(log)
+    assert len(quoted) == 2
+    assert "a-2" in quoted[0] and "timed out" in quoted[1]
+    assert peer_reasons(tmp_path / "missing.log") == []
