@@ -316,3 +316,57 @@ def test_pods_marked_for_another_job_are_not_preferred() -> None:
     marked = _marked_for("low-x", "n1", "ns/someone-else")
     assert marked.preempted_by == "ns/someone-else"
     assert parse(pod_json("plain")).preempted_by == ""
+
+
+def _sampling(sched: Harness, above: int) -> None:
+    preemption = next(p for p in sched.framework.plugins if p.name == "Preemption")
+    preemption._sample_above = above  # type: ignore[attr-defined]
+
+
+async def test_on_many_candidate_nodes_a_share_of_them_is_looked_at_first(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    # Ten full nodes; the cheapest victims (priority 0) are on n9, the others run priority-5
+    # pods. Looking at a share of 4 nodes at most (n0-n3, in name order), the room is made
+    # there: a bounded look, not the cheapest of all.
+    sched = make_scheduler()
+    _sampling(sched, 4)
+    names = [f"n{i}" for i in range(10)]
+    pods = [
+        bound(pod(f"low-{n}-{k}", cpu="1", priority=0 if n == "n9" else 5, scheduler="other"), n)
+        for n in names
+        for k in range(2)
+    ]
+    sched.list(
+        nodes=[node(n, cpu="2") for n in names], pods=[*pods, pod("hi-0", cpu="2", priority=HIGH)]
+    )
+    await sched.run()
+    evicted = deletes(api)
+    assert len(evicted) == 2
+    assert {name.rsplit("-", 1)[0].removeprefix("low-") for name in evicted} <= {
+        "n0",
+        "n1",
+        "n2",
+        "n3",
+    }
+
+
+async def test_when_the_share_cannot_make_room_every_candidate_is_looked_at(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    # A gang of 6 whole nodes cannot fit in a share of 4: all ten nodes are looked at.
+    sched = make_scheduler()
+    _sampling(sched, 4)
+    names = [f"n{i}" for i in range(10)]
+    pods = [
+        bound(pod(f"low-{n}-{k}", cpu="1", priority=LOW, scheduler="other"), n)
+        for n in names
+        for k in range(2)
+    ]
+    members = [
+        pod(p.name, cpu="2", annotations=dict(p.annotations), priority=HIGH)
+        for p in gang("hi", 6, 6)
+    ]
+    sched.list(nodes=[node(n, cpu="2") for n in names], pods=[*pods, *members])
+    await sched.run()
+    assert len(deletes(api)) == 12

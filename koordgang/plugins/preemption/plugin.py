@@ -15,6 +15,7 @@ evictions; members beyond it never do.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,6 +38,13 @@ from koordgang.state.snapshot import Placement, Snapshot
 NAME = "Preemption"
 #: After evicting, a job evicts nothing more for this long unless its victims are gone.
 COOLDOWN_SECONDS = 60.0
+#: Above this many candidate nodes a dry run first looks at a share of them only, as
+#: kube-scheduler does (it looks at 10% of the nodes, at least 100): its cost grows with the
+#: candidates (each node's pods ordered by eviction cost, each node asked once per pod shape),
+#: and on 50,000 full nodes looking at all took 9 s for a job of 256. Only if that share cannot
+#: make room are all looked at. Below it the choice is exact.
+SAMPLE_ABOVE = 5_000
+SAMPLE_SHARE = 0.10
 
 
 @dataclass(slots=True)
@@ -52,9 +60,19 @@ class _Attempt:
 class Preemption:
     name = NAME
 
-    def __init__(self, *, enabled: bool = True, cooldown: float = COOLDOWN_SECONDS) -> None:
+    def __init__(
+        self,
+        *,
+        enabled: bool = True,
+        cooldown: float = COOLDOWN_SECONDS,
+        sample_above: int = SAMPLE_ABOVE,
+    ) -> None:
         self.enabled = enabled
         self._cooldown = cooldown
+        self._sample_above = sample_above
+        #: Where the next share of candidates starts (it moves on, so that successive dry runs
+        #: look at different nodes, as kube-scheduler's random offset does).
+        self._offset = 0
         self._attempts: dict[str, _Attempt] = {}
         self._handle: Handle | None = None
 
@@ -196,6 +214,13 @@ class Preemption:
             candidates, unresolvable = _candidates(plan)
             if not candidates:
                 return None, counted(unresolvable.items()) or "no node could make room"
+            share = self._share(candidates)
+            if share is not None:
+                # Members go only where the share makes room: every other node failed them
+                # already, and asking all of them again is the cost being avoided.
+                run, reason = self._dry_run_in(group, needed, snapshot, share, frozenset(share))
+                if run is not None and not run.failure:
+                    return run, reason
             return self._dry_run_in(group, needed, snapshot, candidates, None)
         best: DryRun | None = None
         reasons: list[str] = []
@@ -210,6 +235,18 @@ class Preemption:
         if not scopes:
             return None, "no domain of the MustGather rule exists"
         return None, f"no single domain can make room ({reasons[0]})" if reasons else ""
+
+    def _share(self, candidates: set[str]) -> set[str] | None:
+        """The share of ``candidates`` to look at first (None: all of them at once)."""
+        if len(candidates) <= self._sample_above:
+            return None
+        names = sorted(candidates)
+        size = max(self._sample_above, math.ceil(len(names) * SAMPLE_SHARE))
+        start = self._offset % len(names)
+        self._offset = start + size
+        share = names[start : start + size]
+        share += names[: size - len(share)]
+        return set(share)
 
     def _dry_run_in(
         self,
