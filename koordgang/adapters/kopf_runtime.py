@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 
 import kopf
 import structlog
+from kopf._core.engines.peering import Identity  # a NewType of str; kopf exports no name
 
 from koordgang.clients.config import Connection
 from koordgang.framework.report import WatchedResource
@@ -191,6 +193,9 @@ async def run_operator(registry: kopf.OperatorRegistry, stop_flag: asyncio.Event
         standalone=True,
         clusterwide=True,
         stop_flag=stop_flag,
+        # Given, not detected: kopf would ask the user database for this uid's name, and the
+        # image's user (65532) has no entry there: the daemon then died at start.
+        identity=Identity(f"koordgang@{socket.gethostname()}"),
     )
     signals.install()
     await kopf.run_tasks(tasks, ignored=existing)

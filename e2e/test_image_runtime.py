@@ -1,0 +1,121 @@
+"""The daemon as its image and manifests run it, without Docker: as uid/gid 65532 (the
+Dockerfile's USER), on a read-only root file system (the Deployment's
+readOnlyRootFilesystem) with an empty, writable /tmp (its emptyDir) as HOME, and with no
+bytecode written (PYTHONDONTWRITEBYTECODE, as the image sets). A private mount namespace
+(``unshare -m``) remounts / read-only for the daemon alone; ``setpriv`` drops to the user.
+
+It must start, schedule a gang, and stop cleanly on SIGTERM, with no write refused in its log.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from e2e.daemon import REPO, free_port
+from e2e.gangs import GangBook, gang_book_fixture, wait_bound  # noqa: F401 (the fixture)
+from e2e.kube import Cluster, wait_until
+from e2e.rbac import NAMESPACE
+
+#: The Dockerfile's ``USER``.
+IMAGE_UID = 65532
+#: What the root file system refused, as Python or the daemon would log it.
+REFUSED = ("Read-only file system", "Permission denied")
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment",
+    reason="runs a daemon process of its own, as the image would",
+)
+
+
+def _ready(port: int, process: subprocess.Popen[bytes], log: Path) -> bool:
+    if process.poll() is not None:
+        raise AssertionError(
+            f"the daemon exited with {process.returncode}:\n{log.read_text()[-4000:]}"
+        )
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as reply:
+            return bool(reply.status == 200)
+    except OSError:
+        return False
+
+
+def test_the_daemon_runs_as_uid_65532_on_a_read_only_root_file_system(
+    clean_nodes: Cluster,
+    namespace: str,
+    scheduler_kubeconfig: str,
+    gang_book: GangBook,
+    tmp_path: Path,
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes(["ro-1", "ro-2"], {"cpu": "4", "memory": "8Gi"})
+    # The kubeconfig where the user can read it once / is read-only and /tmp is replaced:
+    # /dev/shm is a mount of its own (as in a pod), left writable by the remount.
+    shared = Path(tempfile.mkdtemp(prefix="koordgang-ro-", dir="/dev/shm"))
+    try:
+        kubeconfig = shared / "kubeconfig"
+        shutil.copyfile(scheduler_kubeconfig, kubeconfig)
+        shared.chmod(0o755)
+        kubeconfig.chmod(0o644)
+        port = free_port()
+        daemon = " ".join(
+            [
+                sys.executable,
+                "-m",
+                "koordgang",
+                "run",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--http-port",
+                str(port),
+                "--log-format",
+                "console",
+            ]
+        )
+        script = (
+            "mount --make-rprivate / && mount -o remount,bind,ro / && "
+            "mount -t tmpfs -o mode=1777 tmpfs /tmp && "
+            f"exec setpriv --reuid {IMAGE_UID} --regid {IMAGE_UID} --clear-groups "
+            f"--inh-caps=-all {daemon}"
+        )
+        log = tmp_path / "koordgang.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                ["unshare", "-m", "sh", "-c", script],
+                cwd=REPO,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={
+                    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                    "HOME": "/tmp",
+                    "PYTHONDONTWRITEBYTECODE": "1",
+                    "PYTHONUNBUFFERED": "1",
+                    "POD_NAMESPACE": NAMESPACE,
+                },
+            )
+        try:
+            wait_until(lambda: _ready(port, process, log), timeout=60, what="koordgang /readyz")
+            status = Path(f"/proc/{process.pid}/status").read_text()
+            uid_line = next(line for line in status.splitlines() if line.startswith("Uid:"))
+            assert uid_line.split()[1:] == [str(IMAGE_UID)] * 4, uid_line
+            gang = gang_book.gang("ro", 2, requests={"cpu": "1"})
+            gang_book.create(gang)
+            assert len(wait_bound(cluster, gang, timeout=60)) == 2
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+            code = process.wait(timeout=30)
+        text = log.read_text(errors="replace")
+        assert code == 0, f"exit {code} after SIGTERM:\n{text[-4000:]}"
+        refused = [line for line in text.splitlines() if any(r in line for r in REFUSED)]
+        assert not refused, "\n".join(refused)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
