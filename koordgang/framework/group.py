@@ -200,6 +200,11 @@ class GroupPlan:
     def placements(self) -> list[Placement]:
         return [p for plan in self.parts for p in plan.placed]
 
+    def needed(self) -> list[PodInfo]:
+        """The members to make or hold room for: per part, enough to reach its minimum (and
+        each task's) beyond what already counts (running or held); never more."""
+        return [pod for plan in self.parts for pod in plan.part.needed()]
+
     def unplaced(self) -> Iterator[PodInfo]:
         for plan in self.parts:
             for result in plan.failed:

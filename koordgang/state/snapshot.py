@@ -17,7 +17,7 @@ changed raises instead of answering from a world that is gone.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -360,6 +360,16 @@ class Snapshot:
         total = Counter(node.ports)
         total.update(delta.ports)
         return +total
+
+    def requested_by(self, keep: Callable[[PodInfo], bool]) -> dict[str, int]:
+        """What the pods ``keep`` accepts request, summed over every node of this view."""
+        total: dict[str, int] = {}
+        for node in self.nodes:
+            for pod in self.pods_on(node):
+                if keep(pod):
+                    for name, amount in pod.requests.items():
+                        total[name] = total.get(name, 0) + amount
+        return total
 
     def pods_on(self, node: NodeState) -> Iterator[PodInfo]:
         """The pods that count on ``node`` in this view."""

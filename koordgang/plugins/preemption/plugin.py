@@ -114,13 +114,9 @@ class Preemption:
         if not self.enabled or not members or _never(members):
             return {}
         below = min(p.priority for p in members)
-        total: dict[str, int] = {}
-        for node in snapshot.nodes:
-            for pod in snapshot.pods_on(node):
-                if pod.is_terminating or (pod.node_name and not not_a_victim(pod, below)):
-                    for name, amount in pod.requests.items():
-                        total[name] = total.get(name, 0) + amount
-        return total
+        return snapshot.requested_by(
+            lambda pod: pod.is_terminating or bool(pod.node_name and not not_a_victim(pod, below))
+        )
 
     # -- PostFilter ----------------------------------------------------------------------------
 
@@ -129,7 +125,7 @@ class Preemption:
     ) -> PostFilterResult:
         if not self.enabled or plan.satisfied:
             return PostFilterResult(SKIP)
-        needed = _needed(plan)
+        needed = plan.needed()
         if not needed or not snapshot.nodes:
             return PostFilterResult(SKIP)  # nothing to make room for, or nowhere to make it
         members = list(group.members())
@@ -340,15 +336,6 @@ class Preemption:
         return PostFilterResult(
             Status.unschedulable(NAME, note), notes={p.uid: note for p in members}
         )
-
-
-def _needed(plan: GroupPlan) -> list[PodInfo]:
-    """The members to make room for: per part, enough to reach its minimum (and each task's)
-    beyond what already counts (running or held); never more."""
-    needed: list[PodInfo] = []
-    for part_plan in plan.parts:
-        needed.extend(part_plan.part.needed())
-    return needed
 
 
 def _never(members: list[PodInfo]) -> bool:

@@ -206,13 +206,7 @@ class StarvationGuard:
         if key not in self._reservations and not self._may_reserve(key, now):
             return {}
         below = min(p.priority for p in group.members())
-        total: dict[str, int] = {}
-        for node in snapshot.nodes:
-            for pod in snapshot.pods_on(node):
-                if self._may_wait_for(pod, below):
-                    for name, amount in pod.requests.items():
-                        total[name] = total.get(name, 0) + amount
-        return total
+        return snapshot.requested_by(lambda pod: self._may_wait_for(pod, below))
 
     # -- PostFilter ----------------------------------------------------------------------------
 
@@ -221,7 +215,7 @@ class StarvationGuard:
     ) -> PostFilterResult:
         if not self.enabled or plan.satisfied:
             return PostFilterResult(SKIP)
-        needed = [pod for part in plan.parts for pod in part.part.needed()]
+        needed = plan.needed()
         if not needed or not snapshot.nodes:
             return PostFilterResult(SKIP)
         key = group.key or group.trigger.uid
@@ -292,7 +286,7 @@ class StarvationGuard:
         asks); nothing is recorded. None: it fits whole, or holding would not let it fit."""
         if not self.enabled or plan.satisfied:
             return None
-        needed = [pod for part in plan.parts for pod in part.part.needed()]
+        needed = plan.needed()
         if not needed:
             return None
         run = self._plan(group, needed, snapshot, None)
