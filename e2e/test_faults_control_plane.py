@@ -268,4 +268,12 @@ def test_apiserver_and_etcd_frozen_while_gangs_bind_and_a_job_preempts(
         )
         marked = {f"{namespace}/{name}" for name in victims_of(disruptions, namespace, high.name)}
         assert len(marked) == 8, (process, sorted(marked))
-        assert set(deleted) == marked, (process, sorted(deleted), sorted(marked))
+        # A delete the freeze held up may time out (an error in the audit log) and still take
+        # effect: the victim is gone all the same, and the retry finds nothing to delete.
+        present = {
+            f"{namespace}/{p.metadata.name}"
+            for p in cluster.pods(namespace)
+            if p.metadata.deletion_timestamp is None
+        }
+        assert set(deleted) <= marked, (process, sorted(deleted), sorted(marked))
+        assert not marked & present, (process, sorted(marked & present))

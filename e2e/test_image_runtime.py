@@ -1,7 +1,7 @@
 """The daemon as its image and manifests run it, without Docker: as uid/gid 65532 (the
 Dockerfile's USER), on a read-only root file system (the Deployment's
-readOnlyRootFilesystem) with an empty, writable /tmp (its emptyDir) as HOME, and with no
-bytecode written (PYTHONDONTWRITEBYTECODE, as the image sets). A private mount namespace
+readOnlyRootFilesystem) with an empty, writable directory as HOME and TMPDIR (its emptyDir),
+and with no bytecode written (PYTHONDONTWRITEBYTECODE, as the image sets). A private mount namespace
 (``unshare -m``) remounts / read-only for the daemon alone; ``setpriv`` drops to the user.
 
 It must start, schedule a gang, and stop cleanly on SIGTERM, with no write refused in its log.
@@ -80,9 +80,14 @@ def test_the_daemon_runs_as_uid_65532_on_a_read_only_root_file_system(
                 "console",
             ]
         )
+        # Its own empty, writable home and temporary directory (the Deployment's emptyDir);
+        # everything on the root mount read-only. (Not a tmpfs over /tmp: the checkout may
+        # live there, as a CI clone does.)
+        home = shared / "home"
+        home.mkdir(mode=0o777)
+        home.chmod(0o777)
         script = (
             "mount --make-rprivate / && mount -o remount,bind,ro / && "
-            "mount -t tmpfs -o mode=1777 tmpfs /tmp && "
             f"exec setpriv --reuid {IMAGE_UID} --regid {IMAGE_UID} --clear-groups "
             f"--inh-caps=-all {daemon}"
         )
@@ -95,7 +100,8 @@ def test_the_daemon_runs_as_uid_65532_on_a_read_only_root_file_system(
                 stderr=subprocess.STDOUT,
                 env={
                     "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                    "HOME": "/tmp",
+                    "HOME": str(home),
+                    "TMPDIR": str(home),
                     "PYTHONDONTWRITEBYTECODE": "1",
                     "PYTHONUNBUFFERED": "1",
                     "POD_NAMESPACE": NAMESPACE,
