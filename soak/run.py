@@ -5,9 +5,10 @@ The loop runs once a second: it creates a job while what is asked for stays unde
 cluster's cpu (so that some jobs wait, and preemption has work), looks at every pod of the
 soak with one LIST every two seconds, deletes jobs whose time is up (bound jobs live 10-40 s),
 jobs that lost a member (a preemption victim: its client would restart it) and jobs still not
-bound after five minutes. Faults come every ``fault_every`` seconds, the daemon's SIGKILL
-first, so that the daemon that runs to the end has run most of the soak (its memory is what the
-verdict is about).
+bound after five minutes. Faults come every ``fault_every`` seconds: the daemon's SIGKILL once,
+first, then the control plane's faults in turn, so that the daemon that runs to the end has run
+all but the first minutes of the soak (its memory is what the verdict is about). Its memory
+tracer takes its baseline a minute after it started.
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ class Soak:
         capacity_cpu: int,
         faults: list[tuple[str, float, FaultAction]],
         fault_every: float,
+        first_faults: list[tuple[str, float, FaultAction]] | None = None,
         seed: int = 1,
         say: Callable[[str], None] = print,
     ) -> None:
@@ -115,7 +117,10 @@ class Soak:
         self.rng = random.Random(seed)
         self.record = SoakRecord(minutes=minutes)
         self.faults = faults
+        self.first_faults = list(first_faults or [])
         self.fault_every = fault_every
+        #: When the running daemon's memory tracer takes its baseline (0: taken).
+        self.baseline_at = 60.0
         self.say = say
         self.live: dict[str, SoakJob] = {}
         self.serial = 0
@@ -134,7 +139,6 @@ class Soak:
         next_fault = self.fault_every
         fault_index = 0
         next_progress = 60.0
-        baseline_at = 60.0
         while (now := self.now()) < end:
             self._guarded(self._maybe_create)
             if now >= next_look:
@@ -146,12 +150,15 @@ class Soak:
             if now >= next_check:
                 self._guarded(self._check)
                 next_check = now + CHECK_EVERY
-            if baseline_at and now >= baseline_at:
+            if self.baseline_at and now >= self.baseline_at:
                 self.record.memory_at_start = self._memory()
-                baseline_at = 0.0
-            if self.faults and now >= next_fault:
-                self._inject(*self.faults[fault_index % len(self.faults)])
-                fault_index += 1
+                self.baseline_at = 0.0
+            if (self.faults or self.first_faults) and now >= next_fault:
+                if self.first_faults:
+                    self._inject(*self.first_faults.pop(0))
+                elif self.faults:
+                    self._inject(*self.faults[fault_index % len(self.faults)])
+                    fault_index += 1
                 next_fault = self.now() + self.fault_every
             if now >= next_progress:
                 self._progress(end)
@@ -324,3 +331,4 @@ class Soak:
         if name == "daemon SIGKILL":
             self.record.daemon_restarts += 1
             self.record.last_daemon_start = self.now()
+            self.baseline_at = self.now() + 60.0
