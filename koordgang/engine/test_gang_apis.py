@@ -509,3 +509,21 @@ async def test_cleaning_up_a_finished_job_is_no_fall_below_its_minimum(
     assert api.events("pg", "GangBelowMinimum") == []
     [*_, status] = status_patches(api, "scheduling.x-k8s.io/v1alpha1", "pg")
     assert status["phase"] == "Finished"
+
+
+async def test_members_that_came_before_their_podgroup_hear_of_its_mistakes_when_it_comes(
+    sched: Harness, api: FakeApi
+) -> None:
+    # The pods' watch runs ahead of the PodGroups' (two watches): the members are listed
+    # first, waiting for their PodGroup; it then comes with a mode that does not exist.
+    members = [x_k8s_member(f"w-{i}") for i in range(2)]
+    sched.list(nodes=[node("n1", cpu="4")], pods=members)
+    await sched.run()
+    assert not api.events("w-0", "InvalidGangConfig")
+    group = group_object("scheduling.x-k8s.io/v1alpha1", "pg", {"minMember": 2})
+    group["metadata"]["annotations"] = {"gang.scheduling.koordinator.sh/mode": "Sloppy"}
+    sched.intake.on_object(X_K8S, "ADDED", group)
+    await sched.run()
+    for member in members:
+        [event] = api.events(member.name, "InvalidGangConfig")
+        assert "Sloppy" in event["message"], event["message"]

@@ -155,22 +155,22 @@ class Coscheduling:
                 self._dirty.add(changed.key)
                 self._check_minimum(changed)
         self._tell_conflict(pod)
-        # A PodGroup that has not arrived yet is not a mistake: the pod is told it waits.
-        if (
-            gang is not None
-            and not pod.node_name
-            and not pod.is_terminal
-            and not gang.needs_podgroup()
-        ):
-            issues = [issue.message() for issue in gang.spec.issues]
-            if issues:
-                # One Event for all of them, written even if the pod gets bound meanwhile: the
-                # settings are still wrong.
-                self.handle.report(
-                    Report.for_pod(
-                        pod, "Warning", "InvalidGangConfig", "; ".join(issues), always=True
-                    )
-                )
+        if gang is not None:
+            self._tell_issues(gang, pod)
+
+    def _tell_issues(self, gang: Gang, pod: PodInfo) -> None:
+        """A pending member of a gang declared wrongly is told what is wrong (the reporter
+        writes a repeated text once). A PodGroup that has not arrived yet is not a mistake:
+        the pod is told it waits, and told this when the PodGroup comes."""
+        if pod.node_name or pod.is_terminal or gang.needs_podgroup():
+            return
+        issues = [issue.message() for issue in gang.spec.issues]
+        if issues:
+            # One Event for all of them, written even if the pod gets bound meanwhile: the
+            # settings are still wrong.
+            self.handle.report(
+                Report.for_pod(pod, "Warning", "InvalidGangConfig", "; ".join(issues), always=True)
+            )
 
     def _tell_conflict(self, pod: PodInfo) -> None:
         refs = self.gangs.conflicts.get(pod.uid)
@@ -270,6 +270,9 @@ class Coscheduling:
         gang = self.gangs.on_podgroup(podgroup)
         if gang is not None:
             self._dirty.add(gang.key)
+            # Members that came before their PodGroup hear of its mistakes now.
+            for member in gang.live_members():
+                self._tell_issues(gang, member)
         ref = self._object_ref(podgroup)
         if ref is None:
             return True
