@@ -225,6 +225,13 @@ class Intake(EnginePart):
 
     def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
         self.objects.record(kind, event, obj)
+        if event == "DELETED":
+            # What it was told is remembered to skip repeats; a deleted PodGroup hears no more
+            # (with jobs coming and going for hours, this memory grew without end).
+            meta = obj.get("metadata")
+            uid = meta.get("uid") if isinstance(meta, Mapping) else None
+            if isinstance(uid, str) and uid:
+                self._reporter.forget(uid)
         if self._framework.on_object(kind, event, obj):
             self._signals.request_move()
 

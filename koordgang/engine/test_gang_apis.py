@@ -527,3 +527,18 @@ async def test_members_that_came_before_their_podgroup_hear_of_its_mistakes_when
     for member in members:
         [event] = api.events(member.name, "InvalidGangConfig")
         assert "Sloppy" in event["message"], event["message"]
+
+
+async def test_what_a_deleted_podgroup_was_told_is_forgotten(sched: Harness, api: FakeApi) -> None:
+    # A PodGroup told something (a field the scheduler ignores), then deleted: the reporter
+    # keeps nothing of it (jobs come and go for hours; this memory must not grow with every
+    # PodGroup there ever was).
+    group = group_object("scheduling.volcano.sh/v1beta1", "pg", {"minMember": 2, "queue": "q"})
+    sched.list(nodes=[node("n1", cpu="4")])
+    sched.intake.on_object(VOLCANO, "ADDED", group)
+    await sched.run()
+    assert api.events("pg", "FieldIgnored")
+    reporter = sched.scheduler.reporter
+    assert "uid-pg" in reporter._last
+    sched.intake.on_object(VOLCANO, "DELETED", group)
+    assert "uid-pg" not in reporter._last
