@@ -25,7 +25,7 @@ from koordgang.adapters.kopf_runtime import (
     quiet_kopf_logs,
     run_operator,
 )
-from koordgang.adapters.memory import MemoryTracer
+from koordgang.adapters.memory import AllocatorTrim, MemoryTracer, release_free_memory
 from koordgang.clients import custom
 from koordgang.clients.api import KubeApi
 from koordgang.clients.config import load_connection
@@ -201,6 +201,8 @@ class App:
         await self._read_watched()
         for informer in self.informers:
             self.supervisor.spawn(f"informer:{informer.name}", informer.run)
+        trimmer = AllocatorTrim()
+        self.supervisor.spawn("memory-release", lambda: release_free_memory(trimmer))
         if self.elector is None:
             await self._lead()
         else:

@@ -55,6 +55,9 @@ class Sample:
     bound: int
     jobs: int
     daemon_starts: int
+    #: The daemon's open sockets and threads: RSS that rises with them is connections' buffers.
+    sockets: int | None = None
+    threads: int | None = None
 
 
 @dataclass
@@ -179,6 +182,8 @@ class Soak:
         r = self.record
         last = r.samples[-1] if r.samples else None
         rss = f"{last.rss_mb:.0f} MB" if last and last.rss_mb else "?"
+        if last and last.sockets is not None:
+            rss += f" ({last.sockets} sockets, {last.threads} threads)"
         self.say(
             f"{self.now() / 60:.0f}/{end / 60:.0f} min: {r.jobs_created} jobs "
             f"({r.pods_created} pods), {len(self.live)} live, {len(r.faults)} faults, "
@@ -242,8 +247,21 @@ class Soak:
             return None
         return None
 
+    def _sockets_and_threads(self) -> tuple[int | None, int | None]:
+        process = self.daemon.process
+        if process is None or process.poll() is not None:
+            return None, None
+        try:
+            fds = Path(f"/proc/{process.pid}/fd")
+            sockets = sum(1 for fd in fds.iterdir() if fd.readlink().name.startswith("socket:"))
+            threads = len(list(Path(f"/proc/{process.pid}/task").iterdir()))
+        except OSError:
+            return None, None
+        return sockets, threads
+
     def _sample(self) -> None:
         rss = self._rss_mb()
+        sockets, threads = self._sockets_and_threads()
         ours = [p for p in self.cluster.pods(self.namespace) if p.spec.scheduler_name == SCHEDULER]
         bound = sum(1 for p in ours if p.spec.node_name)
         self.record.samples.append(
@@ -254,6 +272,8 @@ class Soak:
                 bound=bound,
                 jobs=len(self.live),
                 daemon_starts=self.daemon.starts,
+                sockets=sockets,
+                threads=threads,
             )
         )
 
