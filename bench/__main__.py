@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import report, simulate
+from bench import report, report_features, simulate
 from bench.ceiling import CONCURRENCY, measure_ceiling
 from bench.cluster import CRDS, BenchCluster
 from bench.console import say
@@ -368,6 +368,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     peer_targets = report.peer_target_lines(results)
     if peer_targets:
         lines += ["targets against the peers (issue 10):", *peer_targets, ""]
+    features = report_features.feature_lines(results)
+    if features:
+        lines += ["job-level preemption and topology, against koord-scheduler:", *features, ""]
     starvation = report.starvation_lines(results)
     if starvation:
         lines += ["starvation guard (with and without --reserve-after):", *starvation, ""]

@@ -14,7 +14,9 @@ import json
 import statistics
 import time
 import traceback
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,7 @@ from bench.scenarios import BLOCK, SPINE, Finish, Scenario
 from bench.stage import RunContext, filler_namespace, set_stage, settle
 from bench.streaming import Streamer
 from bench.watch import BindWatcher
-from bench.workload import Workload
+from bench.workload import PodPlan, Workload
 
 #: The key of the scheduler under test in the CPU figures (koordgang or a peer).
 SCHEDULER_PROCESS = "scheduler"
@@ -359,25 +361,67 @@ async def _preemption_figures(
 ) -> None:
     """Victims evicted against the least possible number, and the dry-run time per job (from
     the daemon's ``preempting`` log lines)."""
-    remaining = await ctx.cluster.count_pods(fill)
-    result.notes["victims_evicted"] = len(workload.fillers) - remaining
+    listed, _ = await ctx.cluster.list_all(f"/api/v1/namespaces/{fill}/pods", names_only=True)
+    remaining = {
+        (p.get("metadata") or {}).get("name", "")
+        for p in listed
+        if not (p.get("metadata") or {}).get("deletionTimestamp")
+    }
+    victims = victim_counts(workload.fillers, remaining)
+    result.notes.update(
+        victims_evicted=victims.evicted,
+        victims_in_running_gangs=victims.gang_members,
+        running_gangs_broken=victims.gangs_broken,
+        running_gangs_evicted_whole=victims.gangs_whole,
+    )
+    say(
+        f"preemption on {result.scheduler}: {victims.evicted} victims evicted (least possible "
+        f"{workload.notes['victims_minimum']}), {victims.gang_members} of them members of "
+        f"running gangs: {victims.gangs_broken} gang(s) broken (left below their minimum), "
+        f"{victims.gangs_whole} evicted whole"
+    )
+    if not is_koordgang(result.scheduler):
+        return
     dry_runs = dry_run_times(log_path)
     result.notes["preemptions"] = len(dry_runs)
     if dry_runs:
         result.notes["dry_run_ms_median"] = round(statistics.median(dry_runs), 1)
         result.notes["dry_run_ms_max"] = round(max(dry_runs), 1)
-    seconds, victims = await asyncio.to_thread(dry_run.measure, 4096, 256)
+    seconds, in_process = await asyncio.to_thread(dry_run.measure, 4096, 256)
     result.notes["dry_run_ms_256_members_4096_nodes"] = round(seconds * 1000, 1)
-    result.notes["dry_run_victims_256_members_4096_nodes"] = victims
+    result.notes["dry_run_victims_256_members_4096_nodes"] = in_process
     say(
         f"preemption: dry run of one job of 256 on 4,096 nodes (in process): "
-        f"{seconds * 1000:.0f} ms, {victims} victims (least possible 256)"
+        f"{seconds * 1000:.0f} ms, {in_process} victims (least possible 256)"
     )
     say(
-        f"preemption: {result.notes['victims_evicted']} victims evicted "
-        f"(least possible {workload.notes['victims_minimum']}), {len(dry_runs)} preemptions, "
-        f"dry run median {result.notes.get('dry_run_ms_median')} ms, "
-        f"max {result.notes.get('dry_run_ms_max')} ms"
+        f"preemption: {len(dry_runs)} preemptions, dry run median "
+        f"{result.notes.get('dry_run_ms_median')} ms, max {result.notes.get('dry_run_ms_max')} ms"
+    )
+
+
+@dataclass(frozen=True)
+class VictimCounts:
+    evicted: int
+    #: Of those, members of running gangs.
+    gang_members: int
+    #: Running gangs that lost some members but not all: left running below their minimum.
+    gangs_broken: int
+    #: Running gangs all of whose members were evicted.
+    gangs_whole: int
+
+
+def victim_counts(fillers: Sequence[PodPlan], remaining: set[str]) -> VictimCounts:
+    """What preemption took from the pods that were running before: ``remaining`` are the
+    names still there."""
+    gone = [plan for plan in fillers if plan.name not in remaining]
+    size: Counter[str] = Counter(p.gang.name for p in fillers if p.gang is not None)
+    lost: Counter[str] = Counter(p.gang.name for p in gone if p.gang is not None)
+    return VictimCounts(
+        evicted=len(gone),
+        gang_members=sum(lost.values()),
+        gangs_broken=sum(1 for gang, n in lost.items() if n < size[gang]),
+        gangs_whole=sum(1 for gang, n in lost.items() if n == size[gang]),
     )
 
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import report
+from bench import report, report_features
 from bench.ledger import RESULTS_JSON
 from bench.results import CeilingResult, ScenarioResult
 
@@ -29,6 +29,14 @@ MEDIAN_FIELDS = (
     "daemon_cpu_s",
     "window_s",
     "binds_seen",
+)
+#: Figures kept in a result's notes that a median is taken of too.
+MEDIAN_NOTES = (
+    "victims_evicted",
+    "victims_in_running_gangs",
+    "running_gangs_broken",
+    "jobs_in_one_block_pct",
+    "jobs_in_one_spine_pct",
 )
 
 
@@ -65,7 +73,12 @@ def medians(runs: Sequence[Sequence[ScenarioResult]]) -> list[ScenarioResult]:
         merged.cores = {"scheduler": statistics.median(cores)} if cores else {}
         merged.problems = [p for r in results for p in r.problems]
         merged.bound = min(r.bound for r in results)
-        merged.notes = {**merged.notes, "runs": len(results)}
+        notes: dict[str, float | int | None] = {"runs": len(results)}
+        for key in MEDIAN_NOTES:
+            values = [r.notes[key] for r in results if r.notes.get(key) is not None]
+            if values:
+                notes[key] = _median(values)
+        merged.notes = {**merged.notes, **notes}
         combined.append(merged)
     return combined
 
@@ -83,6 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if targets:
         print("\ntargets against the peers (medians):")
         print("\n".join(targets))
+    features = report_features.feature_lines(combined)
+    if features:
+        print("\njob-level preemption and topology, against koord-scheduler (medians):")
+        print("\n".join(features))
     by_api = report.gang_api_lines(combined)
     if by_api:
         print("\nkoordgang by gang API (medians):")

@@ -14,13 +14,15 @@ import enum
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from bench.peers.build import KOORD_SCHEDULER
 from bench.starvation import RESERVE_AFTER_FLAG, StarvationPlan, starvation_workload
 from bench.workload import (
     CEILING_SCHEDULER,
     FILLER_SCHEDULER,
+    SCHEDULER,
     TOPOLOGY_INDEX,
     TOPOLOGY_SPEC,
     GangRef,
@@ -64,8 +66,12 @@ class Scenario:
     controllers: bool = False
     #: Declares gangs (a scheduler without a gang API does not run it).
     gangs: bool = False
-    #: Why no peer runs it ("" when they all can): it asks for what only koordgang offers.
+    #: Why no peer runs it ("" when they all can): it asks for what only koordgang offers
+    #: (and the ``peers`` named below).
     koordgang_only: str = ""
+    #: The peers that run it all the same: they have the feature, switched on in their
+    #: bench configuration (``peers/config.py``).
+    peers: tuple[str, ...] = ()
     #: Pods per second at which the pods are created once the scheduler is ready (None: all
     #: created before it starts). Measures latency: a gang's last member created -> all bound.
     stream_rate: float | None = None
@@ -139,18 +145,39 @@ def _contention(scale: float) -> Workload:
 PREEMPTION_NODE: Mapping[str, str] = {"cpu": "4", "memory": "16Gi", "pods": "110"}
 
 
+#: Members of each running low-priority gang among the preemption scenario's victims.
+RUNNING_GANG_SIZE = 4
+
+
 def _preemption(scale: float) -> Workload:
-    """Every core taken by uniform low-priority pods (4 of 1 core per node); high-priority
-    gangs of 50 one-core members arrive: each member needs exactly one victim, so the least
-    number of victims is the number of members."""
+    """Every core taken by low-priority pods (4 of 1 core per node): on each node two lone
+    pods and two members of running gangs of 4 (each gang on 4 nodes, made by this scheduler
+    and bound); high-priority gangs of 50 one-core members arrive. Each member needs exactly
+    one victim, and the lone pods are enough: the least number of victims is the number of
+    members, with no running gang broken."""
     nodes = node_specs("bench-pre", scaled(1_000, scale), PREEMPTION_NODE)
-    fillers = spread_bound(
-        "low", len(nodes) * 4, nodes, Requests("1", "1Gi"), FILLER_SCHEDULER, "bench-low"
+    lone = spread_bound(
+        "low", len(nodes) * 2, nodes, Requests("1", "1Gi"), FILLER_SCHEDULER, "bench-low"
     )
+    members = spread_bound(
+        "low-gang", len(nodes) * 2, nodes, Requests("1", "1Gi"), SCHEDULER, "bench-low"
+    )
+    running = [
+        replace(
+            plan,
+            gang=GangRef(f"low-gang-{i // RUNNING_GANG_SIZE:04d}", RUNNING_GANG_SIZE),
+        )
+        for i, plan in enumerate(members)
+    ]
     pods = gang_pods(
         "urgent", scaled(20, scale), 50, Requests("1", "1Gi"), priority_class="bench-high"
     )
-    return Workload(nodes=nodes, pods=pods, fillers=fillers, notes={"victims_minimum": len(pods)})
+    return Workload(
+        nodes=nodes,
+        pods=pods,
+        fillers=[*lone, *running],
+        notes={"victims_minimum": len(pods), "running_gang_size": RUNNING_GANG_SIZE},
+    )
 
 
 TOPOLOGY_NODE: Mapping[str, str] = {"cpu": "8", "memory": "64Gi", "pods": "110"}
@@ -277,21 +304,24 @@ SCENARIOS: Sequence[Scenario] = (
         # Each preemption is logged at info, with its dry-run time: the figures come from there.
         daemon_args=("--log-level", "info"),
         gangs=True,
-        koordgang_only="job-level preemption of gangs (seed 001) has no peer configured",
+        koordgang_only="job-level preemption of gangs (seed 001) is koord-scheduler's only",
+        peers=(KOORD_SCHEDULER.name,),
     ),
     Scenario(
         "topology",
         "64 gangs of 16-128 preferring one block, on 4 spines x 8 blocks x 32 nodes",
         lambda scale: _topology_jobs(scale, with_spec=True),
         gangs=True,
-        koordgang_only="the network-topology spec and ClusterNetworkTopology are koordgang's",
+        koordgang_only="the network-topology spec and ClusterNetworkTopology are koordinator's",
+        peers=(KOORD_SCHEDULER.name,),
     ),
     Scenario(
         "topology-plain",
         "the same gangs without a network-topology spec (the baseline for placement quality)",
         lambda scale: _topology_jobs(scale, with_spec=False),
         gangs=True,
-        koordgang_only="the baseline of koordgang's own topology scenario",
+        koordgang_only="the baseline of the topology scenario, which only koord-scheduler runs",
+        peers=(KOORD_SCHEDULER.name,),
     ),
     Scenario(
         "starvation-guard",

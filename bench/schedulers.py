@@ -107,7 +107,7 @@ class SchedulerUnderTest:
         """Why this scheduler does not run ``scenario`` (None: it does)."""
         if self.name == KOORDGANG:
             return None
-        if scenario.koordgang_only:
+        if scenario.koordgang_only and self.name not in scenario.peers:
             return scenario.koordgang_only
         if scenario.gangs and self.gang_api is GangApi.NONE:
             return "no gang API"

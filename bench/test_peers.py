@@ -10,7 +10,7 @@ import yaml
 
 from bench.gang_api import COSCHEDULING_LABEL, GangApi, pod_groups, pod_manifest
 from bench.peers.build import PEER_BINARIES
-from bench.peers.config import bench_config
+from bench.peers.config import bench_config, peer_flags
 from bench.peers.reasons import peer_reasons
 from bench.scenarios import SCENARIOS
 from bench.schedulers import RAISED_QPS, parse_qps, select_schedulers
@@ -89,8 +89,39 @@ def test_koord_scheduler_configuration_is_read_from_its_config_map(tmp_path: Pat
     config_map = {"kind": "ConfigMap", "data": {"koord-scheduler-config": yaml.safe_dump(inner)}}
     source = _shipped(tmp_path, "config/manager/scheduler-config.yaml", config_map)
     config = bench_config("koord-scheduler", source, Path("/k"), 5000)
-    assert config["profiles"] == [{"schedulerName": SCHEDULER}]
+    (profile,) = config["profiles"]
+    assert profile["schedulerName"] == SCHEDULER
     assert config["clientConnection"]["qps"] == 5000
+
+
+def test_koord_scheduler_runs_with_job_preemption_and_topology_switched_on(
+    tmp_path: Path,
+) -> None:
+    shipped_profile = {
+        "schedulerName": "koord-scheduler",
+        "pluginConfig": [{"name": "NodeResourcesFit", "args": {"x": 1}}],
+        "plugins": {
+            "postFilter": {
+                "disabled": [{"name": "*"}],
+                "enabled": [
+                    {"name": n} for n in ("Reservation", "Coscheduling", "DefaultPreemption")
+                ],
+            }
+        },
+    }
+    inner = {"kind": "KubeSchedulerConfiguration", "profiles": [shipped_profile]}
+    config_map = {"kind": "ConfigMap", "data": {"koord-scheduler-config": yaml.safe_dump(inner)}}
+    source = _shipped(tmp_path, "config/manager/scheduler-config.yaml", config_map)
+    (profile,) = bench_config("koord-scheduler", source, Path("/k"), None)["profiles"]
+    args = {e["name"]: e["args"] for e in profile["pluginConfig"]}
+    assert args["NodeResourcesFit"] == {"x": 1}
+    assert args["Coscheduling"]["enablePreemption"] is True
+    assert args["Coscheduling"]["awareNetworkTopology"] is True
+    # No PostFilter after Coscheduling may preempt for a single member.
+    enabled = [p["name"] for p in profile["plugins"]["postFilter"]["enabled"]]
+    assert enabled[-1] == "Coscheduling" and "DefaultPreemption" not in enabled
+    assert peer_flags("koord-scheduler") == ("--enable-network-topology-manager=true",)
+    assert peer_flags("coscheduling") == ()
 
 
 def test_kube_scheduler_runs_plain_scenarios_only_and_peers_skip_koordgang_only_ones() -> None:
@@ -104,7 +135,12 @@ def test_kube_scheduler_runs_plain_scenarios_only_and_peers_skip_koordgang_only_
     assert kube.skip_reason(scenarios["plain"]) is None
     assert kube.skip_reason(scenarios["gang-1k"]) == "no gang API"
     assert by_name["coscheduling"].skip_reason(scenarios["gang-1k"]) is None
-    assert by_name["koord-scheduler"].skip_reason(scenarios["preemption"])
+    # koord-scheduler has job-level preemption and topology placement; no other peer does.
+    for name in ("preemption", "topology", "topology-plain"):
+        assert by_name["koord-scheduler"].skip_reason(scenarios[name]) is None
+        assert by_name["coscheduling"].skip_reason(scenarios[name])
+        assert by_name["kube-scheduler"].skip_reason(scenarios[name])
+    assert by_name["koord-scheduler"].skip_reason(scenarios["starvation-guard"])
     assert all(by_name["koordgang"].skip_reason(s) is None for s in SCENARIOS)
     assert select_schedulers("none", [None]) == schedulers[:1]
 

@@ -1,4 +1,5 @@
-"""Each peer's KubeSchedulerConfiguration: the profile its release ships, pointed at the bench's
+"""Each peer's KubeSchedulerConfiguration: the profile its release ships (koord-scheduler's with
+job-level preemption and network-topology placement switched on), pointed at the bench's
 API server, with leader election off and, when asked, the client's QPS and burst raised."""
 
 from __future__ import annotations
@@ -18,6 +19,25 @@ SHIPPED = {
 }
 #: The key of the ConfigMap holding koord-scheduler's configuration.
 KOORD_CONFIG_KEY = "koord-scheduler-config"
+#: koord-scheduler's Coscheduling arguments that switch on what its release has but does not
+#: ship switched on: job-level preemption of gangs (a PostFilter of Coscheduling) and gang
+#: placement along a ClusterNetworkTopology (with ``KOORD_FLAGS``).
+KOORD_COSCHEDULING_ARGS: dict[str, Any] = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "CoschedulingArgs",
+    "enablePreemption": True,
+    "awareNetworkTopology": True,
+}
+#: With job-level preemption on, Coscheduling must be the last PostFilter that preempts: the
+#: framework runs the next one when it fails, and DefaultPreemption would then evict for a
+#: single member. ElasticQuota's (off with no quotas) goes too.
+KOORD_POST_FILTER: dict[str, Any] = {
+    "disabled": [{"name": "*"}],
+    "enabled": [{"name": "Reservation"}, {"name": "Coscheduling"}],
+}
+#: The network-topology tree is built only with this flag; without it a gang asking for
+#: gathering is refused ("no cluster network topology").
+KOORD_FLAGS = ("--enable-network-topology-manager=true",)
 
 
 def shipped_config(peer: str, source: Path | None) -> dict[str, Any]:
@@ -47,5 +67,24 @@ def bench_config(
     if len(profiles) != 1:
         raise ValueError(f"{peer}: expected one scheduler profile, found {len(profiles)}")
     profiles[0]["schedulerName"] = SCHEDULER
+    if peer == "koord-scheduler":
+        _switch_on_job_features(profiles[0])
     config["profiles"] = profiles
     return config
+
+
+def _switch_on_job_features(profile: dict[str, Any]) -> None:
+    """Job-level preemption and network-topology placement, as koord-scheduler's release
+    offers them, so that its preemption and topology scenarios run on the same objects."""
+    plugin_config = [
+        entry for entry in profile.get("pluginConfig") or [] if entry.get("name") != "Coscheduling"
+    ]
+    plugin_config.append({"name": "Coscheduling", "args": dict(KOORD_COSCHEDULING_ARGS)})
+    profile["pluginConfig"] = plugin_config
+    plugins = profile.setdefault("plugins", {})
+    plugins["postFilter"] = dict(KOORD_POST_FILTER)
+
+
+def peer_flags(peer: str) -> tuple[str, ...]:
+    """Command-line flags a peer needs beyond its configuration file."""
+    return KOORD_FLAGS if peer == "koord-scheduler" else ()

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from bench.daemon import SchedulerProcess
-from bench.peers.config import bench_config
+from bench.peers.config import bench_config, peer_flags
 
 
 class PeerProcess(SchedulerProcess):
@@ -47,4 +47,5 @@ class PeerProcess(SchedulerProcess):
             f"--secure-port={self.port}",
             f"--cert-dir={certs}",
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            *peer_flags(self.name),
         ]
