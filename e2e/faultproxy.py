@@ -133,6 +133,14 @@ class Record:
     user_agent: str = ""
     #: The request's body, decoded, up to BODY_KEPT characters ("" for reads).
     body: str = ""
+    query: str = ""
+
+    @property
+    def lists(self) -> bool:
+        """A LIST, paged or streamed (a watch that asks for the initial state first)."""
+        if self.method != "GET":
+            return False
+        return not self.watch or "sendInitialEvents=true" in self.query
 
 
 def _is_watch(query: str) -> bool:
@@ -279,6 +287,7 @@ class FaultProxy:
             path=request.path,
             watch=watch,
             user_agent=request.headers.get("User-Agent", ""),
+            query=request.query_string,
         )
         # Read first: a rule may match the body. Reads have none worth keeping.
         body = await request.read()

@@ -1,12 +1,14 @@
 """The informer's LIST: pages in order, the next page asked for before the current one is
-parsed, an expired continue token starts the LIST over."""
+parsed, an expired continue token starts the LIST over; a streaming list where the server
+serves one, paging where it does not."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
-from koordgang.adapters.informer import Informer
+from koordgang.adapters.informer import INITIAL_EVENTS_END, Informer
 from koordgang.clients.errors import ApiError
 
 
@@ -72,3 +74,92 @@ async def test_an_expired_continue_token_starts_the_list_over() -> None:
     await informer._list()
     assert sink.lists == 2
     assert sink.items == list(range(25))
+
+
+class _Streams:
+    """An API that answers a streaming list with ``total`` ADDED events, the bookmark that
+    ends them, then ``after`` more events; or refuses it (``refuse``) and serves pages."""
+
+    def __init__(self, total: int, after: int = 0, refuse: int = 0) -> None:
+        self.total = total
+        self.after = after
+        self.refuse = refuse
+        self.watches: list[dict[str, str]] = []
+        self.pages = _Pages(total)
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        return await self.pages.request(method, path, **kwargs)
+
+    async def watch(
+        self, path: str, params: dict[str, str], *, timeout: float
+    ) -> AsyncIterator[dict[str, Any]]:
+        self.watches.append(dict(params))
+        if params.get("sendInitialEvents") == "true":
+            if self.refuse:
+                raise ApiError(self.refuse, "Invalid", "sendInitialEvents is forbidden")
+            for n in range(self.total):
+                yield {"type": "ADDED", "object": {"n": n, "metadata": {"resourceVersion": "5"}}}
+            yield {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "90"}}}
+            end = {"resourceVersion": "91", "annotations": {INITIAL_EVENTS_END: "true"}}
+            yield {"type": "BOOKMARK", "object": {"metadata": end}}
+            later = {"resourceVersion": "92"}
+            for n in range(self.after):
+                yield {"type": "MODIFIED", "object": {"n": n, "metadata": later}}
+        else:
+            await asyncio.Event().wait()  # a quiet watch
+            yield {}
+
+
+class _StreamSink(_Sink):
+    def __init__(self, api: _Pages) -> None:
+        super().__init__(api)
+        self.pages: list[int] = []
+        self.ended = asyncio.Event()
+        self.events: list[tuple[str, int]] = []
+
+    def list_page(self, items: list[dict[str, Any]]) -> None:
+        self.pages.append(len(items))
+        super().list_page(items)
+
+    def end_list(self) -> None:
+        super().end_list()
+        self.ended.set()
+
+    def event(self, kind: str, obj: dict[str, Any]) -> None:
+        self.events.append((kind, obj["n"]))
+
+
+async def _run_until_quiet(informer: Informer, api: _Streams) -> None:
+    task = asyncio.create_task(informer.run())
+    for _ in range(200):
+        await asyncio.sleep(0)
+        if any(w.get("resourceVersion") for w in api.watches):
+            break
+    task.cancel()
+
+
+async def test_a_streamed_list_comes_in_pages_then_the_stream_goes_on_as_a_watch() -> None:
+    api = _Streams(total=25, after=2)
+    sink = _StreamSink(api.pages)
+    informer = Informer(api, "/api/v1/pods", name="pods", sink=sink, page_size=10)  # type: ignore[arg-type]
+    await _run_until_quiet(informer, api)
+    assert sink.items == list(range(25)) and sink.pages == [10, 10, 5]
+    assert sink.ended.is_set()
+    # Events after the end of the initial state are watch events, not list items.
+    assert sink.events == [("MODIFIED", 0), ("MODIFIED", 1)]
+    # No paged LIST; the next watch starts from the stream's last resourceVersion.
+    assert not [line for line in api.pages.log if line.startswith("ask")]
+    assert api.watches[0]["resourceVersionMatch"] == "NotOlderThan"
+    assert api.watches[1]["resourceVersion"] == "92"
+    assert informer.streaming
+
+
+async def test_a_server_that_refuses_streaming_lists_is_paged() -> None:
+    api = _Streams(total=25, refuse=422)
+    sink = _StreamSink(api.pages)
+    informer = Informer(api, "/api/v1/pods", name="pods", sink=sink, page_size=10)  # type: ignore[arg-type]
+    await _run_until_quiet(informer, api)
+    assert not informer.streaming
+    assert sink.items == list(range(25))
+    assert api.pages.log[0] == "ask 0"
+    assert api.watches[-1]["resourceVersion"] == "77"
