@@ -859,3 +859,14 @@ def test_replicas_of_a_job_share_one_copy_of_their_constraints() -> None:
     assert a.pod_affinity is b.pod_affinity
     assert a.spread_constraints is b.spread_constraints
     assert a.host_ports is b.host_ports
+
+
+def test_a_bound_pod_keeps_what_capacity_needs_and_not_its_tolerations() -> None:
+    bound = copy.deepcopy(FULL_POD)
+    bound["spec"]["nodeName"] = "node-7"
+    info = parse_pod(bound)
+    assert info.node_name == "node-7"
+    assert info.requests == Resources({"cpu": 2000, "memory": 8589934592, GPU: 4})
+    # Taints are matched only for a pod to be placed; a bound pod is never placed again.
+    assert info.tolerations == ()
+    assert parse_pod(FULL_POD).tolerations == (Toleration(GPU, "Exists", "", "NoSchedule"),)
