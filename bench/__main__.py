@@ -11,6 +11,7 @@ import asyncio
 import datetime
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -126,6 +127,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="a results folder of a broken run: runs only what it lacks, and writes there",
     )
     parser.add_argument(
+        "--run-id",
+        default="",
+        help="name the run's filler pods with this id: with --keep-cluster, a later run with "
+        "the same id reuses them (100,000 fillers take kwok 15 minutes to mark Running)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="sample the daemon with py-spy in every scenario and print its top functions",
@@ -133,6 +140,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.scale <= 0:
         parser.error("--scale must be positive")
+    if args.run_id and not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,14}[a-z0-9])?", args.run_id):
+        parser.error("--run-id: up to 16 lower-case letters, digits and inner dashes")
     try:
         args.selected = select(args.scenarios)
         args.gang_api_list = parse_gang_apis(args.gang_apis)
@@ -166,7 +175,7 @@ async def run(
     """Throughput scenarios scheduler by scheduler, each after a ceiling; a last ceiling; then
     the start-up scenarios of every scheduler back to back, sharing their filler pods."""
     cluster = BenchCluster(kubeconfig)
-    run_id = str(done.meta.setdefault("run_id", uuid.uuid4().hex[:5]))
+    run_id = str(done.meta.setdefault("run_id", args.run_id or uuid.uuid4().hex[:5]))
     contexts = [
         RunContext(
             cluster=cluster,
