@@ -258,11 +258,14 @@ class BenchCluster:
             await self.api.request("POST", path, body=dict(body))
 
     async def count_pods(self, namespace: str, running: bool = False) -> int:
+        return len(await self.pod_names(namespace, running))
+
+    async def pod_names(self, namespace: str, running: bool = False) -> set[str]:
         params = {"fieldSelector": "status.phase=Running"} if running else {}
         pods, _ = await self.list_all(
             f"/api/v1/namespaces/{namespace}/pods", params, names_only=True
         )
-        return len(pods)
+        return {(p.get("metadata") or {}).get("name", "") for p in pods}
 
     async def create_namespace(self, name: str) -> None:
         body = {"metadata": {"name": name, "labels": {BENCH_LABEL: "1"}}}

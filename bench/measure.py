@@ -211,6 +211,9 @@ def _scheduler_process(ctx: RunContext, scenario: Scenario) -> SchedulerProcess:
         logs / f"{scheduler.slug}-{scenario.name}.log",
         scheduler.qps,
         scheduler.ready_path,
+        # Its job-level preemption and topology placement only where the scenario asks for
+        # them: elsewhere it runs its release's profile as shipped.
+        job_features=scheduler.name in scenario.peers,
     )
 
 

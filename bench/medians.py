@@ -35,6 +35,7 @@ MEDIAN_NOTES = (
     "victims_evicted",
     "victims_in_running_gangs",
     "running_gangs_broken",
+    "running_gangs_evicted_whole",
     "jobs_in_one_block_pct",
     "jobs_in_one_spine_pct",
 )

@@ -162,10 +162,14 @@ def _preemption(scale: float) -> Workload:
     members = spread_bound(
         "low-gang", len(nodes) * 2, nodes, Requests("1", "1Gi"), SCHEDULER, "bench-low"
     )
+    # The last gang is short when the node count is odd: its minimum is its size.
     running = [
         replace(
             plan,
-            gang=GangRef(f"low-gang-{i // RUNNING_GANG_SIZE:04d}", RUNNING_GANG_SIZE),
+            gang=GangRef(
+                f"low-gang-{i // RUNNING_GANG_SIZE:04d}",
+                min(RUNNING_GANG_SIZE, len(members) - i // RUNNING_GANG_SIZE * RUNNING_GANG_SIZE),
+            ),
         )
         for i, plan in enumerate(members)
     ]

@@ -76,10 +76,11 @@ async def set_stage(
     scenario on another scheduler are kept when the nodes have not changed meanwhile."""
     cluster = ctx.cluster
     reuse = ""
+    # The very pods of this workload (a run of another layout may have left as many).
     if (
         workload.fillers
         and fill
-        and await cluster.count_pods(fill, running=True) == len(workload.fillers)
+        and await cluster.pod_names(fill, running=True) == {p.name for p in workload.fillers}
     ):
         reuse = fill
     await cluster.delete_bench_pods(keep_namespace=reuse)

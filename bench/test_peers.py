@@ -112,7 +112,12 @@ def test_koord_scheduler_runs_with_job_preemption_and_topology_switched_on(
     inner = {"kind": "KubeSchedulerConfiguration", "profiles": [shipped_profile]}
     config_map = {"kind": "ConfigMap", "data": {"koord-scheduler-config": yaml.safe_dump(inner)}}
     source = _shipped(tmp_path, "config/manager/scheduler-config.yaml", config_map)
-    (profile,) = bench_config("koord-scheduler", source, Path("/k"), None)["profiles"]
+    (shipped,) = bench_config("koord-scheduler", source, Path("/k"), None)["profiles"]
+    assert shipped["plugins"] == shipped_profile["plugins"]  # elsewhere: as shipped
+    assert peer_flags("koord-scheduler") == ()
+    (profile,) = bench_config("koord-scheduler", source, Path("/k"), None, job_features=True)[
+        "profiles"
+    ]
     args = {e["name"]: e["args"] for e in profile["pluginConfig"]}
     assert args["NodeResourcesFit"] == {"x": 1}
     assert args["Coscheduling"]["enablePreemption"] is True
@@ -120,8 +125,10 @@ def test_koord_scheduler_runs_with_job_preemption_and_topology_switched_on(
     # No PostFilter after Coscheduling may preempt for a single member.
     enabled = [p["name"] for p in profile["plugins"]["postFilter"]["enabled"]]
     assert enabled[-1] == "Coscheduling" and "DefaultPreemption" not in enabled
-    assert peer_flags("koord-scheduler") == ("--enable-network-topology-manager=true",)
-    assert peer_flags("coscheduling") == ()
+    assert peer_flags("koord-scheduler", job_features=True) == (
+        "--enable-network-topology-manager=true",
+    )
+    assert peer_flags("coscheduling", job_features=True) == ()
 
 
 def test_kube_scheduler_runs_plain_scenarios_only_and_peers_skip_koordgang_only_ones() -> None:

@@ -252,11 +252,16 @@ class Soak:
         if process is None or process.poll() is not None:
             return None, None
         try:
-            fds = Path(f"/proc/{process.pid}/fd")
-            sockets = sum(1 for fd in fds.iterdir() if fd.readlink().name.startswith("socket:"))
+            fds = list(Path(f"/proc/{process.pid}/fd").iterdir())
             threads = len(list(Path(f"/proc/{process.pid}/task").iterdir()))
         except OSError:
             return None, None
+        sockets = 0
+        for fd in fds:
+            try:
+                sockets += fd.readlink().name.startswith("socket:")
+            except OSError:  # closed since it was listed
+                continue
         return sockets, threads
 
     def _sample(self) -> None:

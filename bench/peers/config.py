@@ -1,6 +1,7 @@
 """Each peer's KubeSchedulerConfiguration: the profile its release ships (koord-scheduler's with
-job-level preemption and network-topology placement switched on), pointed at the bench's
-API server, with leader election off and, when asked, the client's QPS and burst raised."""
+job-level preemption and network-topology placement switched on where a scenario asks for them),
+pointed at the bench's API server, with leader election off and, when asked, the client's QPS
+and burst raised."""
 
 from __future__ import annotations
 
@@ -53,10 +54,16 @@ def shipped_config(peer: str, source: Path | None) -> dict[str, Any]:
 
 
 def bench_config(
-    peer: str, source: Path | None, kubeconfig: Path, qps: int | None
+    peer: str,
+    source: Path | None,
+    kubeconfig: Path,
+    qps: int | None,
+    *,
+    job_features: bool = False,
 ) -> dict[str, Any]:
     """``shipped_config`` for the bench: every profile picks up the pods the bench creates
-    (``schedulerName: koord-scheduler``, as koordgang's do), so all schedulers see the same pods."""
+    (``schedulerName: koord-scheduler``, as koordgang's do), so all schedulers see the same pods.
+    ``job_features``: koord-scheduler's job-level preemption and topology placement on."""
     config = shipped_config(peer, source)
     config["leaderElection"] = {"leaderElect": False}
     connection: dict[str, Any] = {"kubeconfig": str(kubeconfig)}
@@ -67,7 +74,7 @@ def bench_config(
     if len(profiles) != 1:
         raise ValueError(f"{peer}: expected one scheduler profile, found {len(profiles)}")
     profiles[0]["schedulerName"] = SCHEDULER
-    if peer == "koord-scheduler":
+    if peer == "koord-scheduler" and job_features:
         _switch_on_job_features(profiles[0])
     config["profiles"] = profiles
     return config
@@ -85,6 +92,6 @@ def _switch_on_job_features(profile: dict[str, Any]) -> None:
     plugins["postFilter"] = dict(KOORD_POST_FILTER)
 
 
-def peer_flags(peer: str) -> tuple[str, ...]:
+def peer_flags(peer: str, *, job_features: bool = False) -> tuple[str, ...]:
     """Command-line flags a peer needs beyond its configuration file."""
-    return KOORD_FLAGS if peer == "koord-scheduler" else ()
+    return KOORD_FLAGS if peer == "koord-scheduler" and job_features else ()

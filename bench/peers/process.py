@@ -23,6 +23,8 @@ class PeerProcess(SchedulerProcess):
         log_path: Path,
         qps: int | None,
         ready_path: str,
+        *,
+        job_features: bool = False,
     ) -> None:
         super().__init__(log_path)
         self.name = peer
@@ -30,7 +32,8 @@ class PeerProcess(SchedulerProcess):
         self.binary = binary
         self.kubeconfig = kubeconfig
         self.config_path = log_path.with_suffix(".config.yaml")
-        self.config = bench_config(peer, source, kubeconfig, qps)
+        self.job_features = job_features
+        self.config = bench_config(peer, source, kubeconfig, qps, job_features=job_features)
 
     @property
     def url(self) -> str:
@@ -47,5 +50,5 @@ class PeerProcess(SchedulerProcess):
             f"--secure-port={self.port}",
             f"--cert-dir={certs}",
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-            *peer_flags(self.name),
+            *peer_flags(self.name, job_features=self.job_features),
         ]

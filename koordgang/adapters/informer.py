@@ -43,11 +43,16 @@ class _Relist(Exception):
     pass
 
 
+class _StreamIncomplete(Exception):
+    """A streaming list ended before the bookmark that closes its initial state."""
+
+
 #: The annotation on the bookmark that ends a streaming list's initial events.
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-#: Statuses with which an API server refuses a streaming list (the WatchList feature off):
-#: the informer pages from then on.
-STREAMING_REFUSED = (400, 403, 422)
+#: Statuses with which an API server refuses a streaming list (the WatchList feature off, or a
+#: server older than it): the informer pages from then on. Not 403: RBAC checks a streaming
+#: list as ``watch``, which the informer needs anyway; a denial is retried and logged as such.
+STREAMING_REFUSED = (400, 422)
 
 
 #: Event-loop turns given to a page request to be written out before a page is parsed.
@@ -82,9 +87,11 @@ class Informer:
     async def run(self) -> None:
         failures = 0
         need_list = True
+        #: The last streaming list broke off: the next list is paged, as a fallback for once.
+        page_once = False
         while True:
             try:
-                if need_list and self.streaming:
+                if need_list and self.streaming and not page_once:
                     # Listed, then watched on the same stream until the server ends it.
                     await self._stream()
                     need_list = False
@@ -92,17 +99,21 @@ class Informer:
                     continue
                 if need_list:
                     await self._list()
-                    need_list = False
+                    need_list = page_once = False
                     failures = 0
                 await self._watch()
                 failures = 0
             except _Relist:
                 need_list = True
-            except (ApiError, ApiUnavailable) as error:
+            except (_StreamIncomplete, ApiError, ApiUnavailable) as error:
                 if isinstance(error, ApiError) and error.gone:
                     need_list = True
                     log.info("watch history expired; listing again", informer=self.name)
                     continue
+                if isinstance(error, _StreamIncomplete):
+                    # A server that drops a slow reader of a long stream would do it again:
+                    # the next list is paged, each page a request of its own.
+                    need_list = page_once = True
                 failures += 1
                 delay = min(self._max_backoff, 0.5 * 2 ** min(failures, 8)) * random.uniform(
                     0.8, 1.2
@@ -169,7 +180,12 @@ class Informer:
         """A streaming list: ADDED events handed to the sink in pages of ``page_size`` until
         the bookmark that ends the initial state, then the rest of the stream as a watch.
         Returns when the server ends the stream (the caller watches on from the bookmark's
-        resourceVersion); raises ``_Relist`` if it ends before the list is whole."""
+        resourceVersion); raises ``_StreamIncomplete`` if it ends before the list is whole.
+
+        Changes that happen while the initial state streams may come before the bookmark
+        (MODIFIED, DELETED, or ADDED for an object created meanwhile); they are newer than
+        the state, so modifications and deletions are held and delivered, in order, once the
+        list is handed over."""
         params = {
             "sendInitialEvents": "true",
             "resourceVersionMatch": "NotOlderThan",
@@ -178,6 +194,7 @@ class Informer:
         }
         self._sink.begin_list()
         page: list[dict[str, Any]] = []
+        changes: list[dict[str, Any]] = []
         count = 0
         listing = True
         try:
@@ -187,7 +204,7 @@ class Informer:
                     continue
                 kind = event.get("type")
                 obj = event.get("object") or {}
-                if kind == "ADDED":
+                if kind == "ADDED" and not changes:
                     page.append(obj)
                     if len(page) >= self._page_size:
                         count += len(page)
@@ -195,15 +212,19 @@ class Informer:
                         page = []
                     continue
                 if kind != "BOOKMARK":
-                    raise _Relist()
+                    changes.append(event)
+                    continue
                 meta = obj.get("metadata") or {}
                 if (meta.get("annotations") or {}).get(INITIAL_EVENTS_END) != "true":
                     continue
+                version = str(meta.get("resourceVersion") or "")
+                if not version:
+                    raise _StreamIncomplete("the initial state ended without a resourceVersion")
                 if page:
                     count += len(page)
                     self._sink.list_page(page)
                     page = []
-                self.resource_version = str(meta.get("resourceVersion") or "")
+                self.resource_version = version
                 self._sink.end_list()
                 listing = False
                 log.info(
@@ -213,6 +234,11 @@ class Informer:
                     resource_version=self.resource_version,
                     streamed=True,
                 )
+                for change in changes:
+                    self._deliver(change)
+                changes = []
+                # The held changes are not newer than the bookmark: the watch goes on from it.
+                self.resource_version = version
         except ApiError as error:
             if listing and count == 0 and not page and error.status in STREAMING_REFUSED:
                 self.streaming = False
@@ -224,7 +250,7 @@ class Informer:
                 raise _Relist() from error
             raise
         if listing:
-            raise _Relist()
+            raise _StreamIncomplete(f"the stream ended after {count + len(page)} objects")
 
     async def _watch(self) -> None:
         params = {

@@ -163,3 +163,70 @@ async def test_a_server_that_refuses_streaming_lists_is_paged() -> None:
     assert sink.items == list(range(25))
     assert api.pages.log[0] == "ask 0"
     assert api.watches[-1]["resourceVersion"] == "77"
+
+
+class _Broken(_Streams):
+    """Streams ``total`` objects with changes among them; the first stream breaks off
+    before its bookmark when ``break_first``."""
+
+    def __init__(self, total: int, break_first: bool) -> None:
+        super().__init__(total)
+        self.break_first = break_first
+
+    async def watch(
+        self, path: str, params: dict[str, str], *, timeout: float
+    ) -> AsyncIterator[dict[str, Any]]:
+        self.watches.append(dict(params))
+        if params.get("sendInitialEvents") != "true":
+            await asyncio.Event().wait()
+            yield {}
+        for n in range(self.total):
+            yield {"type": "ADDED", "object": {"n": n, "metadata": {"resourceVersion": "5"}}}
+            if n == 2:
+                # A change made while the state streams.
+                meta = {"resourceVersion": "60"}
+                yield {"type": "MODIFIED", "object": {"n": 1, "metadata": meta}}
+        if self.break_first:
+            self.break_first = False
+            return
+        end = {"resourceVersion": "91", "annotations": {INITIAL_EVENTS_END: "true"}}
+        yield {"type": "BOOKMARK", "object": {"metadata": end}}
+
+
+async def test_changes_during_the_initial_state_follow_the_list_in_order() -> None:
+    api = _Broken(total=6, break_first=False)
+    sink = _StreamSink(api.pages)
+    informer = Informer(api, "/api/v1/pods", name="pods", sink=sink, page_size=10)  # type: ignore[arg-type]
+    await _run_until_quiet(informer, api)
+    # Objects after the change are held behind it, and come as events, in order.
+    assert sink.items == [0, 1, 2]
+    assert sink.events == [("MODIFIED", 1), ("ADDED", 3), ("ADDED", 4), ("ADDED", 5)]
+    # The watch goes on from the bookmark, not from an older change.
+    assert api.watches[-1]["resourceVersion"] == "91"
+
+
+async def test_a_stream_that_breaks_off_is_retried_after_a_pause_as_a_paged_list(
+    monkeypatch: Any,
+) -> None:
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def no_sleep(delay: float) -> None:
+        slept.append(delay)
+        await real_sleep(0)
+
+    api = _Broken(total=25, break_first=True)
+    sink = _StreamSink(api.pages)
+    informer = Informer(api, "/api/v1/pods", name="pods", sink=sink, page_size=10)  # type: ignore[arg-type]
+    monkeypatch.setattr("koordgang.adapters.informer.asyncio.sleep", no_sleep)
+    task = asyncio.create_task(informer.run())
+    for _ in range(100):
+        await real_sleep(0)
+        if sink.ended.is_set() and any(w.get("resourceVersion") for w in api.watches):
+            break
+    task.cancel()
+    assert any(delay > 0 for delay in slept), "retried at once"
+    # The retry was paged; streaming stays on for the lists after it.
+    assert api.pages.log[0] == "ask 0"
+    assert sink.items == list(range(25))
+    assert informer.streaming
