@@ -33,6 +33,10 @@ REPEAT_AFTER = 600.0
 MAX_PENDING = 5_000
 #: Burst of Normal Events (``Scheduled``) allowed above their steady rate (a setting).
 NORMAL_EVENTS_BURST = 500.0
+#: Objects forgotten lately, kept so that a write queued or in flight when its object was
+#: forgotten (a deleted PodGroup's last Event, a bound pod's ``Scheduled``) does not bring
+#: back what it was told: uids never come back, and over hours of jobs that memory grew.
+FORGOTTEN_KEPT = 20_000
 
 
 def _now() -> str:
@@ -72,6 +76,7 @@ class Reporter:
         self._informational: OrderedDict[tuple[str, str], Report] = OrderedDict()
         #: uid -> reason -> (message, when written): what each object was last told.
         self._last: dict[str, dict[str, tuple[str, float]]] = {}
+        self._forgotten: OrderedDict[str, None] = OrderedDict()
         #: (uid, reason) -> when a held first explanation may be written.
         self._explain_after = explain_after
         self._due: dict[tuple[str, str], float] = {}
@@ -140,6 +145,14 @@ class Reporter:
         """Drops what was remembered of an object that is bound or gone. Reports still
         pending are kept: they are checked again just before writing."""
         self._last.pop(uid, None)
+        self._forgotten[uid] = None
+        if len(self._forgotten) > FORGOTTEN_KEPT:
+            self._forgotten.popitem(last=False)
+
+    @property
+    def remembered(self) -> int:
+        """Objects whose last report is remembered (to skip repeats)."""
+        return len(self._last)
 
     @property
     def backlog(self) -> int:
@@ -239,7 +252,11 @@ class Reporter:
                     attempts=3,
                 )
                 self._metrics.api_writes.labels("event", "ok").inc()
-            self._last.setdefault(obj.uid, {})[report.reason] = (report.message, self._clock())
+            if obj.uid not in self._forgotten:
+                self._last.setdefault(obj.uid, {})[report.reason] = (
+                    report.message,
+                    self._clock(),
+                )
         except ApiError as error:
             if error.not_found:
                 self.forget(obj.uid)

@@ -318,3 +318,23 @@ async def test_podgroup_status_is_written_when_it_changed_and_only_then(
     clock.advance(1.0)
     await sched.run()
     assert len(api.custom_status_patches("podgroups", "pg")) == 1  # unchanged: not rewritten
+
+
+async def test_a_write_that_lands_after_its_object_is_gone_is_not_remembered(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler(workers=1)
+    p = pod("p")
+    sched.list(pods=[p])
+    await sched.settle()
+    reporter = sched.scheduler.reporter
+    before = reporter.remembered
+    gate = api.hold(lambda call: call.path == status_path("p"))
+    reporter.report(Report.unschedulable(p, "waiting"))
+    await turns(10)  # in flight, held by the API server
+    reporter.forget(p.uid)  # the pod is deleted meanwhile
+    gate.set()
+    await sched.settle()
+    assert messages(api, "p") == ["waiting"]
+    # Nothing about the deleted pod stays behind (hours of jobs made this grow).
+    assert reporter.remembered == before
