@@ -44,7 +44,7 @@ def _num(value: float | int | None, digits: int = 1) -> str:
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
     lines = [
         "  ".join(
             h.rjust(w) if i else h.ljust(w)

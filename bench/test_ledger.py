@@ -89,3 +89,8 @@ def test_scaling_compares_cpu_per_pod_with_the_1000_node_counterpart() -> None:
     boot.notes = {"fillers": 100000}
     (line,) = startup_lines([boot])
     assert "100000 pods" in line and "met" in line
+
+
+def test_a_table_with_no_rows_is_its_header() -> None:
+    # A run of start-up scenarios only has no CPU-per-pod rows.
+    assert report.table(["scenario", "ms"], []) == ["scenario  ms", "--------  --"]
