@@ -174,7 +174,9 @@ class Informer:
         params = {"limit": str(self._page_size)}
         if cont:
             params["continue"] = cont
-        return asyncio.ensure_future(self.api.request("GET", self.path, params=params, timeout=120))
+        return asyncio.ensure_future(
+            self.api.request("GET", self.path, params=params, timeout=120, slim=True)
+        )
 
     async def _stream(self) -> None:
         """A streaming list: ADDED events handed to the sink in pages of ``page_size`` until

@@ -21,6 +21,51 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
+#: Where an object's ``metadata.managedFields`` begins, and where metadata ends and ``spec``
+#: begins: the API server writes ObjectMeta's fields in their declared order, managedFields
+#: last, and the object's fields in theirs, spec right after metadata. Neither pattern can
+#: occur elsewhere unescaped: a quote inside a string value is escaped, and the keys inside
+#: managedFields are its own few and ``f:``/``k:``/``v:``/``i:`` paths.
+_MANAGED_FIELDS = b',"managedFields":['
+_METADATA_END = b']},"spec":'
+#: Where the next object's metadata begins (inside managedFields the key is "f:metadata").
+_METADATA_START = b'"metadata":{'
+
+
+def without_managed_fields(raw: bytes) -> bytes:
+    """``raw`` (an object, a watch event or a list) with every object's managedFields cut out
+    before it is decoded: nothing here reads them, and for a pod they are about half of the
+    bytes and of the decoding time (measured: 0.067 -> 0.037 ms per pod). Bytes of another
+    shape come back as they are."""
+    start = raw.find(_MANAGED_FIELDS)
+    if start < 0:
+        return raw
+    pieces: list[bytes] = []
+    kept = 0
+    while start >= 0:
+        end = raw.find(_METADATA_END, start)
+        if end < 0 or raw.find(_METADATA_START, start, end) >= 0:
+            # No spec after this object's metadata: a cut would reach into the next object.
+            break
+        pieces.append(raw[kept:start])
+        kept = end + 1  # from the "}" that closes metadata
+        start = raw.find(_MANAGED_FIELDS, kept)
+    pieces.append(raw[kept:])
+    return b"".join(pieces)
+
+
+def decode_slim(raw: bytes) -> Any:
+    """JSON without managedFields; the bytes as they came if the cut ones do not decode (a
+    shape the cut does not know: nothing is lost, it is only slower)."""
+    slim = without_managed_fields(raw)
+    if slim is not raw:
+        try:
+            return orjson.loads(slim)
+        except orjson.JSONDecodeError:
+            pass
+    return orjson.loads(raw)
+
+
 def _ssl_context(conn: Connection) -> ssl.SSLContext | bool:
     if not conn.server.startswith("https"):
         return False
@@ -79,8 +124,10 @@ class KubeApi:
         body: Any = None,
         content_type: str = JSON,
         timeout: float = 30.0,
+        slim: bool = False,
     ) -> Any:
-        """One call; returns the decoded JSON reply or raises ApiError / ApiUnavailable."""
+        """One call; returns the decoded JSON reply or raises ApiError / ApiUnavailable.
+        ``slim``: the reply's objects without their managedFields (``decode_slim``)."""
         data = None if body is None else orjson.dumps(body)
         try:
             async with self.session.request(
@@ -94,7 +141,9 @@ class KubeApi:
                 raw = await response.read()
                 if response.status >= 400:
                     raise _api_error(response.status, raw, response.headers.get("Retry-After"))
-                return orjson.loads(raw) if raw else None
+                if not raw:
+                    return None
+                return decode_slim(raw) if slim else orjson.loads(raw)
         except (aiohttp.ClientConnectionError, TimeoutError) as error:
             raise ApiUnavailable(f"{method} {path}: {error!r}") from error
 
@@ -102,7 +151,8 @@ class KubeApi:
         self, path: str, params: Mapping[str, str], *, timeout: float
     ) -> AsyncIterator[dict[str, Any]]:
         """Yields watch events (``{"type": ..., "object": ...}``) until the server ends the
-        stream. An ERROR event with a Status is raised as ApiError."""
+        stream, their objects without managedFields. An ERROR event with a Status is raised
+        as ApiError."""
         query = dict(params)
         query["watch"] = "true"
         try:
@@ -121,7 +171,7 @@ class KubeApi:
                 async for line in response.content:
                     if not line.strip():
                         continue
-                    event = orjson.loads(line)
+                    event = decode_slim(line)
                     if event.get("type") == "ERROR":
                         status = event.get("object") or {}
                         raise ApiError(
