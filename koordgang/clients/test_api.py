@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 
-from koordgang.clients.api import decode_slim, without_managed_fields
+from koordgang.clients.api import _lines, decode_slim, without_managed_fields
 
 MANAGED = [
     {
@@ -77,3 +78,24 @@ def test_a_cut_never_reaches_into_the_next_object() -> None:
     # to the second's spec would merge the two. Nothing is cut from there on.
     odd = {"items": [{"metadata": {"name": "l", "managedFields": MANAGED}}, _pod("a")]}
     assert decode_slim(orjson.dumps(odd)) == odd
+
+
+class _Chunks:
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    async def iter_any(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+
+async def test_a_stream_is_split_into_its_lines_however_it_is_chunked() -> None:
+    events = [orjson.dumps({"type": "ADDED", "object": _pod(f"p{i}")}) for i in range(5)]
+    body = b"\n".join(events) + b"\n\n"
+    for size in (1, 7, 100, len(body)):
+        chunks = [body[i : i + size] for i in range(0, len(body), size)]
+        lines = [line async for line in _lines(_Chunks(chunks))]  # type: ignore[arg-type]
+        assert lines == events, size
+    # A last line without its newline still counts.
+    tail = [line async for line in _lines(_Chunks([events[0], b"\n", events[1]]))]  # type: ignore[arg-type]
+    assert tail == events[:2]
