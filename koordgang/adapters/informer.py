@@ -186,8 +186,8 @@ class Informer:
 
         Changes that happen while the initial state streams may come before the bookmark
         (MODIFIED, DELETED, or ADDED for an object created meanwhile); they are newer than
-        the state, so modifications and deletions are held and delivered, in order, once the
-        list is handed over."""
+        the state, so from the first of them on every event is held and delivered, in order,
+        once the list is handed over."""
         params = {
             "sendInitialEvents": "true",
             "resourceVersionMatch": "NotOlderThan",
