@@ -198,6 +198,8 @@ class App:
         if self.http is not None:
             await self.http.start()
             log.info("serving /healthz /readyz /metrics", port=self.settings.http_port)
+        # Until the first full view is in (the watched objects, then the informers' lists).
+        self.scheduler.intake.collector.relax()
         await self._read_watched()
         for informer in self.informers:
             self.supervisor.spawn(f"informer:{informer.name}", informer.run)

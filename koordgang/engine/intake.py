@@ -7,12 +7,12 @@ cycle never sees the cache change under it.
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import structlog
 
+from koordgang.engine.collector import ListingCollector
 from koordgang.engine.held_room import HeldRoom
 from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.framework.report import Report
@@ -43,6 +43,9 @@ class Intake(EnginePart):
         self.held = HeldRoom(parts, requeue=self.enqueue)
         #: Watched objects as the plugins last heard of them (a what-if replays them).
         self.objects = WatchedObjects()
+        #: The garbage collector's thresholds while the first listings come in (``relax``
+        #: before the informers start; settled here once every kind is listed).
+        self.collector = ListingCollector()
 
     # -- pods ----------------------------------------------------------------------------------
 
@@ -244,13 +247,6 @@ class Intake(EnginePart):
                 pods=self._cache.pod_count(),
                 pending=len(self._queue),
             )
-            # The listings made most of what the daemon will hold (the cache, the gangs): kept
-            # out of the cyclic collector's full passes from now on. With 500,000 pods a full
-            # pass walks millions of objects and stalls a cycle for seconds (a preemption's
-            # dry run, which makes many short-lived objects, set one off every time). Only the
-            # young generations are collected first: a full pass over 100,000 listed pods
-            # held readiness back half a second, for the little garbage parsing leaves.
-            gc.collect(1)
-            gc.freeze()
+            self.collector.settle()
             self.ready.set()
             self._signals.wake()

@@ -3,6 +3,7 @@ bound or deleted meanwhile, and cluster changes that let parked pods be tried ag
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -37,6 +38,22 @@ async def test_the_loop_is_ready_only_once_every_kind_is_listed(sched: Harness) 
     assert not sched.scheduler.ready
     intake.on_budgets_listed([])
     assert sched.scheduler.ready
+
+
+async def test_the_collector_is_as_usual_again_once_every_kind_is_listed(sched: Harness) -> None:
+    usual = gc.get_threshold()
+    intake = sched.intake
+    intake.collector.relax()
+    try:
+        intake.on_nodes_listed([node("n1")])
+        intake.on_pods_listed([pod("p")])
+        intake.on_namespaces_listed([("ns", {})])
+        intake.on_claims_listed([])
+        assert gc.get_threshold() != usual
+        intake.on_budgets_listed([])
+        assert gc.get_threshold() == usual
+    finally:
+        gc.set_threshold(*usual)
 
 
 def bad_pod() -> dict[str, Any]:
