@@ -150,22 +150,27 @@ class PodInfo:
     #: that restarted between the mark and the delete picks the same victims again.
     preempted_by: str = ""
     key: str = field(init=False)
-    shape: PodShape = field(init=False, repr=False, compare=False, hash=False)
+    #: ``shape``, made when first asked for: only pods being placed need one, and most pods
+    #: a scheduler holds are bound (at 100,000 of them it was a tenth of the parse).
+    _shape: PodShape | None = field(init=False, default=None, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
-        object.__setattr__(
-            self,
-            "shape",
-            PodShape(
+
+    @property
+    def shape(self) -> PodShape:
+        shape = self._shape
+        if shape is None:
+            shape = PodShape(
                 self.requests,
                 tuple(sorted(self.node_selector.items())),
                 self.required_affinity,
                 self.tolerations,
                 self.host_ports,
                 self.preferred_affinity,
-            ),
-        )
+            )
+            object.__setattr__(self, "_shape", shape)
+        return shape
 
     @property
     def is_terminal(self) -> bool:
@@ -187,15 +192,20 @@ def _raise_to(peak: dict[str, int], amounts: Mapping[str, int]) -> None:
             peak[name] = amount
 
 
-def _container_requests(container: Any, path: str) -> dict[str, int]:
+def _container_requests(container: Any) -> dict[str, int]:
+    """Raises :class:`ModelError` with a path relative to the container (paths are built only
+    for an error: this runs for every container of every pod event)."""
     if type(container) is not dict and not isinstance(container, Mapping):
-        raise ModelError(f"expected an object, got {show(container)}", path)
-    resources = _fields.mapping(container, "resources", f"{path}.resources")
-    requests = _resource_list(resources, "requests", f"{path}.resources.requests")
+        raise ModelError(f"expected an object, got {show(container)}")
+    resources = _fields.mapping(container, "resources", "resources")
+    if not resources:
+        return {}
+    requests = _resource_list(resources, "requests", "resources.requests")
     # API defaulting: a resource given only a limit requests that limit. Presence, not value,
     # decides, so an explicit zero request stays zero.
-    for name, amount in _resource_list(resources, "limits", f"{path}.resources.limits").items():
-        requests.setdefault(name, amount)
+    if resources.get("limits") is not None:
+        for name, amount in _resource_list(resources, "limits", "resources.limits").items():
+            requests.setdefault(name, amount)
     return requests
 
 
@@ -224,23 +234,13 @@ def pod_requests(spec: Mapping[str, Any]) -> Resources:
     """
     total: dict[str, int] = {}
     for index, container in enumerate(_fields.items(spec, "containers", "spec.containers")):
-        _add(total, _container_requests(container, f"spec.containers[{index}]"))
+        try:
+            _add(total, _container_requests(container))
+        except ModelError as err:
+            raise err.at(f"spec.containers[{index}]") from None
 
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    init_containers = _fields.items(spec, "initContainers", "spec.initContainers")
-    for index, container in enumerate(init_containers):
-        path = f"spec.initContainers[{index}]"
-        requests = _container_requests(container, path)
-        if _fields.string(container, "restartPolicy", f"{path}.restartPolicy") == "Always":
-            _add(total, requests)
-            _add(sidecars, requests)
-            _raise_to(init_peak, sidecars)
-        else:
-            while_running = dict(sidecars)
-            _add(while_running, requests)
-            _raise_to(init_peak, while_running)
-    _raise_to(total, init_peak)
+    if spec.get("initContainers") is not None:
+        _add_init_containers(total, spec)
 
     pod_level = _fields.mapping(spec, "resources", "spec.resources")
     if pod_level:
@@ -255,22 +255,33 @@ def pod_requests(spec: Mapping[str, Any]) -> Resources:
             if _is_pod_level_resource(name):
                 total[name] = amount
 
-    _add(total, _resource_list(spec, "overhead", "spec.overhead"))
-    return Resources(total)
+    if spec.get("overhead") is not None:
+        _add(total, _resource_list(spec, "overhead", "spec.overhead"))
+    return Resources._wrap({name: amount for name, amount in total.items() if amount})
 
 
-def _pod_scheduled_condition(status: Mapping[str, Any]) -> tuple[str, str, str] | None:
-    for index, condition in enumerate(_fields.items(status, "conditions", "status.conditions")):
-        path = f"status.conditions[{index}]"
-        if type(condition) is not dict and not isinstance(condition, Mapping):
-            raise ModelError(f"expected an object, got {show(condition)}", path)
-        if condition.get("type") == "PodScheduled":
-            return (
-                _fields.string(condition, "status", f"{path}.status"),
-                _fields.string(condition, "reason", f"{path}.reason"),
-                _fields.string(condition, "message", f"{path}.message"),
-            )
-    return None
+def _add_init_containers(total: dict[str, int], spec: Mapping[str, Any]) -> None:
+    """Init containers run one at a time before the regular ones, so each only raises the
+    floor, except sidecars (``restartPolicy: Always``), which keep running: they add to the
+    total and to every init container started after them."""
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    init_containers = _fields.items(spec, "initContainers", "spec.initContainers")
+    for index, container in enumerate(init_containers):
+        path = f"spec.initContainers[{index}]"
+        try:
+            requests = _container_requests(container)
+        except ModelError as err:
+            raise err.at(path) from None
+        if _fields.string(container, "restartPolicy", f"{path}.restartPolicy") == "Always":
+            _add(total, requests)
+            _add(sidecars, requests)
+            _raise_to(init_peak, sidecars)
+        else:
+            while_running = dict(sidecars)
+            _add(while_running, requests)
+            _raise_to(init_peak, while_running)
+    _raise_to(total, init_peak)
 
 
 #: How a preemption's DisruptionTarget message names the job it evicts for (the message
@@ -278,17 +289,35 @@ def _pod_scheduled_condition(status: Mapping[str, Any]) -> tuple[str, str, str] 
 _PREEMPTOR = re.compile(r"preemptor: ([^,\s]+)")
 
 
-def _preempted_by(status: Mapping[str, Any]) -> str:
-    for condition in status.get("conditions") or ():
-        if (
-            isinstance(condition, Mapping)
-            and condition.get("type") == "DisruptionTarget"
+def _conditions(status: Mapping[str, Any]) -> tuple[tuple[str, str, str] | None, str]:
+    """The PodScheduled condition as (status, reason, message), None when there is none; and
+    the job a scheduler's preemption marked the pod a victim for ("" if none), from a true
+    DisruptionTarget condition with reason PreemptionByScheduler. One pass: a running pod
+    has four or five conditions, and every pod event reads them."""
+    scheduled: tuple[str, str, str] | None = None
+    preempted_by = ""
+    for index, condition in enumerate(_fields.items(status, "conditions", "status.conditions")):
+        if type(condition) is not dict and not isinstance(condition, Mapping):
+            path = f"status.conditions[{index}]"
+            raise ModelError(f"expected an object, got {show(condition)}", path)
+        kind = condition.get("type")
+        if kind == "PodScheduled":
+            if scheduled is None:
+                path = f"status.conditions[{index}]"
+                scheduled = (
+                    _fields.string(condition, "status", f"{path}.status"),
+                    _fields.string(condition, "reason", f"{path}.reason"),
+                    _fields.string(condition, "message", f"{path}.message"),
+                )
+        elif (
+            kind == "DisruptionTarget"
+            and not preempted_by
             and condition.get("status") == "True"
             and condition.get("reason") == "PreemptionByScheduler"
         ):
             found = _PREEMPTOR.search(str(condition.get("message") or ""))
-            return found.group(1) if found else ""
-    return ""
+            preempted_by = found.group(1) if found else ""
+    return scheduled, preempted_by
 
 
 def _node_affinity(spec: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -394,6 +423,7 @@ def parse_pod(
         node_affinity = _node_affinity(spec)
         owner, owner_kind = _owner(metadata)
         node_name = sys.intern(_fields.string(spec, "nodeName", "spec.nodeName"))
+        pod_scheduled, preempted_by = _conditions(status)
         return PodInfo(
             name=name,
             namespace=sys.intern(
@@ -436,14 +466,14 @@ def parse_pod(
             host_ports=_share(_SHARED_HOST_PORTS, host_ports(spec)),
             scheduling_gates=_scheduling_gates(spec),
             pvc_names=_pvc_names(spec, name),
-            conditions_pod_scheduled=_pod_scheduled_condition(status),
+            conditions_pod_scheduled=pod_scheduled,
             owner=owner,
             owner_kind=owner_kind,
             mirror=_MIRROR_ANNOTATION
             in _fields.mapping(metadata, "annotations", "metadata.annotations"),
             start_time=_fields.timestamp(status, "startTime", "status.startTime"),
             scheduling_group=_scheduling_group(spec),
-            preempted_by=_preempted_by(status),
+            preempted_by=preempted_by,
         )
     except PodParseError:
         raise
@@ -486,6 +516,8 @@ _SHARED_HOST_PORTS: dict[Any, Any] = {}
 def _annotations(
     metadata: Mapping[str, Any], prefixes: tuple[str, ...] | None
 ) -> Mapping[str, str]:
+    if not metadata.get("annotations"):
+        return _EMPTY
     annotations = _fields.string_map(metadata, "annotations", "metadata.annotations")
     if prefixes is not None:
         annotations = {k: v for k, v in annotations.items() if k.startswith(prefixes)}
