@@ -566,6 +566,8 @@ class Simulation:
         list_mb = (nodes_path.stat().st_size + pods_path.stat().st_size) / 2**20
         ticker = Ticker(5.0)
         cpu0, wall0 = time.process_time(), time.perf_counter()
+        # As the daemon does from its start until the first full view is in.
+        self.scheduler.intake.collector.relax()
         for feed, path in ((self._nodes, nodes_path), (self.pods, pods_path)):
             feed.begin_list()
             for count, page in enumerate(saved_pages(path), 1):
