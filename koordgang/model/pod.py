@@ -226,11 +226,10 @@ def _is_pod_level_resource(name: str) -> bool:
 def pod_requests(spec: Mapping[str, Any]) -> Resources:
     """What a pod with this ``spec`` occupies on a node, computed as kube-scheduler does.
 
-    Regular containers run together, so they add up. Init containers run one at a time before
-    them, so each only raises the floor, except sidecars (``restartPolicy: Always``), which
-    keep running: they add to the total and to every init container started after them.
-    Supported pod-level requests (``spec.resources``) then replace the containers' figure and
-    ``spec.overhead`` comes on top. Raises :class:`ModelError` with a path under ``spec``.
+    Regular containers run together, so they add up; init containers and sidecars count as
+    ``_add_init_containers`` says. Supported pod-level requests (``spec.resources``) then
+    replace the containers' figure and ``spec.overhead`` comes on top. Raises
+    :class:`ModelError` with a path under ``spec``.
     """
     total: dict[str, int] = {}
     for index, container in enumerate(_fields.items(spec, "containers", "spec.containers")):
