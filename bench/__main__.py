@@ -371,6 +371,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     counters = report.counters_lines(results)
     if counters:
         lines += ["daemon counters:", *counters, ""]
+    in_window = report.apiserver_lines(results)
+    if in_window:
+        lines += ["the API server in each window (requests from every client):", *in_window, ""]
     targets = report.target_lines(ceilings, results)
     if targets:
         lines += ["targets (issue 4):", *targets, ""]

@@ -10,19 +10,20 @@ stopped. koordgang is called "the daemon" below; a peer is measured the same way
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import statistics
 import time
 import traceback
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from bench import dry_run, gather_time, starvation_run
+from bench import apiserver_stats, dry_run, gather_time, starvation_run
 from bench.checks import check_cluster
 from bench.console import Ticker, say
 from bench.daemon import BenchDaemon, DaemonFailed, SchedulerProcess
@@ -34,6 +35,7 @@ from bench.results import (
     ScenarioResult,
     gang_completions,
     is_koordgang,
+    kept_repeat,
     percentile,
     reference_rate,
     set_share_of_ceiling,
@@ -98,6 +100,8 @@ async def run_scenario(ctx: RunContext, scenario: Scenario, skip: str = "") -> S
     try:
         if scenario.starvation is not None:
             await starvation_run.measure(ctx, scenario, workload, result)
+        elif scenario.repeats > 1:
+            await _measure_repeated(ctx, scenario, workload, result)
         else:
             await _measure(ctx, scenario, workload, result)
     except (DaemonFailed, RuntimeError, OSError, aiohttp.ClientError) as error:
@@ -107,10 +111,41 @@ async def run_scenario(ctx: RunContext, scenario: Scenario, skip: str = "") -> S
     return result
 
 
-async def _measure(
+async def _measure_repeated(
     ctx: RunContext, scenario: Scenario, workload: Workload, result: ScenarioResult
 ) -> None:
-    namespace = f"bench-{scenario.name}-{ctx.run_id}-{ctx.tag}"
+    """``scenario.repeats`` measurements, each from a fresh stage; the median one by pods/s is
+    kept whole (its timeline, cores and counters belong together), the others' pods/s go in
+    the notes. A repeat with a problem ends the series and is the one kept."""
+    tries: list[ScenarioResult] = []
+    for index in range(scenario.repeats):
+        say(f"{scenario.name}: measurement {index + 1} of {scenario.repeats}")
+        attempt = copy.deepcopy(result)
+        await _measure(ctx, scenario, workload, attempt, repeat=index + 1)
+        tries.append(attempt)
+        if attempt.problems:
+            break
+    kept = kept_repeat(tries)
+    for spec in fields(result):
+        setattr(result, spec.name, getattr(kept, spec.name))
+    result.notes["repeats_pods_per_s"] = [t.pods_per_s for t in tries]
+    say(
+        f"{scenario.name}: kept the median of "
+        + ", ".join(f"{t.pods_per_s or 0:.0f}" for t in tries)
+        + " pods/s"
+    )
+
+
+async def _measure(
+    ctx: RunContext,
+    scenario: Scenario,
+    workload: Workload,
+    result: ScenarioResult,
+    *,
+    repeat: int = 0,
+) -> None:
+    # A repeat has a namespace of its own: the last one's may still be terminating.
+    namespace = f"bench-{scenario.name}-{ctx.run_id}-{ctx.tag}" + (f"-r{repeat}" if repeat else "")
     fill = filler_namespace(scenario.name, ctx.run_id)
     streamed = scenario.stream_rate is not None
     await set_stage(ctx, workload, namespace, fill, create_pods=not streamed)
@@ -125,6 +160,7 @@ async def _measure(
     streamer: Streamer | None = None
     end = time.monotonic()
     async with aiohttp.ClientSession() as session:
+        api_before = await apiserver_stats.read(ctx.cluster)
         sampler.start()
         spawned = daemon.start()
         sampler.pids[SCHEDULER_PROCESS] = daemon.pid
@@ -149,6 +185,9 @@ async def _measure(
             end = sampler.sample()
             if profiler is not None:
                 profiler.stop()
+            api_window = apiserver_stats.window(api_before, await apiserver_stats.read(ctx.cluster))
+            if api_window:
+                result.notes["apiserver"] = api_window
             if problem:
                 result.problems.append(problem)
             cpu = daemon.cpu_seconds()

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import plot_peers
+from bench import apiserver_stats, plot_peers
 from bench.results import (
     KOORDGANG,
     CeilingResult,
@@ -174,6 +174,16 @@ def counters_lines(results: Sequence[ScenarioResult]) -> list[str]:
             if value
         ]
         lines.append(f"{_run_name(r)}: " + " ".join(parts))
+    return lines
+
+
+def apiserver_lines(results: Sequence[ScenarioResult]) -> list[str]:
+    """What the API server did in each window (``bench.apiserver_stats``)."""
+    lines = []
+    for r in results:
+        stats = r.notes.get("apiserver")
+        if stats:
+            lines.append(f"{_run_name(r)}: {apiserver_stats.summary(stats, r.binds_seen or 0)}")
     return lines
 
 

@@ -143,3 +143,14 @@ def timeline(times: Iterable[float], origin: float, points: int = 300) -> list[t
     if picked[-1] != last:
         picked.append(last)
     return [(0.0, 0), *picked]
+
+
+def kept_repeat(tries: Sequence[ScenarioResult]) -> ScenarioResult:
+    """The measurement a repeated scenario reports: the first one with a problem (a problem is
+    never hidden by better repeats), else the median by pods/s (the upper middle of an even
+    count)."""
+    for attempt in tries:
+        if attempt.problems:
+            return attempt
+    ranked = sorted(tries, key=lambda t: t.pods_per_s or 0.0)
+    return ranked[len(ranked) // 2]
