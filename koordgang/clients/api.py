@@ -15,6 +15,7 @@ import orjson
 
 from koordgang.clients.config import Connection
 from koordgang.clients.errors import ApiError, ApiUnavailable
+from koordgang.clients.tls import ResumingContext, client_context
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -76,17 +77,8 @@ def decode_slim(raw: bytes) -> Any:
 def _ssl_context(conn: Connection) -> ssl.SSLContext | bool:
     if not conn.server.startswith("https"):
         return False
-    context = (
-        ssl.create_default_context(cafile=conn.ca_path)
-        if conn.ca_path
-        else ssl.create_default_context()
-    )
-    if conn.insecure:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if conn.cert_path and conn.key_path:
-        context.load_cert_chain(conn.cert_path, conn.key_path)
-    return context
+    cert = (conn.cert_path, conn.key_path) if conn.cert_path and conn.key_path else None
+    return client_context(conn.ca_path, insecure=conn.insecure, cert=cert)
 
 
 class KubeApi:
@@ -98,6 +90,11 @@ class KubeApi:
         self._pool_size = pool_size
         self._user_agent = user_agent
         self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def tls(self) -> ResumingContext | None:
+        """The TLS context of this client's connections (None over plain HTTP)."""
+        return self._ssl if isinstance(self._ssl, ResumingContext) else None
 
     @property
     def session(self) -> aiohttp.ClientSession:
