@@ -507,11 +507,12 @@ class Harness:
         return self.scheduler.loop.step(limit)
 
     def nudge_reporter(self) -> None:
-        """Informational Events deferred while binds were in flight are looked at again only
-        when something wakes the workers, or after a 0.2 s poll in real time; the end of the
-        last bind wakes nobody. Here the harness wakes them instead of waiting."""
+        """Reports held (until due, or while binds are in flight) are looked at again only
+        when something wakes the workers, or after a 0.2 s poll in real time; neither the fake
+        clock nor the end of the last bind wakes anybody. Here the harness wakes them instead
+        of waiting."""
         reporter = self.scheduler.reporter
-        if reporter.backlog and self.scheduler.binder.in_flight == 0:
+        if reporter.backlog:
             reporter._wakeup.set()
 
     def quiet(self) -> bool:

@@ -4,7 +4,8 @@ These writes must never slow binding down, so they go through a small pool of wo
 coalesced (only the newest report per object and reason is written), and skipped when they
 would repeat what the object already says. A pod's first "why I wait" is held for
 ``explain_after`` seconds: most waits are over by then (the members of a gang that a Job
-creates one by one wait for the last one), and a bound pod is not told anything.
+creates one by one wait for the last one), and a bound pod is not told anything; while binds
+are in flight it waits up to ``explain_after`` more.
 """
 
 from __future__ import annotations
@@ -167,12 +168,24 @@ class Reporter:
         capacity from binding (measured: 100 Scheduled Events/s cost 10-15% of throughput)."""
         writing = self._writing
         now = self._clock()
+        busy: bool | None = None  # asked at most once per scan
         for key in self._pending:
             if key[0] in writing:
                 continue
             due = self._due.get(key)
-            if due is not None and due > now and not self._closing:
-                continue
+            if due is not None and not self._closing:
+                if due > now:
+                    continue
+                # A held explanation that is due gives way to binds in flight for up to
+                # ``explain_after`` more: in a burst (a full cluster turning gangs away while
+                # it binds others) it would take the API server from them, for news that a
+                # second later is as good. It is never held longer, so a steady stream of binds
+                # does not keep it back.
+                if now < due + self._explain_after:
+                    if busy is None:
+                        busy = self._relevance.binding_busy()
+                    if busy:
+                        continue
             self._due.pop(key, None)
             return self._pending.pop(key)
         if self._informational and not self._relevance.binding_busy():

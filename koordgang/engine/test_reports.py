@@ -200,6 +200,40 @@ async def test_a_first_explanation_waits_explain_after_and_is_dropped_if_the_pod
     assert messages(api, "p") == ["waiting for 2 more members", "waiting for 1 more member"]
 
 
+async def test_a_due_explanation_gives_way_to_binds_in_flight_for_explain_after_at_most(
+    make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
+) -> None:
+    sched = make_scheduler(explain_after=1.0)
+    gate = api.hold(lambda call: call.path.endswith("/binding"))
+    p, q, r = pod("p"), pod("q"), pod("huge", cpu="64")
+    sched.list(nodes=[node("n1")], pods=[p, q])
+    sched.step()  # p and q assumed, their binds held in flight
+    await sched.settle(turns=100)
+    assert sched.scheduler.binder.in_flight == 2
+    reporter = sched.scheduler.reporter
+    sched.add(r)
+    reporter.report(Report.unschedulable(r, "no node has 64 cpu"))
+
+    clock.advance(1.5)  # due, binds still in flight: it waits
+    await sched.settle(turns=100)
+    assert api.conditions("huge") == []
+
+    clock.advance(0.6)  # held as long again: written though binds are still in flight
+    await sched.settle(turns=100)
+    assert sched.scheduler.binder.in_flight == 2
+    assert messages(api, "huge") == ["no node has 64 cpu"]
+
+    # With nothing in flight, a due explanation goes out at once.
+    gate.set()
+    await sched.settle()
+    s = pod("later", cpu="64")
+    sched.add(s)
+    reporter.report(Report.unschedulable(s, "no node has 64 cpu"))
+    clock.advance(1.1)
+    await sched.settle()
+    assert messages(api, "later") == ["no node has 64 cpu"]
+
+
 async def test_explanations_for_a_pod_whose_bind_is_in_flight_are_not_written(
     sched: Harness, api: FakeApi
 ) -> None:
