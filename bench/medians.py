@@ -14,7 +14,10 @@ from pathlib import Path
 
 from bench import report, report_features
 from bench.ledger import RESULTS_JSON
-from bench.results import CeilingResult, ScenarioResult
+from bench.results import CeilingResult, ScenarioResult, cpu_ms_per_pod
+
+#: Where the API server's CPU per bound pod of each run goes in a median's notes.
+APISERVER_MS = "apiserver_ms_per_pod"
 
 #: The figures a median is taken of; the rest comes from the first run.
 MEDIAN_FIELDS = (
@@ -79,9 +82,39 @@ def medians(runs: Sequence[Sequence[ScenarioResult]]) -> list[ScenarioResult]:
             values = [r.notes[key] for r in results if r.notes.get(key) is not None]
             if values:
                 notes[key] = _median(values)
-        merged.notes = {**merged.notes, **notes}
+        # The API server's CPU per bound pod: each run's own figure (cores over that run's
+        # window), then their median; cores and windows of different runs do not mix.
+        api = [cost for r in results if (cost := _apiserver_ms(r)) is not None]
+        if api:
+            notes[APISERVER_MS] = _median(api)
+        merged.notes = {**merged.notes, **notes, f"{APISERVER_MS}_runs": api}
         combined.append(merged)
     return combined
+
+
+def _apiserver_ms(result: ScenarioResult) -> float | None:
+    costs = cpu_ms_per_pod(result.cores, result.window_s or 0.0, result.binds_seen or 0)
+    return costs.get("kube-apiserver")
+
+
+def apiserver_lines(combined: Sequence[ScenarioResult]) -> list[str]:
+    """Per scenario, each scheduler's median API server CPU per bound pod (and its runs'),
+    lowest first."""
+    by_scenario: dict[str, list[ScenarioResult]] = {}
+    for result in combined:
+        if result.notes.get(APISERVER_MS) is not None:
+            by_scenario.setdefault(result.name, []).append(result)
+    lines = []
+    for name, results in by_scenario.items():
+        ranked = sorted(results, key=lambda r: r.notes[APISERVER_MS])
+        parts = [
+            f"{r.scheduler} {r.notes[APISERVER_MS]:.2f} ("
+            + ", ".join(f"{v:.2f}" for v in r.notes[f"{APISERVER_MS}_runs"])
+            + ")"
+            for r in ranked
+        ]
+        lines.append(f"{name}: " + "; ".join(parts))
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -105,6 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if by_api:
         print("\nkoordgang by gang API (medians):")
         print("\n".join(by_api))
+    costs = apiserver_lines(combined)
+    if costs:
+        print("\nAPI server CPU ms per bound pod, lowest first (medians; the runs'):")
+        print("\n".join(costs))
     same_api = report.same_api_lines(combined)
     if same_api:
         print("\nkoordgang and the peers on the same gang API (medians):")
