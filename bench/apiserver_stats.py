@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.cluster import BenchCluster
@@ -20,6 +21,8 @@ REQUESTS = "apiserver_request"
 GC_CPU = "go_cpu_classes_gc_total_cpu_seconds"
 GC_CYCLES = "go_gc_cycles_total_gc_cycles"
 _RUNTIME = (GC_CPU, GC_CYCLES)
+#: Seconds a read may take (about 14,000 lines): past it the window simply has no figures.
+READ_TIMEOUT = 10.0
 #: Keys of ``window`` that are not requests.
 GC_CPU_KEY = "gc cpu s"
 GC_CYCLES_KEY = "gc cycles"
@@ -50,12 +53,14 @@ async def read(cluster: BenchCluster) -> dict[str, float]:
     """The counters now; empty when the API server does not answer (the figures are extras)."""
     try:
         async with cluster.api.session.get(
-            cluster.api.conn.server + "/metrics", headers=cluster.headers("text/plain")
+            cluster.api.conn.server + "/metrics",
+            headers=cluster.headers("text/plain"),
+            timeout=aiohttp.ClientTimeout(total=READ_TIMEOUT),
         ) as response:
             if response.status >= 400:
                 return {}
             text = await response.text()
-    except OSError:
+    except (aiohttp.ClientError, TimeoutError):
         return {}
     return parse(text)
 

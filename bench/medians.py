@@ -97,7 +97,7 @@ def _apiserver_ms(result: ScenarioResult) -> float | None:
     return costs.get("kube-apiserver")
 
 
-def apiserver_lines(combined: Sequence[ScenarioResult]) -> list[str]:
+def apiserver_cost_lines(combined: Sequence[ScenarioResult]) -> list[str]:
     """Per scenario, each scheduler's median API server CPU per bound pod (and its runs'),
     lowest first."""
     by_scenario: dict[str, list[ScenarioResult]] = {}
@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if by_api:
         print("\nkoordgang by gang API (medians):")
         print("\n".join(by_api))
-    costs = apiserver_lines(combined)
+    costs = apiserver_cost_lines(combined)
     if costs:
         print("\nAPI server CPU ms per bound pod, lowest first (medians; the runs'):")
         print("\n".join(costs))
