@@ -1,13 +1,17 @@
 """The daemon's API client on the real API server: new connections resume an earlier one's TLS
 session (a gang's binds open many connections at once, and a full handshake each costs the API
-server a signature)."""
+server a signature); writes use connections of their own, kept for reuse."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 
-from koordgang.clients.api import KubeApi
+import pytest
+
+from koordgang.clients.api import MERGE_PATCH, KubeApi
 from koordgang.clients.config import load_connection
+from koordgang.clients.errors import ApiError
 
 
 async def test_connections_opened_together_resume_the_session_of_an_earlier_one(
@@ -25,5 +29,53 @@ async def test_connections_opened_together_resume_the_session_of_an_earlier_one(
         await asyncio.gather(*(api.request("GET", "/api/v1/namespaces/default") for _ in range(8)))
         assert tls.offered >= 7
         assert tls.resumed() == tls.offered
+    finally:
+        await api.close()
+
+
+async def test_writes_reuse_their_connections_and_read_the_servers_errors(
+    kubeconfig: str,
+) -> None:
+    """Writes go out on the client's own HTTP/1.1 connections: opened ahead (resuming the
+    session), reused one request after another, and the API server's answers read whole,
+    errors included."""
+    api = KubeApi(load_connection(kubeconfig), pool_size=16)
+    namespace = "default"
+    try:
+        tls = api.tls
+        assert tls is not None
+        await api.request("GET", "/version")  # a session to resume
+        assert await api.open_write_connections(4) == 4
+        assert tls.resumed() == tls.offered >= 4
+
+        name = f"h1-{uuid.uuid4().hex[:8]}"
+        created = await api.request(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            body={"metadata": {"name": name}, "data": {"k": "v" * 5000}},
+        )
+        assert created["metadata"]["name"] == name  # a reply too long to come unchunked
+        for n in range(5):
+            patched = await api.request(
+                "PATCH",
+                f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+                body={"data": {"n": str(n)}},
+                content_type=MERGE_PATCH,
+            )
+            assert patched["data"]["n"] == str(n)
+        assert tls.offered == 4, "no connection opened beyond the four opened ahead"
+
+        with pytest.raises(ApiError) as refused:
+            await api.request(
+                "POST",
+                f"/api/v1/namespaces/{namespace}/pods/{name}/binding",
+                body={"metadata": {"name": name}, "target": {"kind": "Node", "name": "x"}},
+            )
+        assert (refused.value.status, refused.value.reason) == (404, "NotFound")
+
+        await api.request("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+        with pytest.raises(ApiError) as gone:
+            await api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+        assert gone.value.not_found
     finally:
         await api.close()

@@ -9,12 +9,14 @@ from __future__ import annotations
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 import orjson
 
 from koordgang.clients.config import Connection
 from koordgang.clients.errors import ApiError, ApiUnavailable
+from koordgang.clients.h1 import ConnectionLost, Http1Pool, ProtocolError
 from koordgang.clients.tls import ResumingContext, client_context
 
 JSON = "application/json"
@@ -90,6 +92,14 @@ class KubeApi:
         self._pool_size = pool_size
         self._user_agent = user_agent
         self._session: aiohttp.ClientSession | None = None
+        #: Writes go out on connections of their own (``h1``); reads through aiohttp.
+        self._writes = Http1Pool(
+            conn.server,
+            self._ssl if isinstance(self._ssl, ssl.SSLContext) else None,
+            keepalive=KEEPALIVE_SECONDS,
+            user_agent=user_agent,
+            limit=pool_size,
+        )
 
     @property
     def tls(self) -> ResumingContext | None:
@@ -135,6 +145,8 @@ class KubeApi:
         """One call; returns the decoded JSON reply or raises ApiError / ApiUnavailable.
         ``slim``: the reply's objects without their managedFields (``decode_slim``)."""
         data = None if body is None else orjson.dumps(body)
+        if method != "GET":
+            return await self._write(method, path, params, data, content_type, timeout)
         try:
             async with self.session.request(
                 method,
@@ -152,6 +164,35 @@ class KubeApi:
                 return decode_slim(raw) if slim else orjson.loads(raw)
         except (aiohttp.ClientConnectionError, TimeoutError) as error:
             raise ApiUnavailable(f"{method} {path}: {error!r}") from error
+
+    async def open_write_connections(self, count: int) -> int:
+        """Opens connections for writes ahead of need (see ``Http1Pool.open``)."""
+        return await self._writes.open(count)
+
+    async def _write(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        data: bytes | None,
+        content_type: str,
+        timeout: float,
+    ) -> Any:
+        target = f"{path}?{urlencode(params)}" if params else path
+        try:
+            reply = await self._writes.request(
+                method,
+                target,
+                body=data,
+                content_type=content_type if data is not None else None,
+                token=self.conn.current_token(),
+                timeout=timeout,
+            )
+        except (ConnectionLost, ProtocolError, OSError, TimeoutError) as error:
+            raise ApiUnavailable(f"{method} {path}: {error!r}") from error
+        if reply.status >= 400:
+            raise _api_error(reply.status, reply.body, reply.retry_after)
+        return orjson.loads(reply.body) if reply.body else None
 
     async def watch(
         self, path: str, params: Mapping[str, str], *, timeout: float
@@ -189,6 +230,7 @@ class KubeApi:
             raise ApiUnavailable(f"WATCH {path}: {error!r}") from error
 
     async def close(self) -> None:
+        self._writes.close()
         if self._session is not None and not self._session.closed:
             await self._session.close()
 

@@ -1,0 +1,411 @@
+"""HTTP/1.1 for the API server's small writes: Bindings, status patches, Events, leases.
+
+Why not aiohttp for these: a scheduler's steady state is one small POST per pod, and aiohttp's
+per-request machinery (URL and header objects, timers, tracing hooks, response objects) cost
+this process 0.165 ms of CPU per request here, against 0.09 ms for a bare protocol on the same
+pooled TLS connections; in the contention benchmark the bind path was half of the daemon's busy
+time, on a 2-core machine it shares with the API server. Reads (lists, watches, GETs) stay on
+aiohttp: they are few, large or streamed.
+
+One request at a time per connection (no pipelining: the API server answers a connection's
+requests one after another anyway), connections kept for reuse while idle for less than
+``keepalive`` seconds. The response parser is a small state machine fed bytes; it is pure and
+tested on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import ssl
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+#: A response head longer than this is not an API server's: refused rather than buffered.
+MAX_HEAD = 64 * 1024
+
+
+class ProtocolError(Exception):
+    """The server's bytes are not an HTTP/1.1 response we can read."""
+
+
+class ConnectionLost(Exception):
+    """The connection closed before the whole response came."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    body: bytes
+    retry_after: str | None = None
+    #: False when the server asked to close the connection (or the body ran to the close).
+    reusable: bool = True
+
+
+class _Phase(enum.Enum):
+    HEAD = "head"
+    LENGTH = "length"  # a body of Content-Length bytes
+    CHUNK_SIZE = "chunk-size"
+    CHUNK_DATA = "chunk-data"
+    TRAILER = "trailer"
+    TO_CLOSE = "to-close"  # neither length nor chunks: the body ends with the connection
+    DONE = "done"
+
+
+#: Which phase may follow which (anything may end in an error).
+TRANSITIONS: dict[_Phase, frozenset[_Phase]] = {
+    _Phase.HEAD: frozenset(
+        {_Phase.HEAD, _Phase.LENGTH, _Phase.CHUNK_SIZE, _Phase.TO_CLOSE, _Phase.DONE}
+    ),
+    _Phase.LENGTH: frozenset({_Phase.DONE}),
+    _Phase.CHUNK_SIZE: frozenset({_Phase.CHUNK_DATA, _Phase.TRAILER}),
+    _Phase.CHUNK_DATA: frozenset({_Phase.CHUNK_SIZE}),
+    _Phase.TRAILER: frozenset({_Phase.DONE}),
+    _Phase.TO_CLOSE: frozenset({_Phase.DONE}),
+    _Phase.DONE: frozenset(),
+}
+
+
+class ResponseParser:
+    """Bytes in, one ``Reply`` out. ``feed`` returns the reply once it is whole; ``closed``
+    says the connection ended (which completes a body that runs to the close)."""
+
+    def __init__(self, *, head_only: bool = False) -> None:
+        self._buffer = bytearray()
+        self._phase = _Phase.HEAD
+        self._head_only = head_only
+        self._status = 0
+        self._retry_after: str | None = None
+        self._reusable = True
+        self._remaining = 0
+        self._body: list[bytes] = []
+
+    @property
+    def phase(self) -> str:
+        return self._phase.value
+
+    def _to(self, phase: _Phase) -> None:
+        if phase not in TRANSITIONS[self._phase]:
+            raise ProtocolError(f"response parser: {self._phase.value} -> {phase.value}")
+        self._phase = phase
+
+    def _finished(self) -> bool:
+        return self._phase is _Phase.DONE
+
+    def feed(self, data: bytes) -> Reply | None:
+        if self._finished():
+            raise ProtocolError("bytes after a complete response")
+        self._buffer += data
+        while True:
+            progressed = self._step()
+            if self._finished():
+                if self._buffer:
+                    # Nothing was asked for that these bytes could answer.
+                    self._reusable = False
+                return self._reply()
+            if not progressed:
+                return None
+
+    def closed(self) -> Reply:
+        """The connection ended: the reply if its body ran to the close, else an error."""
+        if self._phase is _Phase.TO_CLOSE:
+            self._body.append(bytes(self._buffer))
+            self._buffer.clear()
+            self._reusable = False
+            self._to(_Phase.DONE)
+            return self._reply()
+        raise ConnectionLost(f"connection closed while reading the response ({self._phase.value})")
+
+    def _reply(self) -> Reply:
+        return Reply(self._status, b"".join(self._body), self._retry_after, self._reusable)
+
+    def _step(self) -> bool:
+        buffer = self._buffer
+        phase = self._phase
+        if phase is _Phase.HEAD:
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(buffer) > MAX_HEAD:
+                    raise ProtocolError(f"response head longer than {MAX_HEAD} bytes")
+                return False
+            head = bytes(buffer[:end])
+            del buffer[: end + 4]
+            self._read_head(head)
+            return True
+        if phase is _Phase.LENGTH:
+            if len(buffer) < self._remaining:
+                return False
+            self._body.append(bytes(buffer[: self._remaining]))
+            del buffer[: self._remaining]
+            self._to(_Phase.DONE)
+            return True
+        if phase is _Phase.CHUNK_SIZE:
+            end = buffer.find(b"\r\n")
+            if end < 0:
+                if len(buffer) > MAX_HEAD:
+                    raise ProtocolError("chunk size line too long")
+                return False
+            line = bytes(buffer[:end]).split(b";", 1)[0].strip()
+            del buffer[: end + 2]
+            try:
+                size = int(line, 16)
+            except ValueError:
+                raise ProtocolError(f"bad chunk size {line[:20]!r}") from None
+            if size < 0:
+                raise ProtocolError(f"bad chunk size {line[:20]!r}")
+            if size == 0:
+                self._to(_Phase.TRAILER)
+            else:
+                self._remaining = size
+                self._to(_Phase.CHUNK_DATA)
+            return True
+        if phase is _Phase.CHUNK_DATA:
+            if len(buffer) < self._remaining + 2:
+                return False
+            if buffer[self._remaining : self._remaining + 2] != b"\r\n":
+                raise ProtocolError("chunk not followed by CRLF")
+            self._body.append(bytes(buffer[: self._remaining]))
+            del buffer[: self._remaining + 2]
+            self._to(_Phase.CHUNK_SIZE)
+            return True
+        if phase is _Phase.TRAILER:
+            if buffer[:2] == b"\r\n":
+                del buffer[:2]
+                self._to(_Phase.DONE)
+                return True
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return False
+            del buffer[: end + 4]
+            self._to(_Phase.DONE)
+            return True
+        return False  # TO_CLOSE waits for the close
+
+    def _read_head(self, head: bytes) -> None:
+        lines = head.split(b"\r\n")
+        parts = lines[0].split(b" ", 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
+            raise ProtocolError(f"not an HTTP/1.x status line: {lines[0][:60]!r}")
+        try:
+            status = int(parts[1])
+        except ValueError:
+            raise ProtocolError(f"bad status code in {lines[0][:60]!r}") from None
+        length: int | None = None
+        chunked = False
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            key = name.strip().lower()
+            if key == b"content-length":
+                try:
+                    length = int(value.strip())
+                except ValueError:
+                    raise ProtocolError(f"bad Content-Length {value[:20]!r}") from None
+                if length < 0:
+                    raise ProtocolError(f"bad Content-Length {value[:20]!r}")
+            elif key == b"transfer-encoding":
+                chunked = b"chunked" in value.lower()
+            elif key == b"connection":
+                if b"close" in value.lower():
+                    self._reusable = False
+            elif key == b"retry-after":
+                self._retry_after = value.strip().decode("latin-1")
+        if parts[0] == b"HTTP/1.0":
+            self._reusable = False
+        if 100 <= status < 200:
+            self._reusable = True
+            self._retry_after = None
+            self._to(_Phase.HEAD)  # an interim response: the real one follows
+            return
+        self._status = status
+        if self._head_only or status in (204, 304):
+            self._to(_Phase.DONE)
+        elif chunked:
+            self._to(_Phase.CHUNK_SIZE)
+        elif length is not None:
+            self._remaining = length
+            self._to(_Phase.LENGTH)
+        else:
+            self._to(_Phase.TO_CLOSE)
+
+
+class _Connection(asyncio.Protocol):
+    """One connection; the pool hands it one request at a time."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.open = True
+        self.idle_since = time.monotonic()
+        self._parser: ResponseParser | None = None
+        self._waiter: asyncio.Future[Reply] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        parser, waiter = self._parser, self._waiter
+        if parser is None or waiter is None or waiter.done():
+            self.close()  # bytes nobody asked for: this connection cannot be trusted
+            return
+        try:
+            reply = parser.feed(data)
+        except ProtocolError as error:
+            waiter.set_exception(error)
+            self.close()
+            return
+        if reply is not None:
+            self._parser = self._waiter = None
+            waiter.set_result(reply)
+
+    def eof_received(self) -> bool:
+        return False  # close the transport; connection_lost settles what is pending
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.open = False
+        parser, waiter = self._parser, self._waiter
+        self._parser = self._waiter = None
+        if parser is None or waiter is None or waiter.done():
+            return
+        try:
+            waiter.set_result(parser.closed())
+        except ConnectionLost as error:
+            if exc is not None:
+                error.__cause__ = exc
+            waiter.set_exception(error)
+
+    def close(self) -> None:
+        self.open = False
+        if self.transport is not None:
+            self.transport.close()
+
+    async def exchange(self, request: bytes, parser: ResponseParser) -> Reply:
+        assert self.transport is not None and self._waiter is None
+        waiter: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._parser, self._waiter = parser, waiter
+        self.transport.write(request)
+        try:
+            return await waiter
+        finally:
+            self._parser = self._waiter = None
+
+
+class Http1Pool:
+    """Connections to one API server, reused for requests one after another."""
+
+    def __init__(
+        self,
+        server: str,
+        ssl_context: ssl.SSLContext | None,
+        *,
+        keepalive: float,
+        user_agent: str,
+        limit: int,
+    ) -> None:
+        url = urlsplit(server)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError(f"cannot speak HTTP/1.1 to {server!r}")
+        self._host = url.hostname
+        self._port = url.port or (443 if url.scheme == "https" else 80)
+        self._ssl = ssl_context if url.scheme == "https" else None
+        self._prefix = url.path.rstrip("/")
+        self._head = (
+            f"Host: {url.netloc}\r\nUser-Agent: {user_agent}\r\nAccept: application/json\r\n"
+        )
+        self._keepalive = keepalive
+        self._idle: list[_Connection] = []
+        self._closed = False
+        #: Requests (so connections) at once, as the HTTP pool of the reads has its own.
+        self._slots = asyncio.Semaphore(limit)
+
+    @property
+    def idle(self) -> int:
+        return len(self._idle)
+
+    async def request(
+        self,
+        method: str,
+        target: str,
+        *,
+        body: bytes | None,
+        content_type: str | None,
+        token: str | None,
+        timeout: float,
+    ) -> Reply:
+        """``target``: the path and query. Raises ConnectionLost, ProtocolError, OSError or
+        TimeoutError when no whole reply came; the connection is then dropped."""
+        lines = [f"{method} {self._prefix}{target} HTTP/1.1\r\n", self._head]
+        if token:
+            lines.append(f"Authorization: Bearer {token}\r\n")
+        if body is not None:
+            if content_type:
+                lines.append(f"Content-Type: {content_type}\r\n")
+            lines.append(f"Content-Length: {len(body)}\r\n")
+        lines.append("\r\n")
+        request = "".join(lines).encode("latin-1")
+        if body:
+            request += body
+        parser = ResponseParser(head_only=method == "HEAD")
+        connection: _Connection | None = None
+        async with self._slots:
+            try:
+                async with asyncio.timeout(timeout):
+                    connection = await self._connection()
+                    reply = await connection.exchange(request, parser)
+            except BaseException:
+                if connection is not None:
+                    connection.close()  # in an unknown state now
+                raise
+        if reply.reusable and connection.open and not self._closed:
+            connection.idle_since = time.monotonic()
+            self._idle.append(connection)
+        else:
+            connection.close()
+        return reply
+
+    async def open(self, count: int, *, timeout: float = 10.0) -> int:
+        """Opens connections until ``count`` are idle, all at once, and keeps them for the
+        requests to come; returns how many were opened (failures are left to the requests
+        that will need them)."""
+        wanted = count - len(self._idle)
+        if wanted <= 0 or self._closed:
+            return 0
+        opened = await asyncio.gather(
+            *(asyncio.wait_for(self._open(), timeout) for _ in range(wanted)),
+            return_exceptions=True,
+        )
+        now = time.monotonic()
+        fresh = [c for c in opened if isinstance(c, _Connection) and c.open]
+        for connection in fresh:
+            connection.idle_since = now
+        if self._closed:
+            for connection in fresh:
+                connection.close()
+            return 0
+        self._idle[:0] = fresh  # behind those already idle (and warm)
+        return len(fresh)
+
+    async def _connection(self) -> _Connection:
+        now = time.monotonic()
+        while self._idle:
+            connection = self._idle.pop()  # the most recently used: the least likely closed
+            if connection.open and now - connection.idle_since < self._keepalive:
+                return connection
+            connection.close()
+        return await self._open()
+
+    async def _open(self) -> _Connection:
+        _, protocol = await asyncio.get_running_loop().create_connection(
+            _Connection,
+            self._host,
+            self._port,
+            ssl=self._ssl,
+            server_hostname=self._host if self._ssl is not None else None,
+        )
+        return protocol
+
+    def close(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()

@@ -1,0 +1,243 @@
+"""The HTTP/1.1 response parser on the shapes kube-apiserver sends (Go's net/http: a body of
+known length, or chunks once it outgrows its buffer), fed whole and a byte at a time; and the
+pool's handling of its connections, against a local server that answers what a test says."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from koordgang.clients.h1 import ConnectionLost, Http1Pool, ProtocolError, Reply, ResponseParser
+
+STATUS = b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}'
+LENGTH = (
+    b"HTTP/1.1 201 Created\r\nAudit-Id: 1\r\nContent-Type: application/json\r\n"
+    b"Content-Length: " + str(len(STATUS)).encode() + b"\r\n\r\n" + STATUS
+)
+CHUNKED = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n\r\n"
+)
+
+
+def feed_all(data: bytes, step: int) -> tuple[Reply | None, ResponseParser]:
+    parser = ResponseParser()
+    reply = None
+    for start in range(0, len(data), step):
+        assert reply is None, "a reply before its last byte"
+        reply = parser.feed(data[start : start + step])
+    return reply, parser
+
+
+@pytest.mark.parametrize("step", [1, 7, 10_000])
+def test_a_body_of_known_length(step: int) -> None:
+    reply, _ = feed_all(LENGTH, step)
+    assert reply == Reply(201, STATUS, None, True)
+
+
+@pytest.mark.parametrize("step", [1, 3, 10_000])
+def test_a_chunked_body_is_joined_and_extensions_ignored(step: int) -> None:
+    reply, _ = feed_all(CHUNKED, step)
+    assert reply == Reply(200, b"hello, world", None, True)
+
+
+def test_trailers_after_the_last_chunk_are_skipped() -> None:
+    data = CHUNKED.removesuffix(b"0\r\n\r\n") + b"0\r\nX-Trailer: 1\r\n\r\n"
+    reply, _ = feed_all(data, 2)
+    assert reply is not None and reply.body == b"hello, world"
+
+
+def test_retry_after_and_connection_close_are_read() -> None:
+    data = (
+        b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nConnection: close\r\n"
+        b"Content-Length: 2\r\n\r\n{}"
+    )
+    assert ResponseParser().feed(data) == Reply(429, b"{}", "3", False)
+
+
+def test_an_interim_response_is_skipped() -> None:
+    reply = ResponseParser().feed(b"HTTP/1.1 100 Continue\r\n\r\n" + LENGTH)
+    assert reply is not None and reply.status == 201 and reply.body == STATUS
+
+
+def test_no_content_has_no_body() -> None:
+    assert ResponseParser().feed(b"HTTP/1.1 204 No Content\r\n\r\n") == Reply(204, b"")
+
+
+def test_a_body_without_length_runs_to_the_close() -> None:
+    parser = ResponseParser()
+    assert parser.feed(b"HTTP/1.1 200 OK\r\n\r\npart one, ") is None
+    assert parser.feed(b"part two") is None
+    assert parser.closed() == Reply(200, b"part one, part two", None, False)
+
+
+def test_a_close_before_the_whole_body_is_an_error() -> None:
+    parser = ResponseParser()
+    assert parser.feed(LENGTH[:-5]) is None
+    with pytest.raises(ConnectionLost, match="length"):
+        parser.closed()
+
+
+def test_bytes_beyond_the_reply_make_the_connection_unusable() -> None:
+    reply = ResponseParser().feed(LENGTH + b"HTTP/1.1 200 OK\r\n")
+    assert reply is not None and reply.body == STATUS and not reply.reusable
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"SSH-2.0-OpenSSH\r\n\r\n", "status line"),
+        (b"HTTP/1.1 abc OK\r\n\r\n", "status code"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXY", "CRLF"),
+        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70_000, "head longer"),
+    ],
+)
+def test_what_is_not_a_response_is_refused(data: bytes, message: str) -> None:
+    with pytest.raises(ProtocolError, match=message):
+        ResponseParser().feed(data)
+
+
+# -- the pool ------------------------------------------------------------------------------------
+
+Answer = Callable[[bytes], bytes | None]
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[str, list[bytes], list[Answer], list[int]]]:
+    """A local server: each request (head and body) is recorded and answered by the next
+    function in ``answers`` (None: close without answering); ``opened`` counts connections."""
+    requests: list[bytes] = []
+    answers: list[Answer] = []
+    opened = [0]
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        opened[0] += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                request = head + await reader.readexactly(length)
+                requests.append(request)
+                answer = answers.pop(0)(request)
+                if answer is None:
+                    break
+                writer.write(answer)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+    listener = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}/prefix", requests, answers, opened
+    listener.close()
+
+
+def ok(_: bytes) -> bytes:
+    return LENGTH
+
+
+async def test_requests_reuse_one_connection_and_carry_what_they_should(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    url, requests, answers, opened = server
+    answers.extend([ok, ok, ok])
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
+    for _ in range(3):
+        reply = await pool.request(
+            "POST",
+            "/api/v1/x?a=1",
+            body=b"{}",
+            content_type="application/json",
+            token="tok",
+            timeout=5,
+        )
+        assert reply.status == 201
+    pool.close()
+    assert opened[0] == 1
+    head = requests[0].split(b"\r\n")
+    assert head[0] == b"POST /prefix/api/v1/x?a=1 HTTP/1.1"
+    assert b"Authorization: Bearer tok" in head
+    assert b"Content-Type: application/json" in head
+    assert requests[0].endswith(b"\r\n\r\n{}")
+
+
+async def test_a_connection_the_server_closes_is_not_used_again(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    url, _, answers, opened = server
+    closing = LENGTH.replace(b"Audit-Id: 1\r\n", b"Connection: close\r\n")
+    answers.extend([lambda _: closing, ok])
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
+    for _ in range(2):
+        reply = await pool.request(
+            "DELETE", "/x", body=None, content_type=None, token=None, timeout=5
+        )
+        assert reply.status == 201
+    pool.close()
+    assert opened[0] == 2
+
+
+async def test_a_connection_closed_without_an_answer_raises_and_is_dropped(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    url, _, answers, opened = server
+    answers.extend([lambda _: None, ok])
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
+    with pytest.raises(ConnectionLost):
+        await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+    assert pool.idle == 0
+    reply = await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+    assert reply.status == 201 and opened[0] == 2
+    pool.close()
+
+
+async def test_a_late_answer_times_out_and_its_connection_is_dropped(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    url, _, answers, opened = server
+    answers.extend([lambda _: LENGTH[:20], ok])  # half a head, then silence
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
+    with pytest.raises(TimeoutError):
+        await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=0.2)
+    assert pool.idle == 0
+    reply = await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+    assert reply.status == 201 and opened[0] == 2
+    pool.close()
+
+
+async def test_requests_at_once_stay_within_the_limit(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    url, _, answers, opened = server
+    answers.extend([ok] * 10)
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=3)
+    replies = await asyncio.gather(
+        *(
+            pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+            for _ in range(10)
+        )
+    )
+    assert [r.status for r in replies] == [201] * 10
+    assert opened[0] <= 3 and pool.idle == opened[0]
+    pool.close()
+
+
+async def test_idle_connections_older_than_keepalive_are_not_reused(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    url, _, answers, opened = server
+    answers.extend([ok, ok])
+    pool = Http1Pool(url, None, keepalive=0.05, user_agent="test", limit=2)
+    await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+    await asyncio.sleep(0.1)
+    await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+    pool.close()
+    assert opened[0] == 2
