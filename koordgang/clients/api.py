@@ -188,7 +188,7 @@ class KubeApi:
                 token=self.conn.current_token(),
                 timeout=timeout,
             )
-        except (ConnectionLost, ProtocolError, OSError, TimeoutError) as error:
+        except (ConnectionLost, ProtocolError, OSError, TimeoutError, ValueError) as error:
             raise ApiUnavailable(f"{method} {path}: {error!r}") from error
         if reply.status >= 400:
             raise _api_error(reply.status, reply.body, reply.retry_after)

@@ -34,6 +34,10 @@ class ConnectionLost(Exception):
     """The connection closed before the whole response came."""
 
 
+class ReplyCut(ConnectionLost):
+    """The connection closed after part of the response came: the server had the request."""
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
     status: int
@@ -80,6 +84,9 @@ class ResponseParser:
         self._reusable = True
         self._remaining = 0
         self._body: list[bytes] = []
+        #: Whether any byte of the response came (a reused connection that closes before
+        #: one did was closed by the server while idle: the request never reached it).
+        self.started = False
 
     @property
     def phase(self) -> str:
@@ -96,6 +103,7 @@ class ResponseParser:
     def feed(self, data: bytes) -> Reply | None:
         if self._finished():
             raise ProtocolError("bytes after a complete response")
+        self.started = True
         self._buffer += data
         while True:
             progressed = self._step()
@@ -274,6 +282,10 @@ class _Connection(asyncio.Protocol):
                 error.__cause__ = exc
             waiter.set_exception(error)
 
+    @property
+    def usable(self) -> bool:
+        return self.open and self.transport is not None and not self.transport.is_closing()
+
     def close(self) -> None:
         self.open = False
         if self.transport is not None:
@@ -281,6 +293,9 @@ class _Connection(asyncio.Protocol):
 
     async def exchange(self, request: bytes, parser: ResponseParser) -> Reply:
         assert self.transport is not None and self._waiter is None
+        if not self.usable:
+            # Closed by the server since it was picked: a write now would vanish unanswered.
+            raise ConnectionLost("connection closed before the request was sent")
         waiter: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._parser, self._waiter = parser, waiter
         self.transport.write(request)
@@ -333,7 +348,10 @@ class Http1Pool:
         timeout: float,
     ) -> Reply:
         """``target``: the path and query. Raises ConnectionLost, ProtocolError, OSError or
-        TimeoutError when no whole reply came; the connection is then dropped."""
+        TimeoutError when no whole reply came (the connection is then dropped), ValueError
+        for a request that cannot be written. ``timeout`` covers the wait for a slot too."""
+        if token and ("\r" in token or "\n" in token):
+            raise ValueError("the bearer token holds a line break")
         lines = [f"{method} {self._prefix}{target} HTTP/1.1\r\n", self._head]
         if token:
             lines.append(f"Authorization: Bearer {token}\r\n")
@@ -342,57 +360,75 @@ class Http1Pool:
                 lines.append(f"Content-Type: {content_type}\r\n")
             lines.append(f"Content-Length: {len(body)}\r\n")
         lines.append("\r\n")
-        request = "".join(lines).encode("latin-1")
+        request = "".join(lines).encode("latin-1")  # UnicodeEncodeError is a ValueError
         if body:
             request += body
-        parser = ResponseParser(head_only=method == "HEAD")
-        connection: _Connection | None = None
-        async with self._slots:
-            try:
-                async with asyncio.timeout(timeout):
-                    connection = await self._connection()
-                    reply = await connection.exchange(request, parser)
-            except BaseException:
-                if connection is not None:
-                    connection.close()  # in an unknown state now
-                raise
-        if reply.reusable and connection.open and not self._closed:
+        async with asyncio.timeout(timeout):
+            async with self._slots:
+                connection, reused = await self._connection()
+                try:
+                    reply = await self._exchange(connection, request, method)
+                except ReplyCut:
+                    raise
+                except ConnectionLost:
+                    if not reused:
+                        raise
+                    # The server closed it while it sat idle (a restart, a load balancer's
+                    # own idle limit): nothing of the request was read, so send it once more
+                    # on a new connection.
+                    connection = await self._open()
+                    reply = await self._exchange(connection, request, method)
+        if reply.reusable and connection.usable and not self._closed:
             connection.idle_since = time.monotonic()
             self._idle.append(connection)
         else:
             connection.close()
         return reply
 
+    async def _exchange(self, connection: _Connection, request: bytes, method: str) -> Reply:
+        """One request and its reply; a connection left mid-way is closed. A loss after part
+        of the reply came is ``ReplyCut``: the server had the request."""
+        parser = ResponseParser(head_only=method == "HEAD")
+        try:
+            return await connection.exchange(request, parser)
+        except ConnectionLost as error:
+            connection.close()
+            if parser.started:
+                raise ReplyCut(str(error)) from error
+            raise
+        except BaseException:
+            connection.close()  # in an unknown state now (a timeout, a cancellation)
+            raise
+
     async def open(self, count: int, *, timeout: float = 10.0) -> int:
         """Opens connections until ``count`` are idle, all at once, and keeps them for the
         requests to come; returns how many were opened (failures are left to the requests
-        that will need them)."""
+        that will need them). Each joins the pool as soon as it is open."""
+        self._idle = [c for c in self._idle if c.usable]
         wanted = count - len(self._idle)
         if wanted <= 0 or self._closed:
             return 0
-        opened = await asyncio.gather(
-            *(asyncio.wait_for(self._open(), timeout) for _ in range(wanted)),
-            return_exceptions=True,
-        )
-        now = time.monotonic()
-        fresh = [c for c in opened if isinstance(c, _Connection) and c.open]
-        for connection in fresh:
-            connection.idle_since = now
-        if self._closed:
-            for connection in fresh:
-                connection.close()
-            return 0
-        self._idle[:0] = fresh  # behind those already idle (and warm)
-        return len(fresh)
 
-    async def _connection(self) -> _Connection:
+        async def one() -> None:
+            connection = await asyncio.wait_for(self._open(), timeout)
+            if self._closed:
+                connection.close()
+                return
+            connection.idle_since = time.monotonic()
+            self._idle.insert(0, connection)  # behind those already idle (and warm)
+
+        results = await asyncio.gather(*(one() for _ in range(wanted)), return_exceptions=True)
+        return sum(1 for result in results if result is None)
+
+    async def _connection(self) -> tuple[_Connection, bool]:
+        """An idle connection (and True) or a new one (and False)."""
         now = time.monotonic()
         while self._idle:
             connection = self._idle.pop()  # the most recently used: the least likely closed
-            if connection.open and now - connection.idle_since < self._keepalive:
-                return connection
+            if connection.usable and now - connection.idle_since < self._keepalive:
+                return connection, True
             connection.close()
-        return await self._open()
+        return await self._open(), False
 
     async def _open(self) -> _Connection:
         _, protocol = await asyncio.get_running_loop().create_connection(

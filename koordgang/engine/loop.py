@@ -78,6 +78,8 @@ class SchedulingLoop(EnginePart):
 
     def stop(self) -> None:
         self._stopping = True
+        if self._opening is not None:
+            self._opening.cancel()
         self._signals.wake()
 
     def step(self, limit: int) -> int:
