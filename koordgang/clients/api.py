@@ -165,10 +165,6 @@ class KubeApi:
         except (aiohttp.ClientConnectionError, TimeoutError) as error:
             raise ApiUnavailable(f"{method} {path}: {error!r}") from error
 
-    async def open_write_connections(self, count: int) -> int:
-        """Opens connections for writes ahead of need (see ``Http1Pool.open``)."""
-        return await self._writes.open(count)
-
     async def _write(
         self,
         method: str,

@@ -400,26 +400,6 @@ class Http1Pool:
             connection.close()  # in an unknown state now (a timeout, a cancellation)
             raise
 
-    async def open(self, count: int, *, timeout: float = 10.0) -> int:
-        """Opens connections until ``count`` are idle, all at once, and keeps them for the
-        requests to come; returns how many were opened (failures are left to the requests
-        that will need them). Each joins the pool as soon as it is open."""
-        self._idle = [c for c in self._idle if c.usable]
-        wanted = count - len(self._idle)
-        if wanted <= 0 or self._closed:
-            return 0
-
-        async def one() -> None:
-            connection = await asyncio.wait_for(self._open(), timeout)
-            if self._closed:
-                connection.close()
-                return
-            connection.idle_since = time.monotonic()
-            self._idle.insert(0, connection)  # behind those already idle (and warm)
-
-        results = await asyncio.gather(*(one() for _ in range(wanted)), return_exceptions=True)
-        return sum(1 for result in results if result is None)
-
     async def _connection(self) -> tuple[_Connection, bool]:
         """An idle connection (and True) or a new one (and False)."""
         now = time.monotonic()

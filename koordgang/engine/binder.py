@@ -70,14 +70,6 @@ class Binder:
         # the limit (the rest wait here, not in the HTTP pool where they would time out).
         self._requests = asyncio.Semaphore(self._limit)
 
-    async def open_connections(self) -> None:
-        """Opens as many connections as binds may be in flight, ahead of the first gang: a
-        gang sends all its members at once, and 128 TLS handshakes at that moment held the
-        first bind back 0.2 s (measured). Called while the informers list; connections that
-        fail to open here are opened by the binds that need them."""
-        opened = await self._api.open_write_connections(self._limit)
-        log.info("binding connections opened ahead", count=opened, wanted=self._limit)
-
     @property
     def in_flight(self) -> int:
         return len(self._tasks)

@@ -149,8 +149,6 @@ class FakeApi:
         self.peak: dict[str, int] = {"bind": 0, "other": 0}
         #: Extra event-loop turns a call takes before it is answered (latency), if set.
         self.latency: Callable[[Call], int] | None = None
-        #: Connections opened ahead of need (``open_write_connections``), per call.
-        self.opened_ahead: list[int] = []
 
     # -- programming -------------------------------------------------------------------------
 
@@ -173,11 +171,6 @@ class FakeApi:
             hold.gate.set()
 
     # -- KubeApi -----------------------------------------------------------------------------
-
-    async def open_write_connections(self, count: int) -> int:
-        self.opened_ahead.append(count)
-        await asyncio.sleep(0)
-        return count
 
     async def request(
         self,

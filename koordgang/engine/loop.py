@@ -53,17 +53,11 @@ class SchedulingLoop(EnginePart):
         self._metrics = metrics
         self._stopping = False
         self._last_tick = self._clock()
-        self._opening: asyncio.Task[None] | None = None
 
     # -- running -------------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Schedules until ``stop()``; starts only once pods and nodes have been listed."""
-        if not self._intake.ready.is_set():
-            # While the informers list: the daemon mostly waits for the API server then.
-            self._opening = asyncio.create_task(
-                self._binder.open_connections(), name="binding-connections"
-            )
         await self._intake.ready.wait()
         log.info("scheduling loop started", scheduler=self._pending.scheduler_name)
         self._update_gauges()
@@ -78,8 +72,6 @@ class SchedulingLoop(EnginePart):
 
     def stop(self) -> None:
         self._stopping = True
-        if self._opening is not None:
-            self._opening.cancel()
         self._signals.wake()
 
     def step(self, limit: int) -> int:
