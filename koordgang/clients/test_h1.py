@@ -307,3 +307,24 @@ async def test_idle_connections_older_than_keepalive_are_not_reused(
     await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
     pool.close()
     assert opened[0] == 2
+
+
+async def test_the_wait_for_a_free_connection_counts_in_the_timeout(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    """A write that cannot get a connection (all busy) gives up at its own deadline: a lease
+    renewal must not queue past it behind binds."""
+    url, _, answers, _ = server
+    answers.append(lambda _: LENGTH[:20])  # the only connection: half a head, then silence
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=1)
+    busy = asyncio.create_task(
+        pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=30)
+    )
+    await asyncio.sleep(0.05)
+    with pytest.raises(TimeoutError):
+        await pool.request("PUT", "/lease", body=b"{}", content_type=None, token=None, timeout=0.2)
+    assert not busy.done()  # it gave up while the connection was still taken
+    busy.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await busy
+    pool.close()
