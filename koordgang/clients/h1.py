@@ -88,10 +88,6 @@ class ResponseParser:
         #: one did was closed by the server while idle: the request never reached it).
         self.started = False
 
-    @property
-    def phase(self) -> str:
-        return self._phase.value
-
     def _to(self, phase: _Phase) -> None:
         if phase not in TRANSITIONS[self._phase]:
             raise ProtocolError(f"response parser: {self._phase.value} -> {phase.value}")
