@@ -8,6 +8,7 @@ ceiling (about 2,000 binds/s), while the official client tops out near half that
 from __future__ import annotations
 
 import ssl
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlencode
@@ -30,6 +31,10 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 #: each burst opened its connections again: a TLS handshake each, 128 at once took 139 ms and
 #: 110 ms of this process's CPU here before the first bind could land (10 ms when open).
 KEEPALIVE_SECONDS = 60.0
+#: A token read from a file (in a cluster: the service account's, which kubelet rotates long
+#: before it expires) is used this long before the file is read again, as client-go does; the
+#: file was read for every request before, a read per bind on the hot path.
+TOKEN_REREAD_SECONDS = 60.0
 
 
 #: Where an object's ``metadata.managedFields`` begins, and where metadata ends and ``spec``
@@ -93,6 +98,7 @@ class KubeApi:
         self._pool_size = pool_size
         self._user_agent = user_agent
         self._session: aiohttp.ClientSession | None = None
+        self._token: tuple[str | None, float] | None = None  # (token, when read)
         #: Writes go out on connections of their own (``h1``); reads through aiohttp.
         self._writes = Http1Pool(
             conn.server,
@@ -123,9 +129,17 @@ class KubeApi:
             )
         return self._session
 
+    def current_token(self) -> str | None:
+        if not self.conn.token_path:
+            return self.conn.token
+        now = time.monotonic()
+        if self._token is None or now - self._token[1] >= TOKEN_REREAD_SECONDS:
+            self._token = (self.conn.current_token(), now)
+        return self._token[0]
+
     def _headers(self, content_type: str | None = None) -> dict[str, str]:
         headers = {"Accept": JSON}
-        token = self.conn.current_token()
+        token = self.current_token()
         if token:
             headers["Authorization"] = f"Bearer {token}"
         if content_type:
@@ -182,7 +196,7 @@ class KubeApi:
                 target,
                 body=data,
                 content_type=content_type if data is not None else None,
-                token=self.conn.current_token(),
+                token=self.current_token(),
                 timeout=timeout,
             )
         except (ConnectionLost, ProtocolError, OSError, TimeoutError, ValueError) as error:

@@ -16,6 +16,8 @@ tested on its own.
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import enum
 import ssl
 import time
@@ -302,7 +304,14 @@ class _Connection(asyncio.Protocol):
 
 
 class Http1Pool:
-    """Connections to one API server, reused for requests one after another."""
+    """Connections to one API server, reused for requests one after another.
+
+    A request without an idle connection waits for whichever comes first: a connection
+    another request is done with, or a new one. At most ``dials`` connections are being
+    opened at once: 128 binds arriving together would otherwise start 128 TLS handshakes
+    together, all finishing late (each shares the two cores with the rest), while a few
+    connections opened first already carry requests and the others join as they come.
+    """
 
     def __init__(
         self,
@@ -312,10 +321,14 @@ class Http1Pool:
         keepalive: float,
         user_agent: str,
         limit: int,
+        dials: int = 8,
+        connect_timeout: float = 10.0,
     ) -> None:
         url = urlsplit(server)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"cannot speak HTTP/1.1 to {server!r}")
+        if dials < 1:
+            raise ValueError("dials must be at least 1")
         self._host = url.hostname
         self._port = url.port or (443 if url.scheme == "https" else 80)
         self._ssl = ssl_context if url.scheme == "https" else None
@@ -324,10 +337,17 @@ class Http1Pool:
             f"Host: {url.netloc}\r\nUser-Agent: {user_agent}\r\nAccept: application/json\r\n"
         )
         self._keepalive = keepalive
+        self._connect_timeout = connect_timeout
         self._idle: list[_Connection] = []
         self._closed = False
         #: Requests (so connections) at once, as the HTTP pool of the reads has its own.
         self._slots = asyncio.Semaphore(limit)
+        #: Requests waiting for a connection, oldest first; each gets (connection, reused).
+        self._waiting: collections.deque[asyncio.Future[tuple[_Connection, bool]]] = (
+            collections.deque()
+        )
+        self._dials = dials
+        self._dialing: set[asyncio.Task[None]] = set()
 
     @property
     def idle(self) -> int:
@@ -375,8 +395,7 @@ class Http1Pool:
                     connection = await self._open()
                     reply = await self._exchange(connection, request, method)
         if reply.reusable and connection.usable and not self._closed:
-            connection.idle_since = time.monotonic()
-            self._idle.append(connection)
+            self._give(connection, reused=True)
         else:
             connection.close()
         return reply
@@ -397,14 +416,73 @@ class Http1Pool:
             raise
 
     async def _connection(self) -> tuple[_Connection, bool]:
-        """An idle connection (and True) or a new one (and False)."""
+        """An idle connection, one another request is done with, or a new one; and whether
+        it carried a request before."""
         now = time.monotonic()
         while self._idle:
             connection = self._idle.pop()  # the most recently used: the least likely closed
             if connection.usable and now - connection.idle_since < self._keepalive:
                 return connection, True
             connection.close()
-        return await self._open(), False
+        waiter: asyncio.Future[tuple[_Connection, bool]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._waiting.append(waiter)
+        self._dial_more()
+        try:
+            return await waiter
+        except BaseException:
+            # Given a connection in the same moment as the timeout or cancellation came:
+            # pass it on rather than lose it.
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                connection, reused = waiter.result()
+                self._give(connection, reused=reused)
+            raise
+        finally:
+            if not waiter.done() or waiter.cancelled():
+                with contextlib.suppress(ValueError):
+                    self._waiting.remove(waiter)
+
+    def _give(self, connection: _Connection, *, reused: bool) -> None:
+        """To the oldest waiting request, or to the idle list."""
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result((connection, reused))
+                return
+        connection.idle_since = time.monotonic()
+        self._idle.append(connection)
+
+    def _dial_more(self) -> None:
+        """Open connections for waiting requests, never more than ``dials`` at once nor more
+        than there are requests waiting."""
+        while (
+            not self._closed
+            and len(self._dialing) < self._dials
+            and len(self._dialing) < len(self._waiting)
+        ):
+            task = asyncio.get_running_loop().create_task(self._dial(), name="h1-dial")
+            self._dialing.add(task)
+            task.add_done_callback(self._dialing.discard)
+
+    async def _dial(self) -> None:
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                connection = await self._open()
+        except Exception as error:  # handed to the write that has waited longest
+            while self._waiting:
+                waiter = self._waiting.popleft()
+                if not waiter.done():
+                    waiter.set_exception(error)
+                    break
+        else:
+            if self._closed:
+                connection.close()
+            else:
+                self._give(connection, reused=False)
+        # Off the count before asking for more (its done callback comes a step later).
+        self._dialing.discard(asyncio.current_task())
+        self._dial_more()
 
     async def _open(self) -> _Connection:
         _, protocol = await asyncio.get_running_loop().create_connection(
@@ -421,3 +499,9 @@ class Http1Pool:
         idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
+        for task in list(self._dialing):
+            task.cancel()
+        waiting, self._waiting = self._waiting, collections.deque()
+        for waiter in waiting:
+            if not waiter.done():
+                waiter.set_exception(ConnectionLost("the connection pool was closed"))

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import AsyncIterator
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
+import pytest
 
-from koordgang.clients.api import _lines, decode_slim, without_managed_fields
+from koordgang.clients import api as api_module
+from koordgang.clients.api import KubeApi, _lines, decode_slim, without_managed_fields
+from koordgang.clients.config import Connection
 
 MANAGED = [
     {
@@ -99,3 +104,22 @@ async def test_a_stream_is_split_into_its_lines_however_it_is_chunked() -> None:
     # A last line without its newline still counts.
     tail = [line async for line in _lines(_Chunks([events[0], b"\n", events[1]]))]  # type: ignore[arg-type]
     assert tail == events[:2]
+
+
+async def test_a_token_file_is_read_again_only_after_a_minute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rotated service-account token is picked up within TOKEN_REREAD_SECONDS; in between
+    requests do not read the file."""
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    now = [1000.0]
+    monkeypatch.setattr(api_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    api = KubeApi(Connection(server="https://127.0.0.1:6443", token_path=str(token)))
+    assert api.current_token() == "first"
+    token.write_text("second\n")
+    now[0] += api_module.TOKEN_REREAD_SECONDS - 1
+    assert api.current_token() == "first"
+    now[0] += 1
+    assert api.current_token() == "second"
+    await api.close()

@@ -328,3 +328,98 @@ async def test_the_wait_for_a_free_connection_counts_in_the_timeout(
     with pytest.raises(asyncio.CancelledError):
         await busy
     pool.close()
+
+
+async def test_requests_arriving_together_open_few_connections_at_once(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    """Twenty writes at once: at most ``dials`` connections are being opened at any moment,
+    and the first ones opened carry requests while the others are still coming."""
+    url, _, answers, opened = server
+    answers.extend([ok] * 20)
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=20, dials=2)
+    opening = [0, 0]  # now, most at once
+    real_open = pool._open
+
+    async def counted_open() -> object:
+        opening[0] += 1
+        opening[1] = max(opening[1], opening[0])
+        try:
+            await asyncio.sleep(0.01)  # a handshake takes a while
+            return await real_open()
+        finally:
+            opening[0] -= 1
+
+    pool._open = counted_open  # type: ignore[method-assign]
+    replies = await asyncio.gather(
+        *(
+            pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+            for _ in range(20)
+        )
+    )
+    assert [r.status for r in replies] == [201] * 20
+    assert opening[1] == 2
+    assert opened[0] < 20  # some requests went out on connections others were done with
+    assert pool.idle == opened[0]
+    pool.close()
+
+
+async def test_a_connection_that_cannot_be_opened_fails_a_waiting_write_at_once() -> None:
+    listener = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    listener.close()
+    await listener.wait_closed()  # nothing listens there now
+    pool = Http1Pool(f"http://127.0.0.1:{port}", None, keepalive=60, user_agent="t", limit=4)
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(OSError):
+        await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=30)
+    assert asyncio.get_running_loop().time() - started < 10  # not left to its timeout
+    pool.close()
+
+
+async def test_a_connection_opened_for_a_write_that_gave_up_is_kept_for_the_next(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    url, _, answers, opened = server
+    answers.append(ok)
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
+    gate = asyncio.Event()
+    real_open = pool._open
+
+    async def slow_open() -> object:
+        await gate.wait()
+        return await real_open()
+
+    pool._open = slow_open  # type: ignore[method-assign]
+    with pytest.raises(TimeoutError):
+        await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=0.05)
+    gate.set()
+    for _ in range(100):
+        if pool.idle:
+            break
+        await asyncio.sleep(0.01)
+    assert pool.idle == 1
+    pool._open = real_open  # type: ignore[method-assign]
+    reply = await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+    assert reply.status == 201 and opened[0] == 1
+    pool.close()
+
+
+async def test_closing_the_pool_ends_the_writes_waiting_for_a_connection(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    url, _, _, _ = server
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
+
+    async def never_open() -> object:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    pool._open = never_open  # type: ignore[method-assign]
+    waiting = asyncio.create_task(
+        pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=30)
+    )
+    await asyncio.sleep(0.02)
+    pool.close()
+    with pytest.raises(ConnectionLost):
+        await waiting
