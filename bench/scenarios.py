@@ -304,8 +304,10 @@ SCENARIOS: Sequence[Scenario] = (
         finish=Finish.CLUSTER_FULL,
         gangs=True,
         # Its window is about one second, and one collection cycle of the API server falling
-        # in it or not (0-2 do, measured) moved a run between 690 and 1,070 pods/s.
-        repeats=3,
+        # in it or not (0-2 do, measured) moved a run between 690 and 1,070 pods/s; three
+        # measurements still left medians of one commit 540-960 apart on one cluster, five
+        # cost each scheduler about half a minute more.
+        repeats=5,
     ),
     Scenario(
         "preemption",
