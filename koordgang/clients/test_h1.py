@@ -166,6 +166,13 @@ def ok(_: bytes) -> bytes:
     return LENGTH
 
 
+async def post(pool: Http1Pool, timeout: float) -> Reply:
+    """A small write, as most of the daemon's are."""
+    return await pool.request(
+        "POST", "/x", body=b"{}", content_type=None, token=None, timeout=timeout
+    )
+
+
 async def test_requests_reuse_one_connection_and_carry_what_they_should(
     server: tuple[str, list[bytes], list[Answer], list[int]],
 ) -> None:
@@ -225,9 +232,9 @@ async def test_a_request_without_a_whole_answer_raises_and_its_connection_is_dro
     with pytest.raises(error):
         # Long enough for the connection and the request on a busy machine; only the
         # silence can take longer.
-        await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=2)
+        await post(pool, 2)
     assert pool.idle == 0
-    reply = await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+    reply = await post(pool, 5)
     assert reply.status == 201 and opened[0] == 2
     pool.close()
 
@@ -248,7 +255,7 @@ async def test_a_reused_connection_closed_unanswered_is_tried_once_more_on_a_new
     assert (len(requests), opened[0]) == (4, 2)
     # Reused, closed unanswered, and the new connection too: no third try.
     with pytest.raises(ConnectionLost):
-        await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+        await post(pool, 5)
     assert (len(requests), opened[0]) == (6, 3)
     pool.close()
 
@@ -259,9 +266,9 @@ async def test_a_reply_cut_short_is_not_sent_again(
     url, requests, answers, _ = server
     answers.extend([ok, lambda _: CloseAfter(LENGTH[:-10])])
     pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
-    await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+    await post(pool, 5)
     with pytest.raises(ReplyCut):
-        await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+        await post(pool, 5)
     assert len(requests) == 2  # the server had it: sending it again could do it twice
     pool.close()
 
@@ -285,12 +292,7 @@ async def test_requests_at_once_stay_within_the_limit(
     url, _, answers, opened = server
     answers.extend([ok] * 10)
     pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=3)
-    replies = await asyncio.gather(
-        *(
-            pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
-            for _ in range(10)
-        )
-    )
+    replies = await asyncio.gather(*(post(pool, 5) for _ in range(10)))
     assert [r.status for r in replies] == [201] * 10
     assert opened[0] <= 3 and pool.idle == opened[0]
     pool.close()
@@ -302,9 +304,9 @@ async def test_idle_connections_older_than_keepalive_are_not_reused(
     url, _, answers, opened = server
     answers.extend([ok, ok])
     pool = Http1Pool(url, None, keepalive=0.05, user_agent="test", limit=2)
-    await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+    await post(pool, 5)
     await asyncio.sleep(0.1)
-    await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+    await post(pool, 5)
     pool.close()
     assert opened[0] == 2
 
@@ -317,9 +319,7 @@ async def test_the_wait_for_a_free_connection_counts_in_the_timeout(
     url, _, answers, _ = server
     answers.append(lambda _: LENGTH[:20])  # the only connection: half a head, then silence
     pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=1)
-    busy = asyncio.create_task(
-        pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=30)
-    )
+    busy = asyncio.create_task(post(pool, 30))
     await asyncio.sleep(0.05)
     with pytest.raises(TimeoutError):
         await pool.request("PUT", "/lease", body=b"{}", content_type=None, token=None, timeout=0.2)
@@ -351,12 +351,7 @@ async def test_requests_arriving_together_open_few_connections_at_once(
             opening[0] -= 1
 
     pool._open = counted_open  # type: ignore[method-assign]
-    replies = await asyncio.gather(
-        *(
-            pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
-            for _ in range(20)
-        )
-    )
+    replies = await asyncio.gather(*(post(pool, 5) for _ in range(20)))
     assert [r.status for r in replies] == [201] * 20
     assert opening[1] == 2
     assert opened[0] < 20  # some requests went out on connections others were done with
@@ -372,7 +367,7 @@ async def test_a_connection_that_cannot_be_opened_fails_a_waiting_write_at_once(
     pool = Http1Pool(f"http://127.0.0.1:{port}", None, keepalive=60, user_agent="t", limit=4)
     started = asyncio.get_running_loop().time()
     with pytest.raises(OSError):
-        await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=30)
+        await post(pool, 30)
     assert asyncio.get_running_loop().time() - started < 10  # not left to its timeout
     pool.close()
 
@@ -392,7 +387,7 @@ async def test_a_connection_opened_for_a_write_that_gave_up_is_kept_for_the_next
 
     pool._open = slow_open  # type: ignore[method-assign]
     with pytest.raises(TimeoutError):
-        await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=0.05)
+        await post(pool, 0.05)
     gate.set()
     for _ in range(100):
         if pool.idle:
@@ -400,7 +395,7 @@ async def test_a_connection_opened_for_a_write_that_gave_up_is_kept_for_the_next
         await asyncio.sleep(0.01)
     assert pool.idle == 1
     pool._open = real_open  # type: ignore[method-assign]
-    reply = await pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=5)
+    reply = await post(pool, 5)
     assert reply.status == 201 and opened[0] == 1
     pool.close()
 
@@ -416,9 +411,7 @@ async def test_closing_the_pool_ends_the_writes_waiting_for_a_connection(
         raise AssertionError("unreachable")
 
     pool._open = never_open  # type: ignore[method-assign]
-    waiting = asyncio.create_task(
-        pool.request("POST", "/x", body=b"{}", content_type=None, token=None, timeout=30)
-    )
+    waiting = asyncio.create_task(post(pool, 30))
     await asyncio.sleep(0.02)
     pool.close()
     with pytest.raises(ConnectionLost):
