@@ -391,7 +391,8 @@ class Http1Pool:
                         raise
                     # The server closed it while it sat idle (a restart, a load balancer's
                     # own idle limit): nothing of the request was read, so send it once more
-                    # on a new connection.
+                    # on a new connection, of its own and within its own timeout (not behind
+                    # the writes waiting for the pool's).
                     connection = await self._open()
                     reply = await self._exchange(connection, request, method)
         if reply.reusable and connection.usable and not self._closed:
@@ -418,6 +419,8 @@ class Http1Pool:
     async def _connection(self) -> tuple[_Connection, bool]:
         """An idle connection, one another request is done with, or a new one; and whether
         it carried a request before."""
+        if self._closed:
+            raise ConnectionLost("the connection pool was closed")
         now = time.monotonic()
         while self._idle:
             connection = self._idle.pop()  # the most recently used: the least likely closed
@@ -444,7 +447,10 @@ class Http1Pool:
                     self._waiting.remove(waiter)
 
     def _give(self, connection: _Connection, *, reused: bool) -> None:
-        """To the oldest waiting request, or to the idle list."""
+        """To the oldest waiting request, or to the idle list; closed if the pool is."""
+        if self._closed:
+            connection.close()
+            return
         while self._waiting:
             waiter = self._waiting.popleft()
             if not waiter.done():
@@ -476,10 +482,7 @@ class Http1Pool:
                     waiter.set_exception(error)
                     break
         else:
-            if self._closed:
-                connection.close()
-            else:
-                self._give(connection, reused=False)
+            self._give(connection, reused=False)
         # Off the count before asking for more (its done callback comes a step later).
         self._dialing.discard(asyncio.current_task())
         self._dial_more()

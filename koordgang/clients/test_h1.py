@@ -16,6 +16,7 @@ from koordgang.clients.h1 import (
     Reply,
     ReplyCut,
     ResponseParser,
+    _Connection,
 )
 
 STATUS = b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}'
@@ -416,3 +417,74 @@ async def test_closing_the_pool_ends_the_writes_waiting_for_a_connection(
     pool.close()
     with pytest.raises(ConnectionLost):
         await waiting
+
+
+async def test_a_connection_given_as_its_write_is_cancelled_goes_to_the_next(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    """Handed over and cancelled in the same step (a timeout, a shutdown): the connection
+    is passed on, not lost with the cancelled write."""
+    url, _, _, _ = server
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
+
+    async def never_open() -> _Connection:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    pool._open = never_open  # type: ignore[method-assign]
+    waiting = asyncio.create_task(pool._connection())
+    await asyncio.sleep(0.01)
+    connection = _Connection()
+    pool._give(connection, reused=True)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert pool.idle == 1
+    pool.close()
+    assert pool.idle == 0 and not connection.open
+    late = _Connection()  # handed back after the close (a write that was still running)
+    pool._give(late, reused=True)
+    assert pool.idle == 0 and not late.open
+
+
+async def test_each_failed_opening_fails_one_write_and_the_next_is_tried() -> None:
+    """One opening at a time and two writes waiting: both fail at once, neither is left to
+    its timeout."""
+    listener = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    listener.close()
+    await listener.wait_closed()
+    pool = Http1Pool(
+        f"http://127.0.0.1:{port}", None, keepalive=60, user_agent="t", limit=4, dials=1
+    )
+    started = asyncio.get_running_loop().time()
+    results = await asyncio.gather(post(pool, 30), post(pool, 30), return_exceptions=True)
+    assert all(isinstance(r, OSError) for r in results)
+    assert asyncio.get_running_loop().time() - started < 10
+    pool.close()
+
+
+async def test_a_closed_pool_refuses_writes_and_opens_nothing(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    url, _, answers, opened = server
+    answers.append(ok)
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
+    gate = asyncio.Event()
+    real_open = pool._open
+
+    async def gated_open() -> _Connection:
+        await gate.wait()
+        return await real_open()
+
+    pool._open = gated_open  # type: ignore[method-assign]
+    waiting = asyncio.create_task(post(pool, 30))
+    await asyncio.sleep(0.01)
+    pool.close()  # while the connection is being opened
+    gate.set()
+    with pytest.raises(ConnectionLost):
+        await waiting
+    with pytest.raises(ConnectionLost):
+        await post(pool, 30)  # at once, not at its timeout
+    await asyncio.sleep(0.05)
+    assert opened[0] == 0

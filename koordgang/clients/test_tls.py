@@ -61,3 +61,31 @@ def test_without_any_ticket_nothing_is_offered() -> None:
     connection = FakeConnection(None)
     context._recent.append(weakref.ref(connection))  # type: ignore[arg-type]
     assert context._resumable() is None
+
+
+class Probed(FakeConnection):
+    """A connection offered the session in use, its handshake over."""
+
+    def __init__(self, session: FakeSession | None, *, resumed: bool) -> None:
+        super().__init__(session)
+        self.session_reused = resumed
+
+    def version(self) -> str:
+        return "TLSv1.3"
+
+
+@pytest.mark.parametrize("resumed", [True, False])
+def test_a_session_the_server_declined_is_dropped_at_once(resumed: bool) -> None:
+    """A restarted API server (or another replica) does not know the ticket: the first
+    connection offered it does a full handshake, and the next one is offered a fresh ticket
+    instead of the declined one for the rest of REUSE_SECONDS."""
+    context = ResumingContext(ssl.PROTOCOL_TLS_CLIENT)
+    declined, fresh = FakeSession(), FakeSession()
+    first = FakeConnection(declined)
+    context._recent.append(weakref.ref(first))  # type: ignore[arg-type]
+    assert context._resumable() is declined
+    probe = Probed(fresh, resumed=resumed)  # its handshake brought a ticket of its own
+    context._recent.append(weakref.ref(probe))  # type: ignore[arg-type]
+    context._probe = weakref.ref(probe)  # type: ignore[assignment]
+    assert context._resumable() is (declined if resumed else fresh)
+    assert context._probe is None  # asked once

@@ -34,6 +34,10 @@ class ResumingContext(ssl.SSLContext):
         self._recent: deque[weakref.ref[ssl.SSLObject]] = deque(maxlen=RECENT)
         self._session: ssl.SSLSession | None = None
         self._session_at = 0.0
+        #: The first connection offered the session in use, until it shows whether the server
+        #: took it: a declined ticket (a restarted server, another replica's keys) is dropped
+        #: at once rather than offered for the rest of REUSE_SECONDS.
+        self._probe: weakref.ref[ssl.SSLObject] | None = None
         #: Handshakes that were offered a session to resume.
         self.offered = 0
 
@@ -51,6 +55,8 @@ class ResumingContext(ssl.SSLContext):
                 self.offered += 1
         sslobj = super().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
         self._recent.append(weakref.ref(sslobj))
+        if session is not None and session is self._session and self._probe is None:
+            self._probe = weakref.ref(sslobj)
         return sslobj
 
     def _resumable(self) -> ssl.SSLSession | None:
@@ -58,7 +64,9 @@ class ResumingContext(ssl.SSLContext):
         ticket arrives after the handshake, with the first reply read on that connection."""
         now = time.monotonic()
         if self._session is not None and now - self._session_at < REUSE_SECONDS:
-            return self._session
+            if not self._declined():
+                return self._session
+            self._session = None
         for ref in reversed(self._recent):
             sslobj = ref()
             if sslobj is None:
@@ -68,9 +76,20 @@ class ResumingContext(ssl.SSLContext):
             except (ValueError, ssl.SSLError):
                 continue
             if session is not None and session.has_ticket:
+                if session is not self._session:
+                    self._probe = None
                 self._session, self._session_at = session, now
                 break
         return self._session
+
+    def _declined(self) -> bool:
+        """Whether the first connection offered the session in use finished its handshake
+        without resuming it. Once it resumed, nothing more is asked."""
+        probe = self._probe() if self._probe is not None else None
+        if probe is None or probe.version() is None:  # gone, or still in its handshake
+            return False
+        self._probe = None
+        return not probe.session_reused
 
     def resumed(self) -> int:
         """Of the connections remembered and still open, how many resumed a session."""
