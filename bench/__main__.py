@@ -137,6 +137,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="sample the daemon with py-spy in every scenario and print its top functions",
     )
+    parser.add_argument(
+        "--apiserver-profile",
+        action="store_true",
+        help="CPU profiles of kube-apiserver over every window (profiles/apiserver-*.pb.gz) "
+        "and how much of them its garbage collector took (needs go on PATH)",
+    )
     args = parser.parse_args(argv)
     if args.scale <= 0:
         parser.error("--scale must be positive")
@@ -186,6 +192,7 @@ async def run(
             scale=args.scale,
             daemon_args=tuple(shlex.split(args.daemon_args)),
             profile=args.profile,
+            apiserver_profile=args.apiserver_profile,
             ceilings=done.ceilings,
             scheduler=scheduler,
             tag=f"s{index}",

@@ -24,6 +24,7 @@ from typing import Any
 import aiohttp
 
 from bench import apiserver_stats, dry_run, gather_time, starvation_run
+from bench.apiserver_profile import GC_KEY, SAMPLED_KEY, ApiServerProfiler, summarise
 from bench.checks import check_cluster
 from bench.console import Ticker, say
 from bench.daemon import BenchDaemon, DaemonFailed, SchedulerProcess
@@ -157,6 +158,7 @@ async def _measure(
     sampler = ctx.sampler()
     daemon = _scheduler_process(ctx, scenario)
     profiler: Profiler | None = None
+    api_profiler: ApiServerProfiler | None = None
     streamer: Streamer | None = None
     end = time.monotonic()
     async with aiohttp.ClientSession() as session:
@@ -174,6 +176,14 @@ async def _measure(
             say(f"{scenario.name}: {daemon.name} ready {t0 - spawned:.2f} s after start")
             if ctx.profile and not startup:
                 profiler = await _start_profiler(ctx, scenario, daemon)
+            if ctx.apiserver_profile:
+                api_profiler = ApiServerProfiler(
+                    ctx.cluster,
+                    ctx.out_dir / "profiles",
+                    f"apiserver-{ctx.scheduler.slug}-{scenario.name}"
+                    + (f"-r{repeat}" if repeat else ""),
+                )
+                api_profiler.start()
             if scenario.stream_rate is not None:
                 streamer = Streamer(ctx, namespace, workload, scenario.stream_rate)
                 streamer.start()
@@ -188,6 +198,8 @@ async def _measure(
             api_window = apiserver_stats.window(api_before, await apiserver_stats.read(ctx.cluster))
             if api_window:
                 result.notes["apiserver"] = api_window
+            if api_profiler is not None:  # after the reads of the window: it ends past it
+                await _apiserver_profile(api_profiler, result)
             if problem:
                 result.problems.append(problem)
             cpu = daemon.cpu_seconds()
@@ -196,6 +208,8 @@ async def _measure(
             result.daemon_peak_rss_mb = None if rss is None else round(rss, 1)
             result.counters = await daemon.counters(session)
         finally:
+            if api_profiler is not None:
+                await api_profiler.stop()  # a window that failed still ends its profiling
             stopping = time.monotonic()
             code = await daemon.stop()
             result.notes["exit_after_sigterm_s"] = round(time.monotonic() - stopping, 2)
@@ -274,6 +288,23 @@ def _stream_latency(
         f"{result.name}: gang latency (last member created -> minimum bound) P50 "
         f"{result.gang_latency_p50_s} s, P99 {result.gang_latency_p99_s} s; pods created at "
         f"{streamer.achieved_rate():.0f}/s"
+    )
+
+
+async def _apiserver_profile(profiler: ApiServerProfiler, result: ScenarioResult) -> None:
+    """The API server's profiles of this window: the collector's share in the notes."""
+    paths = await profiler.stop()
+    share = await summarise(paths)
+    if isinstance(share, str):
+        result.notes["apiserver_profile"] = profiler.problem or share
+        say(f"{result.name}: API server profile: {profiler.problem or share}")
+        return
+    sampled, collector = share
+    result.notes[SAMPLED_KEY] = round(sampled, 2)
+    result.notes[GC_KEY] = round(collector, 2)
+    say(
+        f"{result.name}: API server profile ({len(paths)} s from readiness): "
+        f"{sampled:.2f} CPU s sampled, {collector:.2f} s of it collecting garbage"
     )
 
 

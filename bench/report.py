@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import apiserver_stats, plot_peers
+from bench.apiserver_profile import GC_KEY, SAMPLED_KEY
 from bench.results import (
     KOORDGANG,
     CeilingResult,
@@ -183,7 +184,11 @@ def apiserver_lines(results: Sequence[ScenarioResult]) -> list[str]:
     for r in results:
         stats = r.notes.get("apiserver")
         if stats:
-            lines.append(f"{_run_name(r)}: {apiserver_stats.summary(stats, r.binds_seen or 0)}")
+            line = f"{_run_name(r)}: {apiserver_stats.summary(stats, r.binds_seen or 0)}"
+            sampled, collector = r.notes.get(SAMPLED_KEY), r.notes.get(GC_KEY)
+            if sampled is not None and collector is not None:
+                line += f"; profiled {sampled:.2f} CPU s, {collector:.2f} s collecting"
+            lines.append(line)
     return lines
 
 

@@ -41,6 +41,8 @@ class RunContext:
     scale: float
     daemon_args: tuple[str, ...] = ()
     profile: bool = False
+    #: CPU profiles of the API server over each window (``apiserver_profile``).
+    apiserver_profile: bool = False
     #: Ceilings measured so far in this run.
     ceilings: list[CeilingResult] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)
