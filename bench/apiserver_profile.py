@@ -13,7 +13,6 @@ scheduler's readiness until the window ends (the last one runs up to a second pa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import shutil
 import subprocess
@@ -132,10 +131,11 @@ async def summarise(paths: Sequence[Path]) -> tuple[float, float] | str:
             check=False,
         )
 
-    with contextlib.suppress(subprocess.TimeoutExpired):
+    try:
         done = await asyncio.to_thread(run)
-        share = gc_share(done.stdout)
-        if share is not None:
-            return share
+    except subprocess.TimeoutExpired:
+        return "no figure: go tool pprof took more than 120 s"
+    share = gc_share(done.stdout)
+    if share is None:
         return f"no figure: go tool pprof said {done.stderr.strip()[:200]!r}"
-    return "no figure: go tool pprof took more than 120 s"
+    return share

@@ -395,8 +395,8 @@ class Http1Pool:
                     # the writes waiting for the pool's).
                     connection = await self._open()
                     reply = await self._exchange(connection, request, method)
-        if reply.reusable and connection.usable and not self._closed:
-            self._give(connection, reused=True)
+        if reply.reusable and connection.usable:
+            self._give(connection, reused=True)  # closed at once if the pool is
         else:
             connection.close()
         return reply

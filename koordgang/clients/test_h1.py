@@ -167,6 +167,28 @@ def ok(_: bytes) -> bytes:
     return LENGTH
 
 
+def gate_opening(pool: Http1Pool) -> asyncio.Event:
+    """Holds every connection the pool opens until the event returned is set."""
+    gate = asyncio.Event()
+    real_open = pool._open
+
+    async def gated_open() -> _Connection:
+        await gate.wait()
+        return await real_open()
+
+    pool._open = gated_open  # type: ignore[method-assign]
+    return gate
+
+
+async def refused_url() -> str:
+    """An address where nothing listens any more."""
+    listener = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    listener.close()
+    await listener.wait_closed()
+    return f"http://127.0.0.1:{port}"
+
+
 async def post(pool: Http1Pool, timeout: float) -> Reply:
     """A small write, as most of the daemon's are."""
     return await pool.request(
@@ -360,15 +382,14 @@ async def test_requests_arriving_together_open_few_connections_at_once(
     pool.close()
 
 
-async def test_a_connection_that_cannot_be_opened_fails_a_waiting_write_at_once() -> None:
-    listener = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
-    port = listener.sockets[0].getsockname()[1]
-    listener.close()
-    await listener.wait_closed()  # nothing listens there now
-    pool = Http1Pool(f"http://127.0.0.1:{port}", None, keepalive=60, user_agent="t", limit=4)
+@pytest.mark.parametrize(("dials", "writes"), [(8, 1), (1, 2)])
+async def test_each_failed_opening_fails_a_waiting_write_at_once(dials: int, writes: int) -> None:
+    """A refused connection is handed to the write that waits; with one opening at a time
+    and two writes waiting, the second is tried next: none is left to its timeout."""
+    pool = Http1Pool(await refused_url(), None, keepalive=60, user_agent="t", limit=4, dials=dials)
     started = asyncio.get_running_loop().time()
-    with pytest.raises(OSError):
-        await post(pool, 30)
+    results = await asyncio.gather(*(post(pool, 30) for _ in range(writes)), return_exceptions=True)
+    assert all(isinstance(r, OSError) for r in results)
     assert asyncio.get_running_loop().time() - started < 10  # not left to its timeout
     pool.close()
 
@@ -379,14 +400,7 @@ async def test_a_connection_opened_for_a_write_that_gave_up_is_kept_for_the_next
     url, _, answers, opened = server
     answers.append(ok)
     pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
-    gate = asyncio.Event()
-    real_open = pool._open
-
-    async def slow_open() -> object:
-        await gate.wait()
-        return await real_open()
-
-    pool._open = slow_open  # type: ignore[method-assign]
+    gate = gate_opening(pool)
     with pytest.raises(TimeoutError):
         await post(pool, 0.05)
     gate.set()
@@ -395,7 +409,6 @@ async def test_a_connection_opened_for_a_write_that_gave_up_is_kept_for_the_next
             break
         await asyncio.sleep(0.01)
     assert pool.idle == 1
-    pool._open = real_open  # type: ignore[method-assign]
     reply = await post(pool, 5)
     assert reply.status == 201 and opened[0] == 1
     pool.close()
@@ -406,12 +419,7 @@ async def test_closing_the_pool_ends_the_writes_waiting_for_a_connection(
 ) -> None:
     url, _, _, _ = server
     pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
-
-    async def never_open() -> object:
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
-    pool._open = never_open  # type: ignore[method-assign]
+    gate_opening(pool)  # never opened
     waiting = asyncio.create_task(post(pool, 30))
     await asyncio.sleep(0.02)
     pool.close()
@@ -426,12 +434,7 @@ async def test_a_connection_given_as_its_write_is_cancelled_goes_to_the_next(
     is passed on, not lost with the cancelled write."""
     url, _, _, _ = server
     pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
-
-    async def never_open() -> _Connection:
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
-    pool._open = never_open  # type: ignore[method-assign]
+    gate_opening(pool)  # never opened
     waiting = asyncio.create_task(pool._connection())
     await asyncio.sleep(0.01)
     connection = _Connection()
@@ -447,37 +450,13 @@ async def test_a_connection_given_as_its_write_is_cancelled_goes_to_the_next(
     assert pool.idle == 0 and not late.open
 
 
-async def test_each_failed_opening_fails_one_write_and_the_next_is_tried() -> None:
-    """One opening at a time and two writes waiting: both fail at once, neither is left to
-    its timeout."""
-    listener = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
-    port = listener.sockets[0].getsockname()[1]
-    listener.close()
-    await listener.wait_closed()
-    pool = Http1Pool(
-        f"http://127.0.0.1:{port}", None, keepalive=60, user_agent="t", limit=4, dials=1
-    )
-    started = asyncio.get_running_loop().time()
-    results = await asyncio.gather(post(pool, 30), post(pool, 30), return_exceptions=True)
-    assert all(isinstance(r, OSError) for r in results)
-    assert asyncio.get_running_loop().time() - started < 10
-    pool.close()
-
-
 async def test_a_closed_pool_refuses_writes_and_opens_nothing(
     server: tuple[str, list[bytes], list[Answer], list[int]],
 ) -> None:
     url, _, answers, opened = server
     answers.append(ok)
     pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
-    gate = asyncio.Event()
-    real_open = pool._open
-
-    async def gated_open() -> _Connection:
-        await gate.wait()
-        return await real_open()
-
-    pool._open = gated_open  # type: ignore[method-assign]
+    gate = gate_opening(pool)
     waiting = asyncio.create_task(post(pool, 30))
     await asyncio.sleep(0.01)
     pool.close()  # while the connection is being opened
