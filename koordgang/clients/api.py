@@ -108,6 +108,10 @@ class KubeApi:
             limit=pool_size,
         )
 
+    async def warm_writes(self, count: int) -> int:
+        """Opens up to ``count`` connections for writes ahead of them (see ``Http1Pool.warm``)."""
+        return await self._writes.warm(count)
+
     @property
     def tls(self) -> ResumingContext | None:
         """The TLS context of this client's connections (None over plain HTTP)."""

@@ -446,6 +446,41 @@ class Http1Pool:
                 with contextlib.suppress(ValueError):
                     self._waiting.remove(waiter)
 
+    async def warm(self, count: int) -> int:
+        """Opens connections until ``count`` are idle, at most ``dials`` at once, and parks
+        them for the requests to come (or hands them to requests already waiting): a burst of
+        writes then finds them open instead of waiting for TLS handshakes. Returns how many
+        were opened; the first failure to open ends it and is raised."""
+        wanted = count - len(self._idle)
+        opened = 0
+        failure: BaseException | None = None
+
+        async def lane() -> None:
+            nonlocal wanted, opened, failure
+            while wanted > 0 and failure is None and not self._closed:
+                wanted -= 1
+                try:
+                    async with asyncio.timeout(self._connect_timeout):
+                        connection = await self._open()
+                except Exception as error:
+                    failure = failure or error
+                    return
+                opened += 1
+                self._give(connection, reused=False)
+
+        lanes = [
+            asyncio.create_task(lane(), name="h1-warm") for _ in range(min(self._dials, wanted))
+        ]
+        try:
+            if lanes:
+                await asyncio.gather(*lanes)
+        finally:
+            for task in lanes:
+                task.cancel()
+        if failure is not None:
+            raise failure
+        return opened
+
     def _give(self, connection: _Connection, *, reused: bool) -> None:
         """To the oldest waiting request, or to the idle list; closed if the pool is."""
         if self._closed:

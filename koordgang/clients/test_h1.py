@@ -467,3 +467,69 @@ async def test_a_closed_pool_refuses_writes_and_opens_nothing(
         await post(pool, 30)  # at once, not at its timeout
     await asyncio.sleep(0.05)
     assert opened[0] == 0
+
+
+async def test_warming_opens_idle_connections_a_burst_then_uses(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    """Six connections opened ahead, at most two at a time; six writes at once then open
+    none, and warming again with them idle opens nothing more."""
+    url, _, answers, opened = server
+    answers.extend([ok] * 6)
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=6, dials=2)
+    opening = [0, 0]  # now, most at once
+    real_open = pool._open
+
+    async def counted_open() -> _Connection:
+        opening[0] += 1
+        opening[1] = max(opening[1], opening[0])
+        try:
+            await asyncio.sleep(0.01)
+            return await real_open()
+        finally:
+            opening[0] -= 1
+
+    pool._open = counted_open  # type: ignore[method-assign]
+    assert await pool.warm(6) == 6
+    assert pool.idle == 6 and opened[0] == 6 and opening[1] == 2
+    replies = await asyncio.gather(*(post(pool, 5) for _ in range(6)))
+    assert [r.status for r in replies] == [201] * 6
+    assert opened[0] == 6
+    assert await pool.warm(6) == 0
+    pool.close()
+
+
+async def test_warming_while_a_write_waits_serves_it_and_parks_the_rest(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    """The first connection to open goes to the waiting write, whichever opened it."""
+    url, _, answers, opened = server
+    answers.append(ok)
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4, dials=1)
+    gate = gate_opening(pool)
+    write = asyncio.create_task(post(pool, 5))
+    warming = asyncio.create_task(pool.warm(1))
+    await asyncio.sleep(0.01)
+    gate.set()
+    assert (await write).status == 201
+    assert await warming == 1
+    assert opened[0] == 2 and pool.idle == 2  # the write's own opening and the warm one
+    pool.close()
+
+
+async def test_warming_an_address_that_refuses_raises_what_the_opening_met() -> None:
+    pool = Http1Pool(await refused_url(), None, keepalive=60, user_agent="t", limit=8, dials=4)
+    with pytest.raises(OSError):
+        await pool.warm(8)
+    assert pool.idle == 0
+    pool.close()
+
+
+async def test_a_closed_pool_warms_nothing(
+    server: tuple[str, list[bytes], list[Answer], list[int]],
+) -> None:
+    url, _, _, opened = server
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=4)
+    pool.close()
+    assert await pool.warm(4) == 0
+    assert opened[0] == 0

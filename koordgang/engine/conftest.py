@@ -149,6 +149,8 @@ class FakeApi:
         self.peak: dict[str, int] = {"bind": 0, "other": 0}
         #: Extra event-loop turns a call takes before it is answered (latency), if set.
         self.latency: Callable[[Call], int] | None = None
+        #: Connections asked to be opened ahead of writes (``warm_writes``), per call.
+        self.warmed: list[int] = []
 
     # -- programming -------------------------------------------------------------------------
 
@@ -171,6 +173,10 @@ class FakeApi:
             hold.gate.set()
 
     # -- KubeApi -----------------------------------------------------------------------------
+
+    async def warm_writes(self, count: int) -> int:
+        self.warmed.append(count)
+        return count
 
     async def request(
         self,

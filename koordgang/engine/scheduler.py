@@ -122,13 +122,14 @@ class Scheduler:
         return self.intake.ready.is_set()
 
     def start(self, supervisor: Supervisor) -> None:
-        """Starts the loop and the writers as guarded tasks."""
+        """Starts the loop and the writers as guarded tasks, and opens the bind connections."""
         for index in range(self.reporter.workers):
             supervisor.spawn(f"reporter-{index}", self.reporter.work)
         supervisor.spawn("status-writer", self.status_writer.work)
         for index in range(self.evictor.workers):
             supervisor.spawn(f"evictor-{index}", self.evictor.work)
         supervisor.spawn("scheduling-loop", self.loop.run)
+        supervisor.start_once("warm-bind-connections", self.binder.warm)
 
     async def stop(self, grace: float | None = None) -> None:
         """Stops taking pods, lets binds in flight finish, writes pending reports."""

@@ -50,6 +50,8 @@ class Supervisor:
         self._backoff = backoff
         self._max_backoff = max_backoff
         self._tasks: dict[str, _Guarded] = {}
+        #: One-shot tasks (see ``start_once``), until they end.
+        self._once: dict[str, asyncio.Task[None]] = {}
         self._stopping = False
 
     def spawn(self, name: str, factory: TaskFactory) -> None:
@@ -58,6 +60,31 @@ class Supervisor:
         if guarded is None:
             guarded = self._tasks[name] = _Guarded(name, factory)
         self._start(guarded)
+
+    def start_once(self, name: str, factory: TaskFactory) -> None:
+        """Runs ``factory()`` once as task ``name``, for work that helps but that the daemon
+        does not need (opening connections ahead of a burst): a failure is logged, not
+        retried, and is no problem for ``/healthz``. Cancelled by ``stop`` if still running."""
+        if name in self._once:
+            return
+        task = asyncio.create_task(factory(), name=name)
+        self._once[name] = task
+        task.add_done_callback(lambda done: self._once_ended(name, done))
+
+    def _once_ended(self, name: str, task: asyncio.Task[None]) -> None:
+        self._once.pop(name, None)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            # An API server out of reach is said in a line; anything else is a bug: traced.
+            expected = isinstance(error, (OSError, TimeoutError))
+            log.warning(
+                "one-shot task failed",
+                task=name,
+                error=repr(error),
+                exc_info=None if expected else error,
+            )
 
     def _start(self, guarded: _Guarded) -> None:
         guarded.restart = None
@@ -126,7 +153,9 @@ class Supervisor:
     async def stop(self, timeout: float = 5.0) -> None:
         """Cancels every task (callers first let them finish their work, see each owner)."""
         self.stand_down()
-        tasks = []
+        tasks = [task for task in self._once.values() if not task.done()]
+        for task in tasks:
+            task.cancel()
         for guarded in self._tasks.values():
             if guarded.task is not None and not guarded.task.done():
                 guarded.task.cancel()

@@ -245,6 +245,8 @@ async def test_stop_lets_binds_in_flight_finish_and_writes_what_is_pending(
     assert api.binds() == [("p", "n1")]
     assert len(api.events("p", "Scheduled")) == 1
     assert len(api.events("huge", "FailedScheduling")) == 1
+    # Starting opened as many connections as binds may be in flight, ahead of them.
+    assert api.warmed == [sched.scheduler.settings.bind_concurrency]
     await guard.stop()
     assert fatal == []
 

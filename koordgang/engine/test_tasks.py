@@ -215,3 +215,29 @@ async def test_a_graceful_stop_is_not_taken_for_its_tasks_failing(
     await guard.stop()
 
     assert fatal.calls == []
+
+
+async def test_a_one_shot_task_that_fails_is_neither_restarted_nor_a_problem() -> None:
+    clock, fatal = FakeClock(), Fatal()
+    sup = supervisor(clock, fatal)
+    crashes = Crashes(clock, fail=1)
+    sup.start_once("warm", crashes)
+    await asyncio.sleep(BACKOFF * 20)
+    assert len(crashes.starts) == 1
+    assert sup.problems() == [] and fatal.calls == []
+    sup.start_once("warm", crashes)  # ended: may run again
+    await asyncio.sleep(BACKOFF * 5)
+    assert len(crashes.starts) == 2
+    await sup.stop()
+
+
+async def test_a_one_shot_task_runs_once_at_a_time_and_is_cancelled_at_stop() -> None:
+    clock, fatal = FakeClock(), Fatal()
+    sup = supervisor(clock, fatal)
+    runs = Crashes(clock, fail=0)
+    sup.start_once("warm", runs)
+    sup.start_once("warm", runs)
+    await asyncio.sleep(BACKOFF * 5)
+    assert len(runs.starts) == 1
+    await sup.stop()
+    assert runs.cancelled == 1
