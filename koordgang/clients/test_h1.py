@@ -180,6 +180,25 @@ def gate_opening(pool: Http1Pool) -> asyncio.Event:
     return gate
 
 
+def count_openings(pool: Http1Pool) -> list[int]:
+    """Makes each opening take a while, as a handshake does, and counts them: the list
+    returned holds the openings under way now and the most there were at once."""
+    opening = [0, 0]
+    real_open = pool._open
+
+    async def counted_open() -> _Connection:
+        opening[0] += 1
+        opening[1] = max(opening[1], opening[0])
+        try:
+            await asyncio.sleep(0.01)
+            return await real_open()
+        finally:
+            opening[0] -= 1
+
+    pool._open = counted_open  # type: ignore[method-assign]
+    return opening
+
+
 async def refused_url() -> str:
     """An address where nothing listens any more."""
     listener = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
@@ -361,19 +380,7 @@ async def test_requests_arriving_together_open_few_connections_at_once(
     url, _, answers, opened = server
     answers.extend([ok] * 20)
     pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=20, dials=2)
-    opening = [0, 0]  # now, most at once
-    real_open = pool._open
-
-    async def counted_open() -> object:
-        opening[0] += 1
-        opening[1] = max(opening[1], opening[0])
-        try:
-            await asyncio.sleep(0.01)  # a handshake takes a while
-            return await real_open()
-        finally:
-            opening[0] -= 1
-
-    pool._open = counted_open  # type: ignore[method-assign]
+    opening = count_openings(pool)
     replies = await asyncio.gather(*(post(pool, 5) for _ in range(20)))
     assert [r.status for r in replies] == [201] * 20
     assert opening[1] == 2
@@ -477,19 +484,7 @@ async def test_warming_opens_idle_connections_a_burst_then_uses(
     url, _, answers, opened = server
     answers.extend([ok] * 6)
     pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=6, dials=2)
-    opening = [0, 0]  # now, most at once
-    real_open = pool._open
-
-    async def counted_open() -> _Connection:
-        opening[0] += 1
-        opening[1] = max(opening[1], opening[0])
-        try:
-            await asyncio.sleep(0.01)
-            return await real_open()
-        finally:
-            opening[0] -= 1
-
-    pool._open = counted_open  # type: ignore[method-assign]
+    opening = count_openings(pool)
     assert await pool.warm(6) == 6
     assert pool.idle == 6 and opened[0] == 6 and opening[1] == 2
     replies = await asyncio.gather(*(post(pool, 5) for _ in range(6)))
