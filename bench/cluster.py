@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import aiohttp
 import yaml
 
 from bench.console import Ticker, say
@@ -63,6 +64,10 @@ async def run_pool(
     finally:
         for task in workers:
             task.cancel()
+
+
+#: A collection of the API server's 1-2 GB heap takes a few seconds on 2 busy cores.
+_GC_TIMEOUT = aiohttp.ClientTimeout(total=120)
 
 
 class BenchCluster:
@@ -187,6 +192,28 @@ class BenchCluster:
                 return False
             raise
         return True
+
+    async def collect_apiserver_garbage(self) -> str | None:
+        """Has kube-apiserver run a full garbage collection now; None when it did, else why not.
+
+        Go's heap-profile handler collects before it answers when asked with ``gc=1`` (served
+        at ``/debug/pprof`` while the API server's ``--profiling`` is on, its default). The
+        set-up just before a measurement (thousands of pods created and deleted) leaves the
+        API server's heap full of garbage; collected inside the measured window, it cost one
+        scheduler 1-2 CPU s there and not another, by chance of timing. The reply (the
+        profile) is read and thrown away.
+        """
+        url = f"{self.api.conn.server}/debug/pprof/heap?gc=1"
+        try:
+            async with self.api.session.get(
+                url, headers=self.headers("application/octet-stream"), timeout=_GC_TIMEOUT
+            ) as response:
+                data = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as error:
+            return f"the request failed: {error!r}"
+        if response.status >= 400:
+            return f"it answered {response.status}: {data[:200].decode(errors='replace')}"
+        return None
 
     async def delete_bench_groups(self) -> None:
         """The group objects (PodGroups of every gang API) of earlier scenarios. An upstream
