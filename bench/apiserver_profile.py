@@ -66,27 +66,24 @@ class ApiServerProfiler:
         return self.paths
 
     async def _run(self) -> None:
-        url = f"{self.cluster.api.conn.server}/debug/pprof/profile?seconds={CHUNK_SECONDS}"
+        path = f"/debug/pprof/profile?seconds={CHUNK_SECONDS}"
         while not self._stopping:
             try:
-                async with self.cluster.api.session.get(
-                    url,
-                    headers=self.cluster.headers("application/octet-stream"),
-                    timeout=aiohttp.ClientTimeout(total=CHUNK_SECONDS + 10),
-                ) as response:
-                    data = await response.read()
-                    if response.status >= 400:
-                        self.problem = (
-                            f"the API server refused a profile ({response.status}: "
-                            f"{data[:200].decode(errors='replace')})"
-                        )
-                        return
+                status, data = await self.cluster.get_raw(
+                    path, "application/octet-stream", CHUNK_SECONDS + 10
+                )
             except (aiohttp.ClientError, TimeoutError) as error:
                 self.problem = f"the API server's profile failed: {error!r}"
                 return
-            path = self.folder / f"{self.stem}-{len(self.paths)}.pb.gz"
-            path.write_bytes(data)
-            self.paths.append(path)
+            if status >= 400:
+                self.problem = (
+                    f"the API server refused a profile ({status}: "
+                    f"{data[:200].decode(errors='replace')})"
+                )
+                return
+            saved = self.folder / f"{self.stem}-{len(self.paths)}.pb.gz"
+            saved.write_bytes(data)
+            self.paths.append(saved)
 
 
 def _seconds(text: str) -> float | None:

@@ -52,17 +52,12 @@ def parse(text: str) -> dict[str, float]:
 async def read(cluster: BenchCluster) -> dict[str, float]:
     """The counters now; empty when the API server does not answer (the figures are extras)."""
     try:
-        async with cluster.api.session.get(
-            cluster.api.conn.server + "/metrics",
-            headers=cluster.headers("text/plain"),
-            timeout=aiohttp.ClientTimeout(total=READ_TIMEOUT),
-        ) as response:
-            if response.status >= 400:
-                return {}
-            text = await response.text()
+        status, body = await cluster.get_raw("/metrics", "text/plain", READ_TIMEOUT)
     except (aiohttp.ClientError, TimeoutError):
         return {}
-    return parse(text)
+    if status >= 400:
+        return {}
+    return parse(body.decode(errors="replace"))
 
 
 def window(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:

@@ -67,7 +67,7 @@ async def run_pool(
 
 
 #: A collection of the API server's 1-2 GB heap takes a few seconds on 2 busy cores.
-_GC_TIMEOUT = aiohttp.ClientTimeout(total=120)
+_GC_TIMEOUT_SECONDS = 120.0
 
 
 class BenchCluster:
@@ -193,6 +193,16 @@ class BenchCluster:
             raise
         return True
 
+    async def get_raw(self, path: str, accept: str, timeout: float) -> tuple[int, bytes]:
+        """GET of a path outside the API's objects (``/metrics``, ``/debug/pprof/...``): the
+        status and the body as they came. Raises aiohttp.ClientError or TimeoutError."""
+        async with self.api.session.get(
+            self.api.conn.server + path,
+            headers=self.headers(accept),
+            timeout=aiohttp.ClientTimeout(total=timeout),
+        ) as response:
+            return response.status, await response.read()
+
     async def collect_apiserver_garbage(self) -> str | None:
         """Has kube-apiserver run a full garbage collection now; None when it did, else why not.
 
@@ -203,16 +213,14 @@ class BenchCluster:
         scheduler 1-2 CPU s there and not another, by chance of timing. The reply (the
         profile) is read and thrown away.
         """
-        url = f"{self.api.conn.server}/debug/pprof/heap?gc=1"
         try:
-            async with self.api.session.get(
-                url, headers=self.headers("application/octet-stream"), timeout=_GC_TIMEOUT
-            ) as response:
-                data = await response.read()
+            status, data = await self.get_raw(
+                "/debug/pprof/heap?gc=1", "application/octet-stream", _GC_TIMEOUT_SECONDS
+            )
         except (aiohttp.ClientError, TimeoutError) as error:
             return f"the request failed: {error!r}"
-        if response.status >= 400:
-            return f"it answered {response.status}: {data[:200].decode(errors='replace')}"
+        if status >= 400:
+            return f"it answered {status}: {data[:200].decode(errors='replace')}"
         return None
 
     async def delete_bench_groups(self) -> None:
