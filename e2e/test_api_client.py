@@ -5,13 +5,14 @@ server a signature); writes use connections of their own, kept for reuse."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 
 import pytest
 
 from koordgang.clients.api import MERGE_PATCH, KubeApi
 from koordgang.clients.config import load_connection
-from koordgang.clients.errors import ApiError
+from koordgang.clients.errors import ApiError, ApiUnavailable
 
 
 async def test_connections_opened_together_resume_the_session_of_an_earlier_one(
@@ -91,4 +92,41 @@ async def test_writes_reuse_their_connections_and_read_the_servers_errors(
             await api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
         assert gone.value.not_found
     finally:
+        await api.close()
+
+
+async def test_a_write_whose_reply_spans_many_tls_records_is_read_whole(kubeconfig: str) -> None:
+    """A ConfigMap of 600 KB: its reply comes in dozens of TLS records over many reads."""
+    api = KubeApi(load_connection(kubeconfig), pool_size=4)
+    name = f"h1-big-{uuid.uuid4().hex[:8]}"
+    value = "".join(chr(ord("a") + n % 26) for n in range(600_000))
+    try:
+        created = await api.request(
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            body={"metadata": {"name": name}, "data": {"k": value}},
+        )
+        assert created["data"]["k"] == value
+        await api.request("DELETE", f"/api/v1/namespaces/default/configmaps/{name}")
+    finally:
+        await api.close()
+
+
+async def test_a_write_to_a_server_not_trusted_says_why_and_sends_nothing(kubeconfig: str) -> None:
+    """Without the cluster's CA (the system's roots only), the handshake fails on the
+    certificate, and the write with it: nothing is created."""
+    connection = load_connection(kubeconfig)
+    untrusting = KubeApi(dataclasses.replace(connection, ca_path=None), pool_size=4)
+    api = KubeApi(connection, pool_size=4)
+    name = f"h1-untrusted-{uuid.uuid4().hex[:8]}"
+    try:
+        with pytest.raises(ApiUnavailable, match="CERTIFICATE_VERIFY_FAILED"):
+            await untrusting.request(
+                "POST", "/api/v1/namespaces/default/configmaps", body={"metadata": {"name": name}}
+            )
+        with pytest.raises(ApiError) as missing:
+            await api.request("GET", f"/api/v1/namespaces/default/configmaps/{name}")
+        assert missing.value.not_found
+    finally:
+        await untrusting.close()
         await api.close()

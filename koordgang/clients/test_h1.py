@@ -5,7 +5,11 @@ pool's handling of its connections, against a local server that answers what a t
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ssl
+import subprocess
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +22,7 @@ from koordgang.clients.h1 import (
     ResponseParser,
     _Connection,
 )
+from koordgang.clients.tls import client_context
 
 STATUS = b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}'
 LENGTH = (
@@ -127,10 +132,14 @@ class CloseAfter(bytes):
 Answer = Callable[[bytes], bytes | None]
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[tuple[str, list[bytes], list[Answer], list[int]]]:
+Served = tuple[str, list[bytes], list[Answer], list[int]]
+
+
+@contextlib.asynccontextmanager
+async def serving(tls: ssl.SSLContext | None = None) -> AsyncIterator[Served]:
     """A local server: each request (head and body) is recorded and answered by the next
-    function in ``answers`` (None: close without answering); ``opened`` counts connections."""
+    function in ``answers`` (None: close without answering); ``opened`` counts connections.
+    Over TLS with ``tls``, and then a close says goodbye (close_notify) first."""
     requests: list[bytes] = []
     answers: list[Answer] = []
     opened = [0]
@@ -153,14 +162,21 @@ async def server() -> AsyncIterator[tuple[str, list[bytes], list[Answer], list[i
                 await writer.drain()
                 if isinstance(answer, CloseAfter):
                     break
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
             pass
         writer.close()
 
-    listener = await asyncio.start_server(handle, "127.0.0.1", 0)
+    listener = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls)
     port = listener.sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}/prefix", requests, answers, opened
+    scheme = "https" if tls is not None else "http"
+    yield f"{scheme}://127.0.0.1:{port}/prefix", requests, answers, opened
     listener.close()
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Served]:
+    async with serving() as served:
+        yield served
 
 
 def ok(_: bytes) -> bytes:
@@ -528,3 +544,135 @@ async def test_a_closed_pool_warms_nothing(
     pool.close()
     assert await pool.warm(4) == 0
     assert opened[0] == 0
+
+
+# -- over TLS ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (made by openssl, as the local
+    control plane's service-account key is)."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "server.crt", folder / "server.key"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+@pytest.fixture
+async def tls_server(certificate: tuple[Path, Path]) -> AsyncIterator[Served]:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*certificate)
+    async with serving(context) as served:
+        yield served
+
+
+def chunked(body: bytes, size: int) -> bytes:
+    chunks = [body[i : i + size] for i in range(0, len(body), size)]
+    framed = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks)
+    return b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + framed + b"0\r\n\r\n"
+
+
+async def test_over_tls_a_reply_of_many_records_is_read_whole_on_a_reused_connection(
+    tls_server: Served, certificate: tuple[Path, Path]
+) -> None:
+    url, requests, answers, opened = tls_server
+    context = client_context(str(certificate[0]), insecure=False)
+    pool = Http1Pool(url, context, keepalive=30, user_agent="t", limit=4)
+    body = bytes(range(256)) * 800  # 200 KB: a dozen TLS records, several reads
+    answers.extend([lambda _: chunked(body, 30_000), ok, ok])
+    try:
+        first = await pool.request(
+            "GET", "/big", body=None, content_type=None, token="t", timeout=5
+        )
+        assert first == Reply(200, body, None, True)
+        for _ in range(2):
+            again = await pool.request(
+                "POST", "/small", body=b"{}", content_type="application/json", token="t", timeout=5
+            )
+            assert again.status == 201 and again.body == STATUS
+        assert opened == [1]
+        assert requests[1].startswith(b"POST /prefix/small HTTP/1.1\r\n")
+        assert requests[1].endswith(b"\r\n\r\n{}")
+    finally:
+        pool.close()
+
+
+async def test_over_tls_a_server_that_says_goodbye_after_its_reply_is_left_for_a_new_one(
+    tls_server: Served, certificate: tuple[Path, Path]
+) -> None:
+    url, _, answers, opened = tls_server
+    context = client_context(str(certificate[0]), insecure=False)
+    pool = Http1Pool(url, context, keepalive=30, user_agent="t", limit=4)
+    answers.extend([lambda _: CloseAfter(LENGTH), ok])
+    try:
+        for _ in range(2):
+            reply = await pool.request(
+                "GET", "/", body=None, content_type=None, token=None, timeout=5
+            )
+            assert reply.status == 201 and reply.body == STATUS
+            await asyncio.sleep(0.05)  # the goodbye arrives
+        assert opened == [2]
+        assert context.offered == 1 and context.resumed() == 1  # the second resumed the first's
+    finally:
+        pool.close()
+
+
+async def test_over_tls_a_server_not_trusted_fails_the_request_with_why(
+    tls_server: Served,
+) -> None:
+    url, requests, _, _ = tls_server
+    pool = Http1Pool(
+        url, client_context(None, insecure=False), keepalive=30, user_agent="t", limit=4
+    )
+    try:
+        with pytest.raises(ssl.SSLCertVerificationError, match="self-signed"):
+            await pool.request("GET", "/", body=None, content_type=None, token="secret", timeout=5)
+        assert requests == []  # not a byte of the request (nor its token) was sent
+    finally:
+        pool.close()
+
+
+async def test_over_tls_a_connection_closed_during_the_handshake_fails_the_request() -> None:
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(65536)  # the client's hello, read so that the close is a clean one
+        writer.close()
+
+    listener = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    pool = Http1Pool(
+        f"https://127.0.0.1:{port}",
+        client_context(None, insecure=True),
+        keepalive=30,
+        user_agent="t",
+        limit=4,
+    )
+    try:
+        with pytest.raises(ConnectionResetError, match="handshake"):
+            await pool.request("GET", "/", body=None, content_type=None, token=None, timeout=5)
+    finally:
+        pool.close()
+        listener.close()
