@@ -9,9 +9,8 @@ aiohttp: they are few, large or streamed.
 
 One request at a time per connection (no pipelining: the API server answers a connection's
 requests one after another anyway), connections kept for reuse while idle for less than
-``keepalive`` seconds. TLS is spoken through ``ssl.MemoryBIO`` on a plain TCP transport
-(``_TlsConnection`` says why). The response parser is a small state machine fed bytes; it is
-pure and tested on its own.
+``keepalive`` seconds. The response parser is a small state machine fed bytes; it is pure and
+tested on its own.
 """
 
 from __future__ import annotations
@@ -27,8 +26,6 @@ from urllib.parse import urlsplit
 
 #: A response head longer than this is not an API server's: refused rather than buffered.
 MAX_HEAD = 64 * 1024
-#: Most bytes decrypted per call: a TLS record holds at most 16 KB.
-_READ_SIZE = 64 * 1024
 
 
 class ProtocolError(Exception):
@@ -239,7 +236,7 @@ class ResponseParser:
 
 
 class _Connection(asyncio.Protocol):
-    """One connection in plain text; the pool hands it one request at a time."""
+    """One connection; the pool hands it one request at a time."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -247,18 +244,12 @@ class _Connection(asyncio.Protocol):
         self.idle_since = time.monotonic()
         self._parser: ResponseParser | None = None
         self._waiter: asyncio.Future[Reply] | None = None
-        #: Why the connection was given up, when it was this side that saw something wrong.
-        self._error: Exception | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        self._received(data)
-
-    def _received(self, data: bytes) -> None:
-        """Bytes of the reply (decrypted, over TLS)."""
         parser, waiter = self._parser, self._waiter
         if parser is None or waiter is None or waiter.done():
             self.close()  # bytes nobody asked for: this connection cannot be trusted
@@ -273,16 +264,11 @@ class _Connection(asyncio.Protocol):
             self._parser = self._waiter = None
             waiter.set_result(reply)
 
-    def _send(self, data: bytes) -> None:
-        assert self.transport is not None
-        self.transport.write(data)
-
     def eof_received(self) -> bool:
         return False  # close the transport; connection_lost settles what is pending
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.open = False
-        exc = exc or self._error
         parser, waiter = self._parser, self._waiter
         self._parser = self._waiter = None
         if parser is None or waiter is None or waiter.done():
@@ -310,102 +296,11 @@ class _Connection(asyncio.Protocol):
             raise ConnectionLost("connection closed before the request was sent")
         waiter: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._parser, self._waiter = parser, waiter
-        self._send(request)
+        self.transport.write(request)
         try:
             return await waiter
         finally:
             self._parser = self._waiter = None
-
-
-class _TlsConnection(_Connection):
-    """One connection over TLS, spoken through ``ssl.MemoryBIO`` on a plain TCP transport.
-
-    Why not asyncio's own TLS transport: it keeps a 256 KB read buffer per connection and runs
-    every read and write through a state machine of its own in Python. Measured on the bench
-    machine against its API server (resumed sessions): a new connection cost this process
-    1.4-1.6 ms of CPU here against 1.7-2.3 ms through asyncio's, a request on an open one
-    0.145 ms against 0.165, and gang-1k's peak RSS fell from 130 to 85 MB with its 128 bind
-    connections. Here the TLS object sits beside the HTTP parser: bytes in, records
-    decrypted, the reply parsed."""
-
-    def __init__(self, context: ssl.SSLContext, server_hostname: str) -> None:
-        super().__init__()
-        self._incoming = ssl.MemoryBIO()
-        self._outgoing = ssl.MemoryBIO()
-        self._tls = context.wrap_bio(
-            self._incoming, self._outgoing, server_hostname=server_hostname
-        )
-        self.handshake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        self._shake()
-
-    def data_received(self, data: bytes) -> None:
-        self._incoming.write(data)
-        if not self.handshake.done():
-            self._shake()
-            if not self.handshake.done() or self.handshake.exception() is not None:
-                return
-        plain: list[bytes] = []
-        goodbye = False
-        try:
-            while chunk := self._tls.read(_READ_SIZE):
-                plain.append(chunk)
-        except ssl.SSLWantReadError:
-            pass  # the rest of a record is still on its way
-        except ssl.SSLZeroReturnError:
-            goodbye = True  # the server's close_notify: what came before it still counts
-        except ssl.SSLError as error:
-            self._give_up(error)
-            return
-        self._flush()  # what reading wrote back (a key update's answer)
-        if plain:
-            self._received(plain[0] if len(plain) == 1 else b"".join(plain))
-        if goodbye:
-            self.close()  # then as a closed connection: connection_lost settles the rest
-
-    def _shake(self) -> None:
-        try:
-            self._tls.do_handshake()
-        except ssl.SSLWantReadError:
-            self._flush()
-            return
-        except ssl.SSLError as error:  # a certificate not trusted, a protocol refused
-            self._flush()  # the alert, so the server logs why
-            self._give_up(error)
-            return
-        self._flush()
-        self.handshake.set_result(None)
-
-    def _send(self, data: bytes) -> None:
-        self._tls.write(data)
-        self._flush()
-
-    def _flush(self) -> None:
-        if self.transport is not None and self._outgoing.pending:
-            self.transport.write(self._outgoing.read())
-
-    def _give_up(self, error: ssl.SSLError) -> None:
-        self._error = error
-        if not self.handshake.done():
-            self.handshake.set_exception(error)
-        self.close()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.handshake.done():
-            self.handshake.set_exception(
-                exc or ConnectionResetError("connection closed during the TLS handshake")
-            )
-        super().connection_lost(exc)
-
-    def close(self) -> None:
-        if self.open and self.handshake.done() and self.handshake.exception() is None:
-            # Say goodbye (close_notify) rather than vanish; the server's answer is not awaited.
-            with contextlib.suppress(ssl.SSLError):
-                self._tls.unwrap()
-            self._flush()
-        super().close()
 
 
 class Http1Pool:
@@ -628,19 +523,13 @@ class Http1Pool:
         self._dial_more()
 
     async def _open(self) -> _Connection:
-        loop = asyncio.get_running_loop()
-        context = self._ssl
-        if context is None:
-            _, plain = await loop.create_connection(_Connection, self._host, self._port)
-            return plain
-        _, protocol = await loop.create_connection(
-            lambda: _TlsConnection(context, self._host), self._host, self._port
+        _, protocol = await asyncio.get_running_loop().create_connection(
+            _Connection,
+            self._host,
+            self._port,
+            ssl=self._ssl,
+            server_hostname=self._host if self._ssl is not None else None,
         )
-        try:
-            await protocol.handshake
-        except BaseException:
-            protocol.close()
-            raise
         return protocol
 
     def close(self) -> None:

@@ -636,7 +636,6 @@ async def test_over_tls_a_server_that_says_goodbye_after_its_reply_is_left_for_a
             assert reply.status == 201 and reply.body == STATUS
             await asyncio.sleep(0.05)  # the goodbye arrives
         assert opened == [2]
-        assert context.offered == 1 and context.resumed() == 1  # the second resumed the first's
     finally:
         pool.close()
 
@@ -671,7 +670,7 @@ async def test_over_tls_a_connection_closed_during_the_handshake_fails_the_reque
         limit=4,
     )
     try:
-        with pytest.raises(ConnectionResetError, match="handshake"):
+        with pytest.raises(ConnectionResetError):
             await pool.request("GET", "/", body=None, content_type=None, token=None, timeout=5)
     finally:
         pool.close()

@@ -72,7 +72,7 @@ class Binder:
 
     async def warm(self) -> None:
         """Opens as many connections as binds may be in flight, before the first burst: a
-        TLS connection cost this process about 1.5 ms of CPU on the bench machine (128: 0.2 s),
+        TLS connection cost this process about 2.5 ms of CPU on the bench machine (128: 0.3 s),
         and opening them was about a fifth of the daemon's time at the start of a burst."""
         started = self._clock()
         opened = await self._api.warm_writes(self._limit)
