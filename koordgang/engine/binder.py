@@ -127,7 +127,7 @@ class Binder:
         finally:
             self._requests.release()
         finished = self._clock()
-        self._metrics.binds.labels(outcome).inc()
+        self._metrics.bind_ended(outcome)
         if outcome == BindOutcome.OK:
             self._metrics.binding_duration.observe(finished - started)
             self._metrics.scheduled(finished - request.enqueued_at, request.attempts)

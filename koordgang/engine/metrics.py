@@ -42,6 +42,8 @@ class Metrics:
         self._plugin_metrics: dict[str, Any] = {}
         self.profile = profile
         self._attempt_children: dict[str, tuple[Any, Any]] = {}
+        self._e2e_children: dict[str, Any] = {}
+        self._bind_children: dict[str, Any] = {}
         self.attempts = Counter(
             "scheduler_schedule_attempts",
             "Scheduling attempts by result (scheduled, unschedulable, error) and profile.",
@@ -195,10 +197,20 @@ class Metrics:
             for label, value in by_label.items():
                 (gauge.labels(label) if label else gauge).set(value)
 
+    def bind_ended(self, outcome: str) -> None:
+        """One Binding POST ended with ``outcome`` (children looked up once, as above)."""
+        child = self._bind_children.get(outcome)
+        if child is None:
+            child = self._bind_children[outcome] = self.binds.labels(outcome)
+        child.inc()
+
     def scheduled(self, seconds: float, attempts: int) -> None:
         """A pod got bound ``seconds`` after entering the queue, at attempt ``attempts``."""
         label = str(attempts) if attempts < 16 else "16+"
-        self.e2e_duration.labels(label).observe(seconds)
+        child = self._e2e_children.get(label)
+        if child is None:
+            child = self._e2e_children[label] = self.e2e_duration.labels(label)
+        child.observe(seconds)
         self.pod_attempts.observe(attempts)
 
     def render(self) -> bytes:

@@ -79,6 +79,20 @@ async def test_a_404_on_bind_forgets_the_assumption_and_does_not_requeue(
     assert api.bind_attempts("p") == 1
 
 
+async def test_bind_outcomes_and_the_time_to_bind_are_counted_by_label(
+    sched: Harness, api: FakeApi
+) -> None:
+    api.answer_bind("gone", ApiError(404, "NotFound", 'pods "gone" not found'))
+    sched.list(nodes=[node("n1", cpu="4")], pods=[pod("a"), pod("b"), pod("gone")])
+
+    await sched.run()
+
+    text = sched.scheduler.metrics.render().decode()
+    assert 'koordgang_binds_total{result="ok"} 2.0' in text
+    assert 'koordgang_binds_total{result="gone"} 1.0' in text
+    assert 'scheduler_pod_scheduling_sli_duration_seconds_count{attempts="1"} 2.0' in text
+
+
 @pytest.mark.parametrize("recreated", [False, True], ids=["bound-elsewhere", "recreated"])
 async def test_a_409_reads_the_pod_back_and_trusts_it_when_it_is_bound_or_replaced(
     sched: Harness, api: FakeApi, clock: FakeClock, recreated: bool
