@@ -590,6 +590,17 @@ async def tls_server(certificate: tuple[Path, Path]) -> AsyncIterator[Served]:
         yield served
 
 
+@pytest.fixture
+async def trusting_pool(
+    tls_server: Served, certificate: tuple[Path, Path]
+) -> AsyncIterator[Http1Pool]:
+    """A pool to ``tls_server`` that trusts its certificate."""
+    context = client_context(str(certificate[0]), insecure=False)
+    pool = Http1Pool(tls_server[0], context, keepalive=30, user_agent="t", limit=4)
+    yield pool
+    pool.close()
+
+
 def chunked(body: bytes, size: int) -> bytes:
     chunks = [body[i : i + size] for i in range(0, len(body), size)]
     framed = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks)
@@ -597,47 +608,37 @@ def chunked(body: bytes, size: int) -> bytes:
 
 
 async def test_over_tls_a_reply_of_many_records_is_read_whole_on_a_reused_connection(
-    tls_server: Served, certificate: tuple[Path, Path]
+    tls_server: Served, trusting_pool: Http1Pool
 ) -> None:
-    url, requests, answers, opened = tls_server
-    context = client_context(str(certificate[0]), insecure=False)
-    pool = Http1Pool(url, context, keepalive=30, user_agent="t", limit=4)
+    _, requests, answers, opened = tls_server
     body = bytes(range(256)) * 800  # 200 KB: a dozen TLS records, several reads
     answers.extend([lambda _: chunked(body, 30_000), ok, ok])
-    try:
-        first = await pool.request(
-            "GET", "/big", body=None, content_type=None, token="t", timeout=5
+    first = await trusting_pool.request(
+        "GET", "/big", body=None, content_type=None, token="t", timeout=5
+    )
+    assert first == Reply(200, body, None, True)
+    for _ in range(2):
+        again = await trusting_pool.request(
+            "POST", "/small", body=b"{}", content_type="application/json", token="t", timeout=5
         )
-        assert first == Reply(200, body, None, True)
-        for _ in range(2):
-            again = await pool.request(
-                "POST", "/small", body=b"{}", content_type="application/json", token="t", timeout=5
-            )
-            assert again.status == 201 and again.body == STATUS
-        assert opened == [1]
-        assert requests[1].startswith(b"POST /prefix/small HTTP/1.1\r\n")
-        assert requests[1].endswith(b"\r\n\r\n{}")
-    finally:
-        pool.close()
+        assert again.status == 201 and again.body == STATUS
+    assert opened == [1]
+    assert requests[1].startswith(b"POST /prefix/small HTTP/1.1\r\n")
+    assert requests[1].endswith(b"\r\n\r\n{}")
 
 
 async def test_over_tls_a_server_that_says_goodbye_after_its_reply_is_left_for_a_new_one(
-    tls_server: Served, certificate: tuple[Path, Path]
+    tls_server: Served, trusting_pool: Http1Pool
 ) -> None:
-    url, _, answers, opened = tls_server
-    context = client_context(str(certificate[0]), insecure=False)
-    pool = Http1Pool(url, context, keepalive=30, user_agent="t", limit=4)
+    _, _, answers, opened = tls_server
     answers.extend([lambda _: CloseAfter(LENGTH), ok])
-    try:
-        for _ in range(2):
-            reply = await pool.request(
-                "GET", "/", body=None, content_type=None, token=None, timeout=5
-            )
-            assert reply.status == 201 and reply.body == STATUS
-            await asyncio.sleep(0.05)  # the goodbye arrives
-        assert opened == [2]
-    finally:
-        pool.close()
+    for _ in range(2):
+        reply = await trusting_pool.request(
+            "GET", "/", body=None, content_type=None, token=None, timeout=5
+        )
+        assert reply.status == 201 and reply.body == STATUS
+        await asyncio.sleep(0.05)  # the goodbye arrives
+    assert opened == [2]
 
 
 async def test_over_tls_a_server_not_trusted_fails_the_request_with_why(
