@@ -11,6 +11,11 @@ One request at a time per connection (no pipelining: the API server answers a co
 requests one after another anyway), connections kept for reuse while idle for less than
 ``keepalive`` seconds. The response parser is a small state machine fed bytes; it is pure and
 tested on its own.
+
+TLS stays asyncio's transport. Speaking it through ``ssl.MemoryBIO`` on a plain TCP transport
+was measured on the bench machine: a connection cost 1.2-1.6 ms of this process's CPU instead
+of 1.7-2.3 and peak RSS fell by 45 MB with 128 connections, but requests cost the same, and the
+plain benchmark bound 15-20% fewer pods per second in five runs against five.
 """
 
 from __future__ import annotations
