@@ -4,10 +4,33 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+from typing import TextIO
 
 import structlog
 
 from koordgang.settings import LogFormat
+
+
+class StreamLogger:
+    """structlog's ``PrintLogger``, except that a line the stream will not take is lost
+    rather than raised: when whoever reads the daemon's output goes away (a broken pipe), a
+    log call must not stop the daemon from scheduling, nor from stopping on SIGTERM."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def msg(self, message: str) -> None:
+        with self._lock:
+            try:
+                self._stream.write(message + "\n")
+                self._stream.flush()
+            except (OSError, ValueError):  # a broken pipe, a closed stream
+                pass
+
+    log = debug = info = warn = warning = msg
+    fatal = failure = err = error = critical = exception = msg
 
 
 def configure_logging(fmt: LogFormat, level: str) -> None:
@@ -25,11 +48,11 @@ def configure_logging(fmt: LogFormat, level: str) -> None:
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=lambda *_: StreamLogger(sys.stderr),
         cache_logger_on_first_use=True,
     )
     # Libraries (kopf, aiohttp) log through the standard library: same format, same stream.
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _QuietStreamHandler(sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
@@ -39,3 +62,11 @@ def configure_logging(fmt: LogFormat, level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(numeric)
+
+
+class _QuietStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The standard library's handler reports a failed write with a traceback on the same
+    stream; one that will not take lines (see ``StreamLogger``) loses them quietly."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass

@@ -166,12 +166,13 @@ class StopSignals:
         if self._stop_flag.is_set():
             log.info("already shutting down", signal=sig.name)
             return
-        log.info("signal received: stopping", signal=sig.name)
+        # The flag and the timer first: nothing that follows (a log line) may keep them unset.
         self._stop_flag.set()
         if self._kill_after is not None:
             self.kill_timer = asyncio.get_running_loop().call_later(
                 self._kill_after, os.kill, os.getpid(), signal.SIGKILL
             )
+        log.info("signal received: stopping", signal=sig.name)
 
 
 async def run_operator(registry: kopf.OperatorRegistry, stop_flag: asyncio.Event) -> None:
