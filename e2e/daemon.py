@@ -49,7 +49,8 @@ class LocalDaemon:
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
-    def start(self) -> None:
+    def start(self, *, piped: bool = False) -> None:
+        """``piped``: its output goes to a pipe (``process.stdout``) instead of the log file."""
         self.starts += 1
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
@@ -69,7 +70,7 @@ class LocalDaemon:
                 *self.extra_args,
             ],
             cwd=REPO,
-            stdout=log,
+            stdout=subprocess.PIPE if piped else log,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1", "POD_NAMESPACE": NAMESPACE},
         )

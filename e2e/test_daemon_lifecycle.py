@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from collections import Counter
 
 import pytest
 
-from e2e.daemon import REPO, LocalDaemon, free_port
+from e2e.daemon import LocalDaemon
 from e2e.invariants import kopf_marks_on_pods, overcommitted_nodes
 from e2e.kube import Cluster, bound, pending, pod_body, scheduled_condition, wait_until
-from e2e.rbac import NAMESPACE
 
 local_only = pytest.mark.skipif(
     os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment",
@@ -183,52 +180,19 @@ def test_a_second_signal_during_shutdown_prints_no_traceback(
 
 @local_only
 def test_a_daemon_whose_output_reader_went_away_schedules_and_stops_on_sigterm(
-    clean_nodes: Cluster, namespace: str, scheduler_kubeconfig: str
+    clean_nodes: Cluster, namespace: str, daemon_factory: type
 ) -> None:
     """Its output piped to a reader that went away (every log line meets a broken pipe):
     lines are lost, scheduling and SIGTERM work as ever."""
     cluster = clean_nodes
     cluster.add_nodes(["pipe-1"], {"cpu": "10", "memory": "40Gi"})
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "koordgang",
-            "run",
-            "--kubeconfig",
-            scheduler_kubeconfig,
-            "--http-port",
-            str(port),
-            "--http-host",
-            "127.0.0.1",
-            "--log-level",
-            "info",
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "POD_NAMESPACE": NAMESPACE},
-    )
-    try:
-
-        def ready() -> bool:
-            assert process.poll() is None, f"koordgang exited with {process.returncode}"
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as r:
-                    return bool(r.status == 200)
-            except OSError:
-                return False
-
-        wait_until(ready, timeout=60, interval=0.1, what="koordgang /readyz")
-        assert process.stdout is not None
-        process.stdout.close()
-        for i in range(5):
-            cluster.create_pod(namespace, pod_body(f"p-{i}", requests={"cpu": "1"}))
-        wait_until(lambda: len(bound(cluster.pods(namespace))) == 5, timeout=60, what="5 bound")
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    daemon = daemon_factory()  # type: ignore[call-arg]
+    assert isinstance(daemon, LocalDaemon)
+    daemon.start(piped=True)
+    assert daemon.process is not None and daemon.process.stdout is not None
+    daemon.process.stdout.close()
+    for i in range(5):
+        cluster.create_pod(namespace, pod_body(f"p-{i}", requests={"cpu": "1"}))
+    wait_until(lambda: len(bound(cluster.pods(namespace))) == 5, timeout=60, what="5 bound")
+    daemon.stop()  # fails the test unless it exits within 30 s
+    assert daemon.returncode == 0

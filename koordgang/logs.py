@@ -45,10 +45,11 @@ def configure_logging(fmt: LogFormat, level: str) -> None:
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    stream = StreamLogger(sys.stderr)  # one for every logger: one lock around the stream
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=lambda *_: StreamLogger(sys.stderr),
+        logger_factory=lambda *_: stream,
         cache_logger_on_first_use=True,
     )
     # Libraries (kopf, aiohttp) log through the standard library: same format, same stream.

@@ -41,9 +41,9 @@ class Metrics:
         #: The plugins' own metrics (gangs, for one), by name.
         self._plugin_metrics: dict[str, Any] = {}
         self.profile = profile
-        self._attempt_children: dict[str, tuple[Any, Any]] = {}
-        self._e2e_children: dict[str, Any] = {}
-        self._bind_children: dict[str, Any] = {}
+        #: (metric, label values) -> its child: ``labels()`` takes a lock and builds a key on
+        #: every call, and these are counted for every attempt and every bound pod.
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
         self.attempts = Counter(
             "scheduler_schedule_attempts",
             "Scheduling attempts by result (scheduled, unschedulable, error) and profile.",
@@ -145,18 +145,18 @@ class Metrics:
         for spec in plugin_metrics:
             self._register(spec)
 
+    def _child(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)``, looked up once."""
+        key = (metric, values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     def attempt(self, result: str, seconds: float) -> None:
-        """One scheduling attempt ended with ``result``. The labelled children are looked up
-        once: ``labels()`` takes a lock and builds a key on every call."""
-        children = self._attempt_children.get(result)
-        if children is None:
-            children = (
-                self.attempts.labels(result, self.profile),
-                self.attempt_duration.labels(result, self.profile),
-            )
-            self._attempt_children[result] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        """One scheduling attempt ended with ``result``."""
+        self._child(self.attempts, result, self.profile).inc()
+        self._child(self.attempt_duration, result, self.profile).observe(seconds)
 
     def _register(self, spec: MetricSpec) -> None:
         labels = [spec.label] if spec.label else []
@@ -198,19 +198,13 @@ class Metrics:
                 (gauge.labels(label) if label else gauge).set(value)
 
     def bind_ended(self, outcome: str) -> None:
-        """One Binding POST ended with ``outcome`` (children looked up once, as above)."""
-        child = self._bind_children.get(outcome)
-        if child is None:
-            child = self._bind_children[outcome] = self.binds.labels(outcome)
-        child.inc()
+        """One Binding POST ended with ``outcome``."""
+        self._child(self.binds, outcome).inc()
 
     def scheduled(self, seconds: float, attempts: int) -> None:
         """A pod got bound ``seconds`` after entering the queue, at attempt ``attempts``."""
         label = str(attempts) if attempts < 16 else "16+"
-        child = self._e2e_children.get(label)
-        if child is None:
-            child = self._e2e_children[label] = self.e2e_duration.labels(label)
-        child.observe(seconds)
+        self._child(self.e2e_duration, label).observe(seconds)
         self.pod_attempts.observe(attempts)
 
     def render(self) -> bytes:
