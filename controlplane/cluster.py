@@ -538,12 +538,13 @@ class LocalControlPlane:
             # Only our fake nodes; a kind cluster's real nodes would never carry this.
             "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-            # Heartbeat through Leases, as kubelets do: kwok then rewrites node status only
-            # every ~10 minutes instead of every 20-45 s, so the scheduler's node watch stays
-            # quiet. The API server creates the kube-node-lease namespace itself.
-            "--node-lease-duration-seconds=40",
+            # No node Leases: 1,000 fake kubelets renewing them every 10 s (kwok renews them
+            # all within 0.4 s of each other) take a sixth of a 2-core machine in bursts, and
+            # nothing here reads them (no node lifecycle controller). Liveness is the node
+            # status kwok rewrites every 5-10 minutes (KWOK_STAGES).
+            "--node-lease-duration-seconds=0",
             f"--cidr={POD_CIDR}",
-            # Pod stages with a deletion delay a test can ask for (see the file).
+            # Node stages, and pod stages with a deletion delay a test can ask for (see the file).
             f"--config={KWOK_STAGES}",
             f"--node-ip={FAKE_NODE_IP}",
             # Serves /healthz, which answers once kwok's controllers have started.
