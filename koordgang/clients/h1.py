@@ -316,6 +316,8 @@ class Http1Pool:
     opened at once: 128 binds arriving together would otherwise start 128 TLS handshakes
     together, all finishing late (each shares the two cores with the rest), while a few
     connections opened first already carry requests and the others join as they come.
+    ``warm`` opens connections ahead of the writes, ``warm_dials`` at once: it runs while
+    the first listings are read, when no write waits for the first handshake to finish.
     """
 
     def __init__(
@@ -327,13 +329,14 @@ class Http1Pool:
         user_agent: str,
         limit: int,
         dials: int = 8,
+        warm_dials: int = 32,
         connect_timeout: float = 10.0,
     ) -> None:
         url = urlsplit(server)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"cannot speak HTTP/1.1 to {server!r}")
-        if dials < 1:
-            raise ValueError("dials must be at least 1")
+        if dials < 1 or warm_dials < 1:
+            raise ValueError("dials and warm_dials must be at least 1")
         self._host = url.hostname
         self._port = url.port or (443 if url.scheme == "https" else 80)
         self._ssl = ssl_context if url.scheme == "https" else None
@@ -352,6 +355,7 @@ class Http1Pool:
             collections.deque()
         )
         self._dials = dials
+        self._warm_dials = warm_dials
         self._dialing: set[asyncio.Task[None]] = set()
 
     @property
@@ -452,7 +456,7 @@ class Http1Pool:
                     self._waiting.remove(waiter)
 
     async def warm(self, count: int) -> int:
-        """Opens connections until ``count`` are idle, at most ``dials`` at once, and parks
+        """Opens connections until ``count`` are idle, ``warm_dials`` at once, and parks
         them for the requests to come (or hands them to requests already waiting): a burst of
         writes then finds them open instead of waiting for TLS handshakes. Returns how many
         were opened; the first failure to open ends it and is raised."""
@@ -474,7 +478,8 @@ class Http1Pool:
                 self._give(connection, reused=False)
 
         lanes = [
-            asyncio.create_task(lane(), name="h1-warm") for _ in range(min(self._dials, wanted))
+            asyncio.create_task(lane(), name="h1-warm")
+            for _ in range(min(self._warm_dials, wanted))
         ]
         try:
             if lanes:

@@ -495,14 +495,15 @@ async def test_a_closed_pool_refuses_writes_and_opens_nothing(
 async def test_warming_opens_idle_connections_a_burst_then_uses(
     server: tuple[str, list[bytes], list[Answer], list[int]],
 ) -> None:
-    """Six connections opened ahead, at most two at a time; six writes at once then open
-    none, and warming again with them idle opens nothing more."""
+    """Six connections opened ahead, at most ``warm_dials`` (three) at a time whatever the
+    writes' ``dials``; six writes at once then open none, and warming again with them idle
+    opens nothing more."""
     url, _, answers, opened = server
     answers.extend([ok] * 6)
-    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=6, dials=2)
+    pool = Http1Pool(url, None, keepalive=60, user_agent="test", limit=6, dials=1, warm_dials=3)
     opening = count_openings(pool)
     assert await pool.warm(6) == 6
-    assert pool.idle == 6 and opened[0] == 6 and opening[1] == 2
+    assert pool.idle == 6 and opened[0] == 6 and opening[1] == 3
     replies = await asyncio.gather(*(post(pool, 5) for _ in range(6)))
     assert [r.status for r in replies] == [201] * 6
     assert opened[0] == 6
