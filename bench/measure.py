@@ -43,7 +43,7 @@ from bench.results import (
     timeline,
 )
 from bench.scenarios import BLOCK, SPINE, Finish, Scenario
-from bench.stage import RunContext, filler_namespace, set_stage, settle
+from bench.stage import RunContext, filler_namespace, set_stage, settle, settle_limit
 from bench.streaming import Streamer
 from bench.watch import BindWatcher
 from bench.workload import PodPlan, Workload
@@ -150,7 +150,7 @@ async def _measure(
     fill = filler_namespace(scenario.name, ctx.run_id)
     streamed = scenario.stream_rate is not None
     await set_stage(ctx, workload, namespace, fill, create_pods=not streamed)
-    at_rest = await settle(ctx, steady_is_enough=scenario.finish is Finish.FIRST_BIND)
+    at_rest = await settle(ctx, limit=settle_limit(len(workload.fillers)))
     result.notes["control_plane_cores_before_start"] = at_rest
 
     watcher = BindWatcher(ctx.cluster, namespace)
