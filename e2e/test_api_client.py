@@ -5,14 +5,16 @@ server a signature); writes use connections of their own, kept for reuse."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import uuid
 
 import pytest
 
-from koordgang.clients.api import MERGE_PATCH, KubeApi
+from koordgang.clients.api import MERGE_PATCH, KubeApi, decode_slim
 from koordgang.clients.config import load_connection
 from koordgang.clients.errors import ApiError, ApiUnavailable
+from koordgang.clients.list_items import ListItems
 
 
 async def test_connections_opened_together_resume_the_session_of_an_earlier_one(
@@ -129,4 +131,40 @@ async def test_a_write_to_a_server_not_trusted_says_why_and_sends_nothing(kubeco
         assert missing.value.not_found
     finally:
         await untrusting.close()
+        await api.close()
+
+
+async def test_a_list_read_in_chunks_is_cut_into_the_same_items_the_whole_list_holds(
+    kubeconfig: str,
+) -> None:
+    """The API server's own bytes of a LIST (in chunks of whatever size came; cuts across
+    chunks are the unit tests' part), cut into items by ``ListItems``: the same objects, in
+    the same order, as the list decoded whole, and the list's resourceVersion."""
+    api = KubeApi(load_connection(kubeconfig), pool_size=4)
+    label = f"cut-{uuid.uuid4().hex[:8]}"
+    path = "/api/v1/namespaces/default/configmaps"
+    try:
+        for n in range(40):
+            await api.request(
+                "POST",
+                path,
+                body={
+                    "metadata": {"name": f"{label}-{n}", "labels": {"cut": label}},
+                    "data": {"k": f"{n}" * 5000, "quote": '},{"metadata":{'},
+                },
+            )
+        params = {"labelSelector": f"cut={label}"}
+        whole = await api.request("GET", path, params=params, slim=True)
+        cut = ListItems()
+        pieces: list[bytes] = []
+        async for chunk in api.chunks(path, params, timeout=30):
+            pieces.extend(cut.feed(chunk))
+        pieces.extend(cut.finish())
+        assert [decode_slim(piece) for piece in pieces] == whole["items"]
+        assert len(pieces) == 40
+        assert cut.metadata["resourceVersion"]
+    finally:
+        for n in range(40):
+            with contextlib.suppress(ApiError):
+                await api.request("DELETE", f"{path}/{label}-{n}")
         await api.close()

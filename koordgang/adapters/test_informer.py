@@ -60,7 +60,9 @@ class _Sink:
 async def test_the_next_page_is_asked_for_before_this_one_is_parsed() -> None:
     api = _Pages(total=25)
     sink = _Sink(api)
-    informer = Informer(api, "/api/v1/pods", name="pods", sink=sink, page_size=10)  # type: ignore[arg-type]
+    informer = Informer(
+        api, "/api/v1/pods", name="pods", sink=sink, page_size=10, list_from_cache=False
+    )  # type: ignore[arg-type]
     await informer._list()
     assert sink.items == list(range(25))
     assert informer.resource_version == "77"
@@ -70,7 +72,9 @@ async def test_the_next_page_is_asked_for_before_this_one_is_parsed() -> None:
 async def test_an_expired_continue_token_starts_the_list_over() -> None:
     api = _Pages(total=25, expire_once_at="20")
     sink = _Sink(api)
-    informer = Informer(api, "/api/v1/pods", name="pods", sink=sink, page_size=10)  # type: ignore[arg-type]
+    informer = Informer(
+        api, "/api/v1/pods", name="pods", sink=sink, page_size=10, list_from_cache=False
+    )  # type: ignore[arg-type]
     await informer._list()
     assert sink.lists == 2
     assert sink.items == list(range(25))
@@ -141,7 +145,9 @@ async def _run_until_quiet(informer: Informer, api: _Streams) -> None:
 async def test_a_streamed_list_comes_in_pages_then_the_stream_goes_on_as_a_watch() -> None:
     api = _Streams(total=25, after=2)
     sink = _StreamSink(api.pages)
-    informer = Informer(api, "/api/v1/pods", name="pods", sink=sink, page_size=10)  # type: ignore[arg-type]
+    informer = Informer(
+        api, "/api/v1/pods", name="pods", sink=sink, page_size=10, list_from_cache=False
+    )  # type: ignore[arg-type]
     await _run_until_quiet(informer, api)
     assert sink.items == list(range(25)) and sink.pages == [10, 10, 5]
     assert sink.ended.is_set()
@@ -157,7 +163,9 @@ async def test_a_streamed_list_comes_in_pages_then_the_stream_goes_on_as_a_watch
 async def test_a_server_that_refuses_streaming_lists_is_paged() -> None:
     api = _Streams(total=25, refuse=422)
     sink = _StreamSink(api.pages)
-    informer = Informer(api, "/api/v1/pods", name="pods", sink=sink, page_size=10)  # type: ignore[arg-type]
+    informer = Informer(
+        api, "/api/v1/pods", name="pods", sink=sink, page_size=10, list_from_cache=False
+    )  # type: ignore[arg-type]
     await _run_until_quiet(informer, api)
     assert not informer.streaming
     assert sink.items == list(range(25))
@@ -196,7 +204,9 @@ class _Broken(_Streams):
 async def test_changes_during_the_initial_state_follow_the_list_in_order() -> None:
     api = _Broken(total=6, break_first=False)
     sink = _StreamSink(api.pages)
-    informer = Informer(api, "/api/v1/pods", name="pods", sink=sink, page_size=10)  # type: ignore[arg-type]
+    informer = Informer(
+        api, "/api/v1/pods", name="pods", sink=sink, page_size=10, list_from_cache=False
+    )  # type: ignore[arg-type]
     await _run_until_quiet(informer, api)
     # Objects after the change are held behind it, and come as events, in order.
     assert sink.items == [0, 1, 2]
@@ -217,7 +227,9 @@ async def test_a_stream_that_breaks_off_is_retried_after_a_pause_as_a_paged_list
 
     api = _Broken(total=25, break_first=True)
     sink = _StreamSink(api.pages)
-    informer = Informer(api, "/api/v1/pods", name="pods", sink=sink, page_size=10)  # type: ignore[arg-type]
+    informer = Informer(
+        api, "/api/v1/pods", name="pods", sink=sink, page_size=10, list_from_cache=False
+    )  # type: ignore[arg-type]
     monkeypatch.setattr("koordgang.adapters.informer.asyncio.sleep", no_sleep)
     task = asyncio.create_task(informer.run())
     for _ in range(100):
@@ -230,3 +242,53 @@ async def test_a_stream_that_breaks_off_is_retried_after_a_pause_as_a_paged_list
     assert api.pages.log[0] == "ask 0"
     assert sink.items == list(range(25))
     assert informer.streaming
+
+
+class _Cached(_Streams):
+    """``_Streams`` that also answers a LIST from the cache with ``body``, in chunks of 7."""
+
+    def __init__(self, total: int, body: bytes) -> None:
+        super().__init__(total)
+        self.body = body
+        self.cache_lists: list[dict[str, str]] = []
+
+    async def chunks(
+        self, path: str, params: dict[str, str], *, timeout: float
+    ) -> AsyncIterator[bytes]:
+        self.cache_lists.append(dict(params))
+        for start in range(0, len(self.body), 7):
+            await asyncio.sleep(0)
+            yield self.body[start : start + 7]
+
+
+def _list_body(count: int, tail: bytes = b"]}") -> bytes:
+    items = b",".join(b'{"metadata":{"name":"p%d"},"n":%d}' % (n, n) for n in range(count))
+    return b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"60"},"items":[' + (
+        items + tail
+    )
+
+
+async def test_the_first_list_comes_whole_from_the_cache_then_a_watch_from_its_version() -> None:
+    api = _Cached(total=25, body=_list_body(25))
+    sink = _StreamSink(api.pages)
+    informer = Informer(api, "/api/v1/pods", name="pods", sink=sink, page_size=10)  # type: ignore[arg-type]
+    await _run_until_quiet(informer, api)
+    assert api.cache_lists == [{"resourceVersion": "0"}]
+    assert sink.items == list(range(25)) and sink.lists == 1 and sink.ended.is_set()
+    # Items are handed over as they come, not all at the end.
+    assert len(sink.pages) > 1
+    # Neither a streaming list nor pages; the watch goes on from the list's resourceVersion.
+    assert not [line for line in api.pages.log if line.startswith("ask")]
+    assert [w.get("resourceVersion") for w in api.watches] == ["60"]
+
+
+async def test_a_list_from_the_cache_that_cannot_be_cut_is_listed_again_as_a_stream() -> None:
+    api = _Cached(total=25, body=_list_body(25, tail=b"]"))  # ends inside the list
+    sink = _StreamSink(api.pages)
+    informer = Informer(api, "/api/v1/pods", name="pods", sink=sink, page_size=10)  # type: ignore[arg-type]
+    await _run_until_quiet(informer, api)
+    assert len(api.cache_lists) == 1
+    # Listed again from the start, by a streaming list, and only that one ended.
+    assert api.watches[0]["sendInitialEvents"] == "true"
+    assert sink.items == list(range(25)) and sink.lists == 2
+    assert api.pages.log.count("end") == 1

