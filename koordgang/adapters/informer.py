@@ -171,12 +171,15 @@ class Informer:
         if not self.resource_version:
             raise ListCutError("the list has no resourceVersion to watch from")
         self._sink.end_list()
+        self._listed(count, "from the cache")
+
+    def _listed(self, count: int, how: str) -> None:
         log.info(
             "listed",
             informer=self.name,
             count=count,
             resource_version=self.resource_version,
-            from_cache=True,
+            how=how,
         )
 
     def _hand_over(self, items: list[bytes]) -> int:
@@ -236,7 +239,7 @@ class Informer:
             elif not pending.cancelled():
                 pending.exception()  # retrieved: a failure here was already raised, or moot
         self._sink.end_list()
-        log.info("listed", informer=self.name, count=count, resource_version=self.resource_version)
+        self._listed(count, "paged")
 
     def _fetch(self, cont: str) -> asyncio.Task[dict[str, Any]]:
         params = {"limit": str(self._page_size)}
@@ -297,13 +300,7 @@ class Informer:
                 self.resource_version = version
                 self._sink.end_list()
                 listing = False
-                log.info(
-                    "listed",
-                    informer=self.name,
-                    count=count,
-                    resource_version=self.resource_version,
-                    streamed=True,
-                )
+                self._listed(count, "streamed")
                 for change in changes:
                     self._deliver(change)
                 changes = []
