@@ -580,6 +580,9 @@ class Simulation:
         self.scheduler.intake.on_namespaces_listed(namespaces)
         self.scheduler.intake.on_claims_listed([])
         self.scheduler.intake.on_budgets_listed([])
+        self.scheduler.intake.on_resource_slices_listed([])
+        self.scheduler.intake.on_device_classes_listed([])
+        self.scheduler.intake.on_resource_claims_listed([])
         self.scheduler.intake.on_object(RESOURCE_ID, "ADDED", BENCH_TOPOLOGY)
         seconds, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         if not self.scheduler.ready:

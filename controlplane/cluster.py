@@ -54,10 +54,12 @@ STOP_ORDER = tuple(reversed(START_ORDER))
 #: deleted namespaces are emptied, owners' deletions cascade, and the
 #: scheduling.k8s.io/podgroup-protection finalizer (stamped on every PodGroup by the
 #: PodGroupProtection admission plugin) is removed once no unfinished pod names the group, so
-#: deleting a PodGroup does not hang. Left out on purpose: node-lifecycle (kwok's lease renewals
-#: lag on a saturated 2-core machine, and nodes must not be tainted NotReady under a test or a
-#: benchmark), taint-eviction, volume binding (tests bind their claims themselves), and
-#: everything about services, certificates and clouds.
+#: deleting a PodGroup does not hang; ResourceClaims are made from their templates for pods,
+#: pods that are gone leave their claims' ``reservedFor``, and claims nobody uses any more are
+#: deallocated (their delete-protection finalizer removed). Left out on purpose:
+#: node-lifecycle (kwok's lease renewals lag on a saturated 2-core machine, and nodes must
+#: not be tainted NotReady under a test or a benchmark), taint-eviction, volume binding (tests
+#: bind their claims themselves), and everything about services, certificates and clouds.
 CONTROLLERS = (
     "cronjob-controller",
     "daemonset-controller",
@@ -69,6 +71,7 @@ CONTROLLERS = (
     "pod-garbage-collector-controller",
     "podgroup-protection-controller",
     "replicaset-controller",
+    "resourceclaim-controller",
     "serviceaccount-controller",
     "statefulset-controller",
     "ttl-after-finished-controller",

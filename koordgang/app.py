@@ -13,9 +13,12 @@ import structlog
 from koordgang.adapters.feeds import (
     budget_feed,
     claim_feed,
+    device_class_feed,
     namespace_feed,
     node_feed,
     pod_feed,
+    resource_claim_feed,
+    resource_slice_feed,
 )
 from koordgang.adapters.http import HealthServer
 from koordgang.adapters.informer import Informer
@@ -33,6 +36,7 @@ from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.engine.leader import LeaderElector, LeaseConfig
 from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
+from koordgang.model.dra import API_VERSION as DRA_API_VERSION
 from koordgang.plugins.coscheduling import gang_rows
 from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.profile import default_framework
@@ -77,6 +81,28 @@ class App:
                 "/apis/policy/v1/poddisruptionbudgets",
                 name="budgets",
                 sink=budget_feed(intake),
+            ),
+            # Dynamic Resource Allocation: a cluster that does not serve it has no devices.
+            Informer(
+                self.api,
+                f"/apis/{DRA_API_VERSION}/resourceslices",
+                name="resourceslices",
+                sink=resource_slice_feed(intake),
+                optional=True,
+            ),
+            Informer(
+                self.api,
+                f"/apis/{DRA_API_VERSION}/deviceclasses",
+                name="deviceclasses",
+                sink=device_class_feed(intake),
+                optional=True,
+            ),
+            Informer(
+                self.api,
+                f"/apis/{DRA_API_VERSION}/resourceclaims",
+                name="resourceclaims",
+                sink=resource_claim_feed(intake),
+                optional=True,
             ),
         )
         self.supervisor = Supervisor(on_fatal=self._fatal, clock=time.monotonic)

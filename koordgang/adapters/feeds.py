@@ -9,6 +9,14 @@ import structlog
 
 from koordgang.engine.intake import Intake
 from koordgang.model.budgets import BudgetInfo, parse_budget
+from koordgang.model.dra import (
+    DeviceClassInfo,
+    ResourceClaimInfo,
+    ResourceSliceInfo,
+    parse_device_class,
+    parse_resource_claim,
+    parse_resource_slice,
+)
 from koordgang.model.errors import ModelError
 from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
 from koordgang.model.node import NodeInfo, parse_node
@@ -133,3 +141,65 @@ def budget_feed(intake: Intake) -> _Feed[BudgetInfo]:
             intake.on_budget_delete(f"{meta.get('namespace') or 'default'}/{meta['name']}")
 
     return _Feed(parse, intake.on_budgets_listed, intake.on_budget_upsert, deleted)
+
+
+def _named(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    name = meta.get("name")
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def resource_slice_feed(intake: Intake) -> _Feed[ResourceSliceInfo]:
+    def parse(obj: dict[str, Any]) -> ResourceSliceInfo | None:
+        try:
+            return parse_resource_slice(obj)
+        except ModelError as error:
+            log.warning(
+                "resource slice ignored: cannot read it", slice=_named(obj), error=str(error)
+            )
+            return None
+
+    def deleted(meta: dict[str, Any]) -> None:
+        if meta.get("name"):
+            intake.on_resource_slice_delete(str(meta["name"]))
+
+    return _Feed(parse, intake.on_resource_slices_listed, intake.on_resource_slice_upsert, deleted)
+
+
+def device_class_feed(intake: Intake) -> _Feed[DeviceClassInfo]:
+    def parse(obj: dict[str, Any]) -> DeviceClassInfo | None:
+        try:
+            return parse_device_class(obj)
+        except ModelError as error:
+            log.warning(
+                "device class ignored: cannot read it", device_class=_named(obj), error=str(error)
+            )
+            return None
+
+    def deleted(meta: dict[str, Any]) -> None:
+        if meta.get("name"):
+            intake.on_device_class_delete(str(meta["name"]))
+
+    return _Feed(parse, intake.on_device_classes_listed, intake.on_device_class_upsert, deleted)
+
+
+def resource_claim_feed(intake: Intake) -> _Feed[ResourceClaimInfo]:
+    def parse(obj: dict[str, Any]) -> ResourceClaimInfo | None:
+        try:
+            return parse_resource_claim(obj)
+        except ModelError as error:
+            # Its allocation cannot be read either: whoever wrote it keeps its devices out of
+            # our sight. Said loudly, since devices may be given twice.
+            log.error(
+                "resource claim ignored: its status cannot be read",
+                claim=_named(obj),
+                error=str(error),
+            )
+            return None
+
+    def deleted(meta: dict[str, Any]) -> None:
+        if meta.get("name"):
+            intake.on_resource_claim_delete(f"{meta.get('namespace') or 'default'}/{meta['name']}")
+
+    return _Feed(parse, intake.on_resource_claims_listed, intake.on_resource_claim_upsert, deleted)

@@ -87,6 +87,7 @@ class Informer:
         max_backoff: float = 30.0,
         stream_lists: bool = True,
         list_from_cache: bool = True,
+        optional: bool = False,
     ) -> None:
         self.api = api
         self.path = path
@@ -101,6 +102,10 @@ class Informer:
         self.streaming = stream_lists
         #: The first list is asked of the watch cache (one LIST, cut into items as it comes).
         self._cache_first = list_from_cache
+        #: A kind the API server may not serve (an API group a cluster has switched off): a
+        #: 404 counts as an empty list, and the kind is asked for again now and then.
+        self.optional = optional
+        self._absent = False
 
     async def run(self) -> None:
         failures = 0
@@ -114,6 +119,9 @@ class Informer:
                     try:
                         await self._list_from_cache()
                     except (ListCutError, ApiError, ApiUnavailable) as error:
+                        if isinstance(error, ApiError) and error.not_found and self.optional:
+                            await self._absent_for_now()
+                            continue
                         log.info(
                             "a list from the cache failed; listing again",
                             informer=self.name,
@@ -140,6 +148,10 @@ class Informer:
                     need_list = True
                     log.info("watch history expired; listing again", informer=self.name)
                     continue
+                if isinstance(error, ApiError) and error.not_found and self.optional:
+                    await self._absent_for_now()
+                    need_list = True
+                    continue
                 if isinstance(error, _StreamIncomplete):
                     # A server that drops a slow reader of a long stream would do it again:
                     # the next list is paged, each page a request of its own.
@@ -155,6 +167,16 @@ class Informer:
                     retry_in=round(delay, 2),
                 )
                 await asyncio.sleep(delay)
+
+    async def _absent_for_now(self) -> None:
+        """The API server does not serve the kind: nothing of it exists (an empty list, once),
+        and it is asked for again after the longest backoff."""
+        if not self._absent:
+            self._absent = True
+            log.info("not served by the API server; treated as empty", informer=self.name)
+            self._sink.begin_list()
+            self._sink.end_list()
+        await asyncio.sleep(self._max_backoff)
 
     async def _list_from_cache(self) -> None:
         """One LIST from the watch cache, each item decoded and handed to the sink with the
@@ -175,6 +197,7 @@ class Informer:
         self._listed(count, "from the cache")
 
     def _listed(self, count: int, how: str) -> None:
+        self._absent = False
         log.info(
             "listed",
             informer=self.name,

@@ -1,8 +1,9 @@
-"""Reads and writes of custom resources (PodGroups, ClusterNetworkTopologies), and one-shot
-listings."""
+"""Reads and writes of custom resources (PodGroups, ClusterNetworkTopologies), patches of any
+object guarded by its resourceVersion (what PreBind writes), and one-shot listings."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from koordgang.clients.api import MERGE_PATCH, KubeApi
@@ -47,3 +48,29 @@ async def list_all(api: KubeApi, path: str, page: int = 500) -> list[dict[str, A
         token = (reply.get("metadata") or {}).get("continue") or ""
         if not token:
             return items
+
+
+async def patch_guarded(
+    api: KubeApi,
+    path: str,
+    patch: Mapping[str, Any],
+    resource_version: str,
+    *,
+    subresource: str = "",
+) -> str:
+    """Merges ``patch`` into the object at ``path`` (or its ``subresource``) only if the object
+    is still at ``resource_version`` (the API server answers 409 otherwise); returns the
+    object's new ``resourceVersion``."""
+    body = dict(patch)
+    metadata = dict(body.get("metadata") or {})
+    if resource_version:
+        metadata["resourceVersion"] = resource_version
+    body["metadata"] = metadata
+    reply = await api.request(
+        "PATCH",
+        f"{path}/{subresource}" if subresource else path,
+        body=body,
+        content_type=MERGE_PATCH,
+    )
+    meta = reply.get("metadata") if isinstance(reply, dict) else None
+    return str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""

@@ -3,13 +3,14 @@ cycle made:
 - success: a ``Scheduled`` Event; the assumption stays until the informer shows the pod bound;
 - the pod is gone (404): forget it;
 - conflict (409: bound elsewhere, or deleted and recreated): read the pod back and trust it;
-- anything else, after retries: forget, tell the pod, and queue it again with backoff.
+- anything else, after retries: forget, tell the pod, and queue it again with backoff; so
+  too when the writes a batch needed before binding did not land (``prebind``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 import structlog
@@ -34,6 +35,9 @@ class BindOutcomes(EnginePart):
         self._api = api
         self._followups: set[asyncio.Task[None]] = set()
         self.stopping = False
+
+    def verify(self, requests: Sequence[BindRequest]) -> dict[str, str]:
+        return self._framework.run_verify([Placement(r.pod, r.node) for r in requests])
 
     def bind_done(self, request: BindRequest, outcome: str, detail: str) -> None:
         pod = request.pod
@@ -66,14 +70,17 @@ class BindOutcomes(EnginePart):
             )
             self._spawn(self._reconcile_after_conflict(request), f"reconcile:{pod.key}")
             return
-        log.warning("binding failed", pod=pod.key, node=request.node, error=detail)
+        if outcome == BindOutcome.PREBIND:
+            log.info("not bound: writes before binding failed", pod=pod.key, reason=detail)
+            message = f"Binding given up: {detail}"
+        else:
+            log.warning("binding failed", pod=pod.key, node=request.node, error=detail)
+            message = f"Binding rejected: {detail}"
         self._release(request)
         current = self._cache.pod(pod.uid)
         if current is not None and not self.stopping and self._pending.is_pending(current):
             self._queue.readd_after_failure(current, self._clock(), request.attempts)
-            self._reporter.report(
-                Report.unschedulable(current, f"Binding rejected: {detail}", "SchedulerError")
-            )
+            self._reporter.report(Report.unschedulable(current, message, "SchedulerError"))
 
     def _release(self, request: BindRequest) -> None:
         self._cache.forget(request.pod.uid)

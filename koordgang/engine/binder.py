@@ -6,12 +6,16 @@ while the request is in flight. Every way a bind can end releases or confirms th
 - the pod is gone (404): forget it;
 - conflict (409, bound elsewhere or recreated): read the pod back and trust what it says;
 - anything else, after retries: forget the assumption and queue the pod again, with backoff.
+
+Pods that need writes before they bind (devices written into their claims) go as a *batch*:
+the writes of the whole batch first (``PreBinder``), then a last check, then the bindings; if a
+write fails or the check refuses, what the batch wrote is undone and no pod of it is bound.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,6 +26,8 @@ from koordgang.clients.api import KubeApi
 from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.clients.retry import with_retries
 from koordgang.engine.metrics import Metrics
+from koordgang.engine.prebinder import Landed, PreBinder
+from koordgang.framework.prebind import PreBindPlan
 from koordgang.model.pod import PodInfo
 
 log = structlog.get_logger("koordgang.binder")
@@ -32,6 +38,8 @@ class BindOutcome:
     GONE = "gone"
     CONFLICT = "conflict"
     ERROR = "error"
+    #: The writes that had to land first did not (or a check refused the batch): not bound.
+    PREBIND = "prebind"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +56,9 @@ class BindListener(Protocol):
     def bind_done(self, request: BindRequest, outcome: str, detail: str) -> None:
         """A bind has ended (in the event loop); ``detail`` says why when it failed."""
 
+    def verify(self, requests: Sequence[BindRequest]) -> dict[str, str]:
+        """A batch's writes landed: pod uid -> why it may not bind after all."""
+
 
 class Binder:
     def __init__(
@@ -61,6 +72,7 @@ class Binder:
     ) -> None:
         self._api = api
         self._metrics = metrics
+        self._prebinder = PreBinder(api)
         self._limit = max(1, concurrency)
         self._listener = listener
         self._clock = clock
@@ -91,7 +103,22 @@ class Binder:
             await self._slot_freed.wait()
 
     def submit(self, request: BindRequest) -> None:
-        task = asyncio.create_task(self._bind(request), name=f"bind:{request.pod.key}")
+        self._track(asyncio.create_task(self._bind_one(request), name=f"bind:{request.pod.key}"))
+
+    async def _bind_one(self, request: BindRequest) -> None:
+        await self._bind(request)
+
+    def submit_batch(self, requests: Sequence[BindRequest], plan: PreBindPlan) -> None:
+        """Binds ``requests`` together, after the writes of ``plan`` (see the module's
+        docstring); with an empty plan each is bound as ``submit`` binds it."""
+        if plan.empty:
+            for request in requests:
+                self.submit(request)
+            return
+        name = f"bind-batch:{requests[0].pod.key}+{len(requests) - 1}"
+        self._track(asyncio.create_task(self._bind_batch(list(requests), plan), name=name))
+
+    def _track(self, task: asyncio.Task[None]) -> None:
         self._tasks.add(task)
         self._metrics.binds_in_flight.set(len(self._tasks))
         task.add_done_callback(self._finished)
@@ -103,7 +130,37 @@ class Binder:
         if not task.cancelled() and task.exception() is not None:
             log.error("bind task crashed", task=task.get_name(), error=repr(task.exception()))
 
-    async def _bind(self, request: BindRequest) -> None:
+    async def _bind_batch(self, requests: list[BindRequest], plan: PreBindPlan) -> None:
+        landed: list[Landed] = []
+        if plan.refused:
+            failure = "; ".join(dict.fromkeys(plan.refused.values()))
+        else:
+            result = await self._prebinder.write(plan)
+            landed, failure = result.landed, result.failure
+            if not failure:
+                # The writes took a while: what the cache learned meanwhile is asked again.
+                refused = self._listener.verify(requests)
+                if refused:
+                    failure = "; ".join(dict.fromkeys(refused.values()))
+        if failure:
+            await self._prebinder.undo(landed)
+            log.info("batch not bound", pods=len(requests), reason=failure)
+            for request in requests:
+                self._metrics.bind_ended(BindOutcome.PREBIND)
+                self._listener.bind_done(request, BindOutcome.PREBIND, failure)
+            return
+        outcomes = await asyncio.gather(*(self._bind(r) for r in requests))
+        failed = [
+            r.pod.uid
+            for r, outcome in zip(requests, outcomes, strict=True)
+            if outcome in (BindOutcome.ERROR, BindOutcome.GONE)
+        ]
+        if failed:
+            # Writes that only pods left unbound needed are taken back (not those another
+            # pod of the batch, bound now, uses too).
+            await self._prebinder.undo(landed, only_for=failed)
+
+    async def _bind(self, request: BindRequest) -> str:
         pod = request.pod
         outcome, detail = BindOutcome.OK, ""
         await self._requests.acquire()
@@ -132,6 +189,7 @@ class Binder:
             self._metrics.binding_duration.observe(finished - started)
             self._metrics.scheduled(finished - request.enqueued_at, request.attempts)
         self._listener.bind_done(request, outcome, detail)
+        return outcome
 
     async def drain(self, timeout: float) -> int:
         """Waits for binds in flight (graceful shutdown); returns how many did not finish."""

@@ -33,6 +33,7 @@ from koordgang.engine.intake import Intake
 from koordgang.engine.loop import SchedulingLoop
 from koordgang.engine.scheduler import Scheduler
 from koordgang.model.budgets import BudgetInfo
+from koordgang.model.dra import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
 from koordgang.model.gang import (
     MIN_AVAILABLE_KEY,
     MODE_KEY,
@@ -488,6 +489,9 @@ class Harness:
         namespaces: Iterable[tuple[str, dict[str, str]]] = ((NS, {}),),
         claims: Iterable[ClaimInfo] = (),
         budgets: Iterable[BudgetInfo] = (),
+        resource_slices: Iterable[ResourceSliceInfo] = (),
+        device_classes: Iterable[DeviceClassInfo] = (),
+        resource_claims: Iterable[ResourceClaimInfo] = (),
     ) -> None:
         """The initial listings; the loop is ready after them."""
         self.intake.on_nodes_listed(list(nodes))
@@ -495,6 +499,9 @@ class Harness:
         self.intake.on_namespaces_listed(list(namespaces))
         self.intake.on_claims_listed(list(claims))
         self.intake.on_budgets_listed(list(budgets))
+        self.intake.on_resource_slices_listed(list(resource_slices))
+        self.intake.on_device_classes_listed(list(device_classes))
+        self.intake.on_resource_claims_listed(list(resource_claims))
 
     def add(self, *pods: PodInfo) -> None:
         for info in pods:

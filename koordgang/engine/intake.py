@@ -17,16 +17,29 @@ from koordgang.engine.held_room import HeldRoom
 from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.framework.report import Report
 from koordgang.model.budgets import BudgetInfo
+from koordgang.model.dra import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
 from koordgang.model.node import NodeInfo
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo, PodParseError
 from koordgang.model.volumes import ClaimInfo
+from koordgang.state.devices import LedgerChange
 from koordgang.state.objects import WatchedObjects
 
 log = structlog.get_logger("koordgang.intake")
 
 #: What the informers list before the first cycle may run.
-LISTED_KINDS = frozenset({"pods", "nodes", "namespaces", "claims", "budgets"})
+LISTED_KINDS = frozenset(
+    {
+        "pods",
+        "nodes",
+        "namespaces",
+        "claims",
+        "budgets",
+        "resourceslices",
+        "deviceclasses",
+        "resourceclaims",
+    }
+)
 
 
 class Intake(EnginePart):
@@ -211,6 +224,60 @@ class Intake(EnginePart):
         self._cache.replace_claims(claims)
         self._signals.request_move()
         self._listed_now("claims")
+
+    # -- dynamic resource allocation -----------------------------------------------------------
+    # Devices that appear or are freed may let parked pods fit; devices taken never do, so a
+    # claim's allocation (ours, mostly) moves nothing.
+
+    def _devices_changed(self, change: LedgerChange, *, move: bool) -> None:
+        for pool, reason in change.invalid:
+            log.warning("resource pool skipped: invalid", pool=pool, reason=reason)
+        for device, holders in change.conflicts:
+            log.warning(
+                "device allocated to more than one claim",
+                device=str(device),
+                claims=", ".join(holders),
+            )
+        if move and change.nodes and not change.grew:
+            self._signals.request_move()
+
+    def on_resource_slice_upsert(self, info: ResourceSliceInfo) -> None:
+        self._devices_changed(self._cache.upsert_resource_slice(info), move=True)
+
+    def on_resource_slice_delete(self, name: str) -> None:
+        self._devices_changed(self._cache.remove_resource_slice(name), move=False)
+
+    def on_resource_slices_listed(self, infos: Iterable[ResourceSliceInfo]) -> None:
+        self._devices_changed(self._cache.replace_resource_slices(infos), move=True)
+        self._listed_now("resourceslices")
+
+    def on_device_class_upsert(self, info: DeviceClassInfo) -> None:
+        if self._cache.upsert_device_class(info):
+            self._signals.request_move()
+
+    def on_device_class_delete(self, name: str) -> None:
+        self._cache.remove_device_class(name)
+
+    def on_device_classes_listed(self, infos: Iterable[DeviceClassInfo]) -> None:
+        self._cache.replace_device_classes(infos)
+        self._signals.request_move()
+        self._listed_now("deviceclasses")
+
+    def on_resource_claim_upsert(self, claim: ResourceClaimInfo) -> None:
+        new = self._cache.devices.claim(claim.key) is None
+        change = self._cache.upsert_resource_claim(claim)
+        # A new claim may be the one a parked pod waits for.
+        self._devices_changed(change, move=True)
+        if new:
+            self._signals.request_move()
+
+    def on_resource_claim_delete(self, key: str) -> None:
+        self._devices_changed(self._cache.remove_resource_claim(key), move=True)
+
+    def on_resource_claims_listed(self, claims: Iterable[ResourceClaimInfo]) -> None:
+        self._devices_changed(self._cache.replace_resource_claims(claims), move=True)
+        self._signals.request_move()
+        self._listed_now("resourceclaims")
 
     # -- disruption budgets: read when preemption weighs its victims ------------------------
 

@@ -22,7 +22,7 @@ from koordgang.framework.results import UnreserveReason
 from koordgang.framework.status import Code
 from koordgang.model.pod import PodInfo
 from koordgang.state.queue import QueuedPod, QueueState
-from koordgang.state.snapshot import Snapshot
+from koordgang.state.snapshot import Placement, Snapshot
 
 log = structlog.get_logger("koordgang.scheduler")
 
@@ -163,10 +163,11 @@ class SchedulingLoop(EnginePart):
 
     def _apply(self, outcome: CycleOutcome, members: dict[str, QueuedPod], now: float) -> None:
         group = outcome.group
+        requests: list[BindRequest] = []
         for placement in outcome.bind:
             queued = members.pop(placement.pod.uid)
             self._queue.done(queued)
-            self._binder.submit(
+            requests.append(
                 BindRequest(
                     placement.pod,
                     placement.node_name,
@@ -178,9 +179,14 @@ class SchedulingLoop(EnginePart):
         for uid in outcome.allow_waiting:
             waiting = self._held.to_bind(uid)
             if waiting is not None:
-                self._binder.submit(
+                requests.append(
                     BindRequest(waiting.pod, waiting.node, 1, waiting.since, waiting.group)
                 )
+        if requests:
+            # What must be written before they bind (their devices), decided on the cache
+            # the cycle committed to; the batch binds whole or not at all.
+            plan = self._framework.run_pre_bind([Placement(r.pod, r.node) for r in requests])
+            self._binder.submit_batch(requests, plan)
         if outcome.hold:
             part_of = {pod.uid: part.key for part in group.parts for pod in part.pending}
             deadline = outcome.deadline if outcome.deadline is not None else now

@@ -35,8 +35,11 @@ async def test_the_loop_is_ready_only_once_every_kind_is_listed(sched: Harness) 
     intake.on_pods_listed([pod("p")])
     intake.on_namespaces_listed([("ns", {})])
     intake.on_claims_listed([])
-    assert not sched.scheduler.ready
     intake.on_budgets_listed([])
+    intake.on_resource_slices_listed([])
+    intake.on_device_classes_listed([])
+    assert not sched.scheduler.ready
+    intake.on_resource_claims_listed([])
     assert sched.scheduler.ready
 
 
@@ -49,8 +52,11 @@ async def test_the_collector_is_as_usual_again_once_every_kind_is_listed(sched: 
         intake.on_pods_listed([pod("p")])
         intake.on_namespaces_listed([("ns", {})])
         intake.on_claims_listed([])
-        assert gc.get_threshold() != usual
         intake.on_budgets_listed([])
+        intake.on_resource_slices_listed([])
+        intake.on_device_classes_listed([])
+        assert gc.get_threshold() != usual
+        intake.on_resource_claims_listed([])
         assert gc.get_threshold() == usual
     finally:
         gc.set_threshold(*usual)

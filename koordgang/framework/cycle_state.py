@@ -9,6 +9,13 @@ T = TypeVar("T")
 #: A GroupPreFilter that rejects a group may leave here what each member is told
 #: (``dict[pod uid, str]``); members it does not name are told the rejection's message.
 UNPLACED_MESSAGES = "framework/unplaced-messages"
+#: A PreFilter whose plugin's verdicts depend on more than the pod's shape (the claims it
+#: asks for, say) leaves here a hashable value for that more: pods share their per-node
+#: verdicts only when shape and this value are equal.
+SHAPE_DETAIL = "framework/shape-detail"
+#: Filters may add here what they noticed about the pod as a whole while looking at the
+#: nodes (``list[str]``): it follows the per-node reasons when no node fits.
+POD_NOTES = "framework/pod-notes"
 
 
 class CycleState:

@@ -20,6 +20,8 @@ class Diagnosis:
     node_codes: dict[str, Code] = field(default_factory=dict)
     #: Set when a check that concerns the pod itself (not a node) failed.
     pod_reason: str = ""
+    #: What filters noted about the pod as a whole, said after the per-node reasons.
+    notes: list[str] = field(default_factory=list)
 
     def reject(self, node: str, status: Status) -> None:
         self.reasons.update(status.reasons)
@@ -35,8 +37,12 @@ class Diagnosis:
             return self.pod_reason
         head = f"0/{self.total_nodes} nodes are available"
         if not self.reasons:
-            return f"{head}." if self.total_nodes else "no nodes available to schedule pods."
-        return f"{head}: {counted(self.reasons.items())}."
+            text = f"{head}." if self.total_nodes else "no nodes available to schedule pods."
+        else:
+            text = f"{head}: {counted(self.reasons.items())}."
+        if self.notes:
+            text = f"{text} {' '.join(dict.fromkeys(self.notes))}"
+        return text
 
 
 def plural(count: int, noun: str) -> str:

@@ -15,6 +15,7 @@ from koordgang.framework.diagnosis import Diagnosis
 from koordgang.framework.group import GroupPlan, PartPlan, Placer, PodResult, SchedulingGroup
 from koordgang.framework.handle import EngineServices, HandleUser
 from koordgang.framework.interfaces import (
+    AssignPlugin,
     ClusterScorePlugin,
     EventHandlerPlugin,
     FilterPlugin,
@@ -29,6 +30,7 @@ from koordgang.framework.interfaces import (
     Plugin,
     PodGonePlugin,
     PostFilterPlugin,
+    PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
@@ -41,6 +43,7 @@ from koordgang.framework.interfaces import (
     WatcherPlugin,
 )
 from koordgang.framework.jobs import Budget, JobRef
+from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PreBindPlan
 from koordgang.framework.report import MetricSpec, Report, StatusUpdate, WatchedResource
 from koordgang.framework.results import (
     ALLOW,
@@ -98,9 +101,11 @@ class Framework:
         self.gauge_sources: list[GaugeSourcePlugin] = _of(plugins, GaugeSourcePlugin)
         self.watchers: list[WatcherPlugin] = _of(plugins, WatcherPlugin)
         self.metric_sources: list[MetricsPlugin] = _of(plugins, MetricsPlugin)
+        self.pre_binders: list[PreBindPlugin] = _of(plugins, PreBindPlugin)
         self.pods = PodRunner(
             pre_filters=_of(plugins, PreFilterPlugin),
             filters=_of(plugins, FilterPlugin),
+            assigners=_of(plugins, AssignPlugin),
             pre_scores=_of(plugins, PreScorePlugin),
             scores=_of(plugins, ScorePlugin),
             cluster_scores=_of(plugins, ClusterScorePlugin),
@@ -270,6 +275,27 @@ class Framework:
         # In reverse, as kube-scheduler undoes reservations.
         for plugin in reversed(self.reserves):
             plugin.unreserve(group_key, placements, reason)
+
+    def run_pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
+        """Every plugin's writes for a batch about to bind, and every refusal."""
+        if not self.pre_binders:
+            return NO_WRITES
+        writes: list[ObjectWrite] = []
+        refused: dict[str, str] = {}
+        for plugin in self.pre_binders:
+            plan = plugin.pre_bind(placements)
+            writes.extend(plan.writes)
+            refused.update(plan.refused)
+        if not writes and not refused:
+            return NO_WRITES
+        return PreBindPlan(tuple(writes), refused)
+
+    def run_verify(self, placements: Sequence[Placement]) -> dict[str, str]:
+        """After a batch's writes landed: pod uid -> why it may not bind after all."""
+        refused: dict[str, str] = {}
+        for plugin in self.pre_binders:
+            refused.update(plugin.verify(placements))
+        return refused
 
     def run_permit(
         self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, now: float

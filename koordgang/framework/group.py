@@ -148,6 +148,11 @@ class Placer(Protocol):
     def check(self, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> Status:
         """Runs PreFilter and every Filter for ``pod`` on one node; adds nothing."""
 
+    def put(self, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> Status:
+        """Adds ``pod`` to ``node`` of ``snapshot`` (where it passed ``check``) with what it
+        takes there besides its requests (devices); a failure adds nothing. What-ifs that
+        place pods themselves use it instead of ``snapshot.add``."""
+
 
 @dataclass(slots=True)
 class PartPlan:

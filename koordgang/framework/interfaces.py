@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPlan, Placer, SchedulingGroup
 from koordgang.framework.jobs import JobRef
+from koordgang.framework.prebind import PreBindPlan
 from koordgang.framework.report import MetricSpec, StatusUpdate, WatchedResource
 from koordgang.framework.results import PermitResult, PostFilterResult, UnreserveReason
 from koordgang.framework.status import Status
@@ -88,6 +89,17 @@ class PreScorePlugin(Plugin, Protocol):
     def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
         """SKIP says the plugin would score every node alike for this pod: it is not run.
         Runs before filtering, for every pod: a cheap look, not the scoring itself."""
+
+
+@runtime_checkable
+class AssignPlugin(Plugin, Protocol):
+    def assign(
+        self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot
+    ) -> Status:
+        """``pod`` was just added to ``node`` in ``snapshot`` (it passed every filter there):
+        record in the snapshot what else it takes on the node (the devices of its claims), so
+        that the next pod placed sees them taken. A failure undoes the placement. Runs with
+        the state of the pod's PreFilter."""
 
 
 @runtime_checkable
@@ -197,6 +209,17 @@ class PermitPlugin(Plugin, Protocol):
         self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, now: float
     ) -> PermitResult:
         """Bind now, hold and wait (with a deadline), or give up the placements."""
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    def pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
+        """What must be written before these placements (assumed in the cache, about to bind
+        together) bind, or why they may not bind now. Asked just before the writes start."""
+
+    def verify(self, placements: Sequence[Placement]) -> Mapping[str, str]:
+        """The writes have landed, the bindings are next: pod uid -> why it may not bind
+        after all (something it was given is held by someone else now); empty if all may."""
 
 
 @runtime_checkable

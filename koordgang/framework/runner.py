@@ -16,10 +16,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
-from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.cycle_state import POD_NOTES, SHAPE_DETAIL, CycleState
 from koordgang.framework.diagnosis import Diagnosis
 from koordgang.framework.group import PodResult
 from koordgang.framework.interfaces import (
+    AssignPlugin,
     ClusterScorePlugin,
     FilterPlugin,
     NormalizeScorePlugin,
@@ -77,6 +78,7 @@ class PodRunner:
         *,
         pre_filters: Sequence[PreFilterPlugin] = (),
         filters: Sequence[FilterPlugin] = (),
+        assigners: Sequence[AssignPlugin] = (),
         pre_scores: Sequence[PreScorePlugin] = (),
         scores: Sequence[ScorePlugin] = (),
         cluster_scores: Sequence[ClusterScorePlugin] = (),
@@ -86,6 +88,7 @@ class PodRunner:
         self.static_filters = tuple(f for f in filters if f.scope is Scope.STATIC)
         self.node_filters = tuple(f for f in filters if f.scope is Scope.NODE)
         self.cluster_filters = tuple(f for f in filters if f.scope is Scope.CLUSTER)
+        self.assigners = tuple(assigners)
         self.static_scores = tuple(s for s in scores if s.scope is Scope.STATIC)
         static_names = {s.name for s in self.static_scores}
         # PreScore of STATIC plugins runs once per shape (with the static verdict); the others
@@ -197,12 +200,32 @@ class PodRunner:
     ) -> PodResult:
         """Finds the best node for ``pod`` in ``snapshot`` (among ``within``, if given) and adds
         the pod there; says why not otherwise (node by node, unless ``diagnose`` is False)."""
-        result = self.find(pod, snapshot, within=within, diagnose=diagnose)
+        result, state = self._find(pod, snapshot, within, diagnose)
         if result.node is not None:
             node = snapshot.node(result.node)
             assert node is not None
-            snapshot.add(pod, node)
+            status = self._add(state, pod, node, snapshot)
+            if not status.is_success:
+                return PodResult(pod, None, status, monotone=False)
         return result
+
+    def put(self, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> Status:
+        """Adds ``pod`` to ``node`` (where it passed the filters) with what it takes there
+        besides its requests (the Assign plugins record it)."""
+        if not self.assigners:
+            snapshot.add(pod, node)
+            return SUCCESS
+        # A fresh state: an Assign plugin finds what its PreFilter would have left there.
+        return self._add(CycleState(), pod, node, snapshot)
+
+    def _add(self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> Status:
+        snapshot.add(pod, node)
+        for plugin in self.assigners:
+            status = plugin.assign(state, pod, node, snapshot)
+            if status.code is not Code.SUCCESS and status.code is not Code.SKIP:
+                snapshot.remove(pod)
+                return status
+        return SUCCESS
 
     def find(
         self,
@@ -213,6 +236,15 @@ class PodRunner:
         diagnose: bool = True,
     ) -> PodResult:
         """Like ``place``, without adding the pod."""
+        return self._find(pod, snapshot, within, diagnose)[0]
+
+    def _find(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        within: frozenset[str] | None,
+        diagnose: bool,
+    ) -> tuple[PodResult, CycleState]:
         snapshot.check()  # before anything is cached against the cache's current node set
         state = CycleState()
         status, skipped = self.run_pre_filters(state, pod, snapshot)
@@ -220,12 +252,14 @@ class PodRunner:
             # Not monotone: a PreFilter may look at what the shape leaves out (claims, say),
             # so another pod of the shape is asked again.
             diagnosis = Diagnosis(total_nodes=len(snapshot.nodes), pod_reason=status.message())
-            return PodResult(pod, None, status, diagnosis, monotone=False)
+            return PodResult(pod, None, status, diagnosis, monotone=False), state
         active = self._active(state, pod, snapshot, skipped)
         verdict = self.static_verdict(pod, snapshot)
         if active.cluster:
-            return self._scan(state, pod, snapshot, verdict, active, within)
-        key = (pod.shape, active)
+            return self._scan(state, pod, snapshot, verdict, active, within), state
+        # What a PreFilter found the pod's verdicts depend on beyond its shape (the claims
+        # it asks for, say) keys the heaps too.
+        key = (pod.shape, active, state.read(SHAPE_DETAIL, object))
         best = self.index.best(
             key,
             snapshot,
@@ -235,11 +269,14 @@ class PodRunner:
             lazy=active.lazy,
         )
         if best is not None:
-            return PodResult(pod, best.name)
+            return PodResult(pod, best.name), state
         if not diagnose:
-            return PodResult(pod, None, Status(Code.UNSCHEDULABLE), None, monotone=False)
+            return PodResult(pod, None, Status(Code.UNSCHEDULABLE), None, monotone=False), state
         diagnosis = self.explain(state, pod, snapshot, verdict, active, within)
-        return PodResult(pod, None, Status(Code.UNSCHEDULABLE, (diagnosis.message(),)), diagnosis)
+        status = Status(Code.UNSCHEDULABLE, (diagnosis.message(),))
+        # A pod whose verdicts depend on more than its shape tells nothing about others.
+        monotone = state.read(SHAPE_DETAIL, object) is None
+        return PodResult(pod, None, status, diagnosis, monotone=monotone), state
 
     def check(self, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> Status:
         """Would ``pod`` pass every filter on ``node`` in ``snapshot``? (A what-if asks this
@@ -302,6 +339,7 @@ class PodRunner:
                 feasible.append(node)
         if not feasible:
             self._reject_outside(diagnosis, verdict, snapshot, within)
+            diagnosis.notes.extend(state.read(POD_NOTES, list) or ())
             status = Status(Code.UNSCHEDULABLE, (diagnosis.message(),))
             return PodResult(pod, None, status, diagnosis, monotone=False)
         totals = {n.name: verdict.scores.get(n.name, 0) for n in feasible}
@@ -337,6 +375,9 @@ class PodRunner:
                     diagnosis.reject(node.name, status)
                     break
         self._reject_outside(diagnosis, verdict, snapshot, within)
+        # What filters noted about the pod as a whole while going over the nodes (how far
+        # the best node was from fitting its devices, say).
+        diagnosis.notes.extend(state.read(POD_NOTES, list) or ())
         return diagnosis
 
     @staticmethod

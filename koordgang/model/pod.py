@@ -16,6 +16,7 @@ from koordgang.model.affinity import (
     parse_node_selector,
     parse_preferred_terms,
 )
+from koordgang.model.dra import PodClaimRef, parse_pod_claims
 from koordgang.model.errors import ModelError, show
 from koordgang.model.pod_affinity import PodAffinity, parse_pod_affinity
 from koordgang.model.ports import HostPort, host_ports, ports_conflict
@@ -72,6 +73,9 @@ class PodShape:
     tolerations: tuple[Toleration, ...]
     host_ports: tuple[HostPort, ...] = ()
     preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
+    #: The pod's ``spec.resourceClaims``: pods of one template ask for equal claims (which
+    #: claims, exactly, a plugin that reads them adds to its own key).
+    resource_claims: tuple[PodClaimRef, ...] = ()
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -86,6 +90,7 @@ class PodShape:
                     self.tolerations,
                     self.host_ports,
                     self.preferred_affinity,
+                    self.resource_claims,
                 )
             ),
         )
@@ -132,6 +137,11 @@ class PodInfo:
     scheduling_gates: tuple[str, ...] = ()
     #: The PersistentVolumeClaims the pod mounts, generic ephemeral volumes' ones included.
     pvc_names: tuple[str, ...] = ()
+    #: ``spec.resourceClaims``: the ResourceClaims (devices) the pod asks for.
+    resource_claims: tuple[PodClaimRef, ...] = ()
+    #: ``status.resourceClaimStatuses``: for a claim made from a template, the name of the
+    #: claim made for this pod ("" where none was needed).
+    claim_statuses: Mapping[str, str] = field(default_factory=dict, hash=False)
     #: (status, reason, message) of the PodScheduled condition, None when there is none.
     conditions_pod_scheduled: tuple[str, str, str] | None = None
     #: ``namespace/name`` of the controller that owns the pod (its job), "" if none.
@@ -168,6 +178,7 @@ class PodInfo:
                 self.tolerations,
                 self.host_ports,
                 self.preferred_affinity,
+                self.resource_claims,
             )
             object.__setattr__(self, "_shape", shape)
         return shape
@@ -423,6 +434,9 @@ def parse_pod(
         owner, owner_kind = _owner(metadata)
         node_name = sys.intern(_fields.string(spec, "nodeName", "spec.nodeName"))
         pod_scheduled, preempted_by = _conditions(status)
+        resource_claims, claim_statuses = (
+            parse_pod_claims(spec, status) if spec.get("resourceClaims") else ((), _EMPTY)
+        )
         return PodInfo(
             name=name,
             namespace=sys.intern(
@@ -465,6 +479,8 @@ def parse_pod(
             host_ports=_share(_SHARED_HOST_PORTS, host_ports(spec)),
             scheduling_gates=_scheduling_gates(spec),
             pvc_names=_pvc_names(spec, name),
+            resource_claims=resource_claims,
+            claim_statuses=claim_statuses,
             conditions_pod_scheduled=pod_scheduled,
             owner=owner,
             owner_kind=owner_kind,

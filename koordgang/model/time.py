@@ -8,7 +8,13 @@ from functools import lru_cache
 
 from koordgang.model.errors import ModelError, show
 
-__all__ = ["DurationError", "TimestampError", "parse_go_duration", "parse_rfc3339"]
+__all__ = [
+    "DurationError",
+    "TimestampError",
+    "format_rfc3339",
+    "parse_go_duration",
+    "parse_rfc3339",
+]
 
 
 class TimestampError(ModelError):
@@ -23,6 +29,12 @@ _RFC3339_RE = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?"
     r"(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))"
 )
+
+
+def format_rfc3339(epoch: float) -> str:
+    """``2024-01-02T03:04:05Z`` for seconds since the epoch (whole seconds, as the API server
+    writes ``metav1.Time``)."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_rfc3339(text: str) -> float:

@@ -6,6 +6,7 @@ import random
 
 from koordgang.framework.framework import Framework
 from koordgang.plugins.coscheduling import Coscheduling
+from koordgang.plugins.dynamicresources import DynamicResources
 from koordgang.plugins.interpodaffinity import InterPodAffinity
 from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.nodeaffinity import NodeAffinity
@@ -41,6 +42,9 @@ def default_framework(
             TaintToleration(),
             NodePorts(),
             Fit(),
+            # Devices after room: a node short of cpu says so, and only nodes with room run
+            # the device search.
+            DynamicResources(),
             PodTopologySpread(),
             InterPodAffinity(),
             ResourceScore(settings.score_strategy),

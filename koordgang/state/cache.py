@@ -13,10 +13,17 @@ import itertools
 from collections.abc import Iterable, Iterator, Mapping
 
 from koordgang.model.budgets import BudgetInfo
+from koordgang.model.dra import (
+    ClaimAllocation,
+    DeviceClassInfo,
+    ResourceClaimInfo,
+    ResourceSliceInfo,
+)
 from koordgang.model.node import NodeInfo
 from koordgang.model.pod import HostPort, PodInfo
 from koordgang.model.resources import Resources
 from koordgang.model.volumes import ClaimInfo
+from koordgang.state.devices import DeviceLedger, LedgerChange
 from koordgang.state.node_state import NodeState
 
 #: Where a pod counts, with what, and at which priority: (node, requests, host ports, priority).
@@ -60,6 +67,9 @@ class SchedulerCache:
         #: How many counted pods run at each priority (preemption asks whether anything
         #: runs below a priority before it looks at any node).
         self._priorities: dict[int, int] = {}
+        #: Devices (Dynamic Resource Allocation), their classes and claims, and which devices
+        #: are in use. Read it freely; change it through the cache, which tells the nodes.
+        self.devices = DeviceLedger()
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -175,6 +185,7 @@ class SchedulerCache:
             self._unindex(old)
         self._assumed.pop(uid, None)
         self._reaccount(uid)
+        self._devices_changed(self.devices.forget(uid))
         return old
 
     def _unindex(self, pod: PodInfo) -> None:
@@ -221,17 +232,27 @@ class SchedulerCache:
 
     # -- assumptions -------------------------------------------------------------------------
 
-    def assume(self, pod: PodInfo, node_name: str) -> None:
-        """Counts ``pod`` on ``node_name`` before the API server has seen the binding."""
+    def assume(
+        self,
+        pod: PodInfo,
+        node_name: str,
+        claims: Mapping[str, ClaimAllocation] | None = None,
+    ) -> None:
+        """Counts ``pod`` on ``node_name`` before the API server has seen the binding, and
+        the devices of the claims allocated for it before their allocations are seen."""
         if pod.uid not in self._pods:
             self.upsert_pod(pod)
         self._assumed[pod.uid] = node_name
         self._reaccount(pod.uid)
+        if claims:
+            self._devices_changed(self.devices.assume(pod.uid, claims))
 
     def forget(self, uid: str) -> None:
-        """Drops an assumption (binding failed or was abandoned); idempotent."""
+        """Drops an assumption (binding failed or was abandoned), with the claims allocated
+        for it that were not seen written; idempotent."""
         if self._assumed.pop(uid, None) is not None:
             self._reaccount(uid)
+        self._devices_changed(self.devices.forget(uid))
 
     def is_assumed(self, uid: str) -> bool:
         return uid in self._assumed
@@ -320,6 +341,45 @@ class SchedulerCache:
 
     def claim(self, namespace: str, name: str) -> ClaimInfo | None:
         return self._claims.get(f"{namespace}/{name}")
+
+    # -- dynamic resource allocation -----------------------------------------------------------
+
+    def _devices_changed(self, change: LedgerChange) -> LedgerChange:
+        """Nodes whose devices, or the use of them, changed are changed nodes: every view
+        and index of them is redone."""
+        for name in change.nodes:
+            state = self._nodes.get(name)
+            if state is not None:
+                state.touch()
+            self._note_change(name, grew=change.grew)
+        return change
+
+    def upsert_resource_slice(self, info: ResourceSliceInfo) -> LedgerChange:
+        return self._devices_changed(self.devices.upsert_slice(info))
+
+    def remove_resource_slice(self, name: str) -> LedgerChange:
+        return self._devices_changed(self.devices.remove_slice(name))
+
+    def replace_resource_slices(self, infos: Iterable[ResourceSliceInfo]) -> LedgerChange:
+        return self._devices_changed(self.devices.replace_slices(infos))
+
+    def upsert_device_class(self, info: DeviceClassInfo) -> bool:
+        return self.devices.upsert_class(info)
+
+    def remove_device_class(self, name: str) -> None:
+        self.devices.remove_class(name)
+
+    def replace_device_classes(self, infos: Iterable[DeviceClassInfo]) -> None:
+        self.devices.replace_classes(infos)
+
+    def upsert_resource_claim(self, claim: ResourceClaimInfo) -> LedgerChange:
+        return self._devices_changed(self.devices.upsert_claim(claim))
+
+    def remove_resource_claim(self, key: str) -> LedgerChange:
+        return self._devices_changed(self.devices.remove_claim(key))
+
+    def replace_resource_claims(self, claims: Iterable[ResourceClaimInfo]) -> LedgerChange:
+        return self._devices_changed(self.devices.replace_claims(claims))
 
     # -- disruption budgets --------------------------------------------------------------------
 

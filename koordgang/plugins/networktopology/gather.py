@@ -101,7 +101,8 @@ def node_offers(
         for member in members:
             if not placer.check(member, node, trial).is_success:
                 break
-            trial.add(member, node)
+            if not placer.put(member, node, trial).is_success:
+                break
             count += 1
         offers[node.name] = count
     return offers
@@ -116,6 +117,7 @@ def _uniform(members: Sequence[PodInfo]) -> bool:
         and m.pod_affinity is None
         and not m.spread_constraints
         and not m.host_ports
+        and not m.resource_claims
         for m in members
     )
 

@@ -81,7 +81,10 @@ def plan_room(
         for victim in needed:
             work.remove(victim)
             chosen[victim.uid] = Placement(victim, name)
-        work.add(member, node)
+        status = placer.put(member, node, work)
+        if not status.is_success:
+            result.failure = status.message() or f"{member.key} does not fit on {name}"
+            return result
         result.nominations[member.uid] = name
 
     _reprieve(work, placer, model, chosen, result.nominations, members)
@@ -192,12 +195,21 @@ def _reprieve(
 
 
 def _all_pass(members: Iterable[PodInfo], node: NodeState, view: Snapshot, placer: Placer) -> bool:
+    """Whether every member still passes on ``node`` with a victim back. A member that does
+    not goes back as it was; one that does goes back with what it takes now (its devices
+    may differ from before, the victim's being in use again)."""
     for member in members:
+        taken = view.claims_allocated_for(member.uid)
         view.remove(member)
-        fits = placer.check(member, node, view).is_success
+        if (
+            placer.check(member, node, view).is_success
+            and placer.put(member, node, view).is_success
+        ):
+            continue
         view.add(member, node)
-        if not fits:
-            return False
+        if taken:
+            view.allocate(member, taken)
+        return False
     return True
 
 

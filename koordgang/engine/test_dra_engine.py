@@ -1,0 +1,452 @@
+"""Devices through Dynamic Resource Allocation, end to end through the engine (fake API).
+
+``Claims`` below plays the API server for ResourceClaims: it keeps each claim's JSON, applies
+merge patches the way the API server does (refusing one whose resourceVersion is stale with a
+409), and hands what it holds to the intake as the claim informer would.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Iterable
+from typing import Any
+
+from koordgang.clients.errors import ApiError
+from koordgang.engine.conftest import (
+    NS,
+    Call,
+    FakeApi,
+    FakeClock,
+    Harness,
+    MakeScheduler,
+    gang_annotations,
+    node,
+    parse,
+    pod_json,
+)
+from koordgang.model.dra import (
+    CLAIM_FINALIZER,
+    DeviceClassInfo,
+    ResourceClaimInfo,
+    ResourceSliceInfo,
+    parse_device_class,
+    parse_resource_claim,
+    parse_resource_slice,
+)
+from koordgang.model.pod import PodInfo
+
+DRIVER = "gpu.example.com"
+CLAIMS_PATH = f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims/"
+
+
+def gpu_slice(node_name: str, devices: int = 2) -> ResourceSliceInfo:
+    return parse_resource_slice(
+        {
+            "metadata": {"name": f"{node_name}-gpus", "resourceVersion": "1"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": node_name,
+                "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {"name": f"gpu-{i}", "attributes": {"index": {"int": i}}}
+                    for i in range(devices)
+                ],
+            },
+        }
+    )
+
+
+def gpu_class(selector: str = f'device.driver == "{DRIVER}"') -> DeviceClassInfo:
+    return parse_device_class(
+        {
+            "metadata": {"name": "gpu", "resourceVersion": "1"},
+            "spec": {
+                "selectors": [{"cel": {"expression": selector}}],
+                "config": [{"opaque": {"driver": DRIVER, "parameters": {"mode": "train"}}}],
+            },
+        }
+    )
+
+
+def claim_json(name: str, count: int = 2, device_class: str = "gpu") -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": NS, "uid": f"claim-{name}", "resourceVersion": "1"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {"name": "gpus", "exactly": {"deviceClassName": device_class, "count": count}}
+                ]
+            }
+        },
+        "status": {},
+    }
+
+
+def gpu_pod(name: str, claim: str, **kwargs: Any) -> PodInfo:
+    obj = pod_json(name, **kwargs)
+    obj["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim}]
+    return parse(obj)
+
+
+def merge(target: dict[str, Any], patch: dict[str, Any]) -> None:
+    """A JSON merge patch (RFC 7386)."""
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+            merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
+class Claims:
+    """ResourceClaims as the API server keeps them."""
+
+    def __init__(self, api: FakeApi, objects: Iterable[dict[str, Any]]) -> None:
+        self.api = api
+        self.objects = {obj["metadata"]["name"]: obj for obj in objects}
+        self.versions = itertools.count(100)
+        for name in self.objects:
+            for suffix in ("", "/status"):
+                api.answer("PATCH", CLAIMS_PATH + name + suffix, self._patch)
+
+    def infos(self) -> list[ResourceClaimInfo]:
+        return [parse_resource_claim(obj) for obj in self.objects.values()]
+
+    def _patch(self, call: Call) -> dict[str, Any]:
+        name = call.path.removeprefix(CLAIMS_PATH).removesuffix("/status")
+        obj = self.objects[name]
+        wanted = call.body.get("metadata", {}).get("resourceVersion")
+        if wanted and wanted != obj["metadata"]["resourceVersion"]:
+            raise ApiError(409, "Conflict", f"the object has been modified: {name}")
+        body = copy.deepcopy(call.body)
+        body.get("metadata", {}).pop("resourceVersion", None)
+        if call.path.endswith("/status"):
+            merge(obj, {"status": body.get("status") or {}})
+        else:
+            body.pop("status", None)
+            merge(obj, body)
+        obj["metadata"]["resourceVersion"] = str(next(self.versions))
+        return copy.deepcopy(obj)
+
+    def observe(self, sched: Harness) -> None:
+        """What the claim informer delivers after the writes."""
+        for info in self.infos():
+            sched.intake.on_resource_claim_upsert(info)
+
+    def set_allocation(
+        self, name: str, node_name: str, devices: list[str], reserved_for: list[str]
+    ) -> None:
+        obj = self.objects[name]
+        obj["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "gpus", "driver": DRIVER, "pool": node_name, "device": d}
+                        for d in devices
+                    ]
+                },
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": [node_name]}
+                            ]
+                        }
+                    ]
+                },
+            },
+            "reservedFor": [
+                {"resource": "pods", "name": u, "uid": f"uid-{NS}-{u}"} for u in reserved_for
+            ],
+        }
+        obj["metadata"]["resourceVersion"] = str(next(self.versions))
+
+
+def claim_writes(api: FakeApi) -> list[Call]:
+    return [c for c in api.landed() if c.method == "PATCH" and c.path.startswith(CLAIMS_PATH)]
+
+
+def allocated_devices(claims: Claims) -> dict[str, tuple[str, list[str]]]:
+    """claim -> (node of its allocation, devices)."""
+    found = {}
+    for name, obj in claims.objects.items():
+        allocation = (obj.get("status") or {}).get("allocation")
+        if allocation:
+            node_name = allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0][
+                "values"
+            ][0]
+            found[name] = (node_name, [r["device"] for r in allocation["devices"]["results"]])
+    return found
+
+
+def gang_of_four(claims: list[str]) -> list[PodInfo]:
+    annotations = gang_annotations("train", 4)
+    return [gpu_pod(f"train-{i}", claims[i], annotations=annotations) for i in range(4)]
+
+
+async def test_a_gang_short_of_devices_binds_nobody_and_each_member_is_told(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    names = [f"train-{i}-gpu" for i in range(4)]
+    claims = Claims(api, [claim_json(n) for n in names])
+    members = gang_of_four(names)
+    sched.list(
+        nodes=[node(f"n{i}", cpu="8") for i in range(3)],
+        pods=members,
+        resource_slices=[gpu_slice(f"n{i}") for i in range(3)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert api.binds() == []
+    assert claim_writes(api) == []
+    short = []
+    for member in members:
+        condition = api.condition(member.name)
+        assert condition is not None and condition["status"] == "False", member.name
+        short.append(condition["message"])
+    # The member that found no devices says which request is short and by how much.
+    assert any(
+        'request "gpus" wants 2 device(s) of class gpu' in text and "has 0 free of 2" in text
+        for text in short
+    ), short
+
+
+async def test_the_gang_binds_whole_once_a_fourth_node_publishes_its_devices(
+    make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
+) -> None:
+    sched = make_scheduler()
+    names = [f"train-{i}-gpu" for i in range(4)]
+    claims = Claims(api, [claim_json(n) for n in names])
+    members = gang_of_four(names)
+    sched.list(
+        nodes=[node(f"n{i}", cpu="8") for i in range(4)],
+        pods=members,
+        resource_slices=[gpu_slice(f"n{i}") for i in range(3)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert api.binds() == []
+    sched.intake.on_resource_slice_upsert(gpu_slice("n3"))
+    clock.advance(30)
+    await sched.run()
+    binds = dict(api.binds())
+    assert sorted(binds) == [m.name for m in members]
+    # Every claim was written before any binding went out: finalizer, then allocation.
+    writes = claim_writes(api)
+    first_bind = min(c.landed for c in api.landed() if c.path.endswith("/binding"))
+    assert writes and all(c.landed < first_bind for c in writes)
+    allocated = allocated_devices(claims)
+    for member, name in zip(members, names, strict=True):
+        obj = claims.objects[name]
+        assert CLAIM_FINALIZER in obj["metadata"]["finalizers"]
+        node_name, devices = allocated[name]
+        assert node_name == binds[member.name]
+        assert len(devices) == 2
+        assert obj["status"]["reservedFor"] == [
+            {"resource": "pods", "name": member.name, "uid": member.uid}
+        ]
+        # The class's configuration is copied into the allocation.
+        assert obj["status"]["allocation"]["devices"]["config"] == [
+            {
+                "source": "FromClass",
+                "requests": ["gpus"],
+                "opaque": {"driver": DRIVER, "parameters": {"mode": "train"}},
+            }
+        ]
+    used = [(n, d) for n, devices in allocated.values() for d in devices]
+    assert len(used) == len(set(used)), "a device was given twice"
+
+
+async def test_a_refused_claim_write_undoes_the_batch_and_binds_nobody(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    names = [f"train-{i}-gpu" for i in range(4)]
+    claims = Claims(api, [claim_json(n) for n in names])
+    members = gang_of_four(names)
+    sched.list(
+        nodes=[node(f"n{i}", cpu="8") for i in range(4)],
+        pods=members,
+        resource_slices=[gpu_slice(f"n{i}") for i in range(4)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    # Someone changed the last claim after the scheduler read it.
+    claims.objects[names[3]]["metadata"]["resourceVersion"] = "77"
+    await sched.run()
+    assert api.binds() == []
+    for name in names:
+        obj = claims.objects[name]
+        assert not obj["metadata"].get("finalizers"), name
+        assert not (obj.get("status") or {}).get("allocation"), name
+    message = api.condition(members[0].name)
+    assert message is not None and "changed meanwhile" in message["message"]
+    # Nothing stays assumed: every device is free again.
+    ledger = sched.cache.devices
+    assert not any(ledger.in_use(d.id) for n in range(4) for d in ledger.devices_on(f"n{n}"))
+
+
+async def test_a_device_taken_by_another_scheduler_meanwhile_is_not_bound_twice(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    claims = Claims(api, [claim_json("mine", count=1), claim_json("theirs", count=1)])
+    pod = gpu_pod("p", "mine")
+    sched.list(
+        nodes=[node("n0", cpu="8")],
+        pods=[pod],
+        resource_slices=[gpu_slice("n0", devices=2)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    gate = api.hold(lambda c: c.method == "PATCH" and c.path.endswith("mine/status"))
+    sched.step()
+    await sched.settle(200)
+    mine = sched.cache.devices.assumed_for(pod.uid)["ns/mine"].devices[0].device
+    # Another scheduler allocates the same device to its claim before our write lands.
+    claims.set_allocation("theirs", "n0", [mine], [])
+    sched.intake.on_resource_claim_upsert(parse_resource_claim(claims.objects["theirs"]))
+    gate.set()
+    await sched.settle()
+    assert api.binds() == []
+    condition = api.condition("p")
+    assert condition is not None and "held by resourceclaim ns/theirs" in condition["message"]
+    assert not (claims.objects["mine"]["status"] or {}).get("allocation")
+
+
+async def test_a_shared_claim_sends_its_pods_to_its_node_and_adds_them_as_consumers(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    claims = Claims(api, [claim_json("team", count=1)])
+    claims.set_allocation("team", "n1", ["gpu-0"], ["first"])
+    pod = gpu_pod("second", "team")
+    sched.list(
+        nodes=[node("n0", cpu="8"), node("n1", cpu="8")],
+        pods=[pod],
+        resource_slices=[gpu_slice("n0"), gpu_slice("n1")],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert api.binds() == [("second", "n1")]
+    assert [c["name"] for c in claims.objects["team"]["status"]["reservedFor"]] == [
+        "first",
+        "second",
+    ]
+
+
+async def test_after_a_restart_between_writes_and_bindings_the_pods_bind_without_new_writes(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    names = [f"train-{i}-gpu" for i in range(4)]
+    claims = Claims(api, [claim_json(n) for n in names])
+    members = gang_of_four(names)
+    # What a scheduler that stopped after the claim writes left behind.
+    for i, name in enumerate(names):
+        claims.set_allocation(name, f"n{i}", ["gpu-0", "gpu-1"], [members[i].name])
+        claims.objects[name]["metadata"]["finalizers"] = [CLAIM_FINALIZER]
+    sched = make_scheduler()
+    sched.list(
+        nodes=[node(f"n{i}", cpu="8") for i in range(4)],
+        pods=members,
+        resource_slices=[gpu_slice(f"n{i}") for i in range(4)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert sorted(api.binds()) == [(m.name, f"n{i}") for i, m in enumerate(members)]
+    assert claim_writes(api) == []
+
+
+async def test_a_pod_whose_claim_is_not_made_yet_waits_and_is_told(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    obj = pod_json("p")
+    obj["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu-tmpl"}]
+    sched.list(
+        nodes=[node("n0")],
+        pods=[parse(obj)],
+        resource_slices=[gpu_slice("n0")],
+        device_classes=[gpu_class()],
+    )
+    await sched.run()
+    assert api.binds() == []
+    condition = api.condition("p")
+    assert condition is not None
+    assert "resourceclaim controller to make the claim" in condition["message"]
+    assert 'template "gpu-tmpl"' in condition["message"]
+
+
+async def test_an_unknown_device_class_is_named(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    claims = Claims(api, [claim_json("c", device_class="nope")])
+    sched.list(
+        nodes=[node("n0")],
+        pods=[gpu_pod("p", "c")],
+        resource_slices=[gpu_slice("n0")],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    condition = api.condition("p")
+    assert condition is not None and 'deviceclass "nope" not found' in condition["message"]
+
+
+async def test_a_selector_failing_on_every_device_is_reported_with_its_source(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    claims = Claims(api, [claim_json("c", count=1)])
+    sched.list(
+        nodes=[node("n0")],
+        pods=[gpu_pod("p", "c")],
+        resource_slices=[gpu_slice("n0")],
+        device_classes=[gpu_class(f'device.attributes["{DRIVER}"].model == "a100"')],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    condition = api.condition("p")
+    assert condition is not None
+    assert "DeviceClass gpu" in condition["message"]
+    assert "model" in condition["message"]
+
+
+async def test_claims_are_freed_for_others_when_their_pods_finish(
+    make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
+) -> None:
+    sched = make_scheduler()
+    claims = Claims(api, [claim_json("a", count=2), claim_json("b", count=2)])
+    first, second = gpu_pod("first", "a"), gpu_pod("second", "b")
+    sched.list(
+        nodes=[node("n0", cpu="8")],
+        pods=[first, second],
+        resource_slices=[gpu_slice("n0", devices=2)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert [name for name, _ in api.binds()] in (["first"], ["second"])
+    winner = api.binds()[0][0]
+    claims.observe(sched)
+    sched.observe_binds()
+    # The resourceclaim controller deallocates the claim of a pod that is gone.
+    done = sched.cache.pod(f"uid-{NS}-{winner}")
+    assert done is not None
+    sched.intake.on_pod_delete(done.uid)
+    claim = "a" if winner == "first" else "b"
+    claims.objects[claim]["status"] = {}
+    claims.observe(sched)
+    clock.advance(30)
+    await sched.run()
+    assert sorted(name for name, _ in api.binds()) == ["first", "second"]

@@ -1,0 +1,69 @@
+"""PreBind: writes that must land before pods bind, as data.
+
+kube-scheduler's PreBind writes, per pod, what a kubelet needs before the pod may run there (a
+device allocation in a ResourceClaim, say). Here a plugin describes those writes for a batch of
+placements (a gang's members bind together) and the engine carries them out: every write of the
+batch first, then the bindings; if any write fails, what the batch wrote is undone, nothing is
+bound, and the pods are tried again.
+
+A write is a chain of patches to one object, each guarded by the object's ``resourceVersion``
+(the one the decision was made on, then the one each patch returned): if anyone else changed the
+object in between, the API server refuses it and nothing is overwritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from koordgang.model.objects import ObjectRef
+
+
+@dataclass(frozen=True, slots=True)
+class PatchStep:
+    """One merge patch of the object (``subresource`` "") or of its ``status``, and the patch
+    that takes it back; the engine adds ``metadata.resourceVersion`` to both."""
+
+    patch: Mapping[str, Any]
+    undo: Mapping[str, Any] | None = None
+    subresource: str = ""
+    #: What it does, for logs and messages (``add finalizer``, ``write allocation``).
+    what: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectWrite:
+    obj: ObjectRef
+    #: The object's path (``/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/x``).
+    path: str
+    #: The ``resourceVersion`` the decision was made on.
+    resource_version: str
+    #: Applied in order; when the batch is given up, the undo of each step that landed is
+    #: applied, last first, on the version the last landed patch returned.
+    steps: tuple[PatchStep, ...]
+    #: The pods (uids) whose binding needs it.
+    pods: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        kind = self.obj.kind
+        return f"{kind} {self.obj.namespace}/{self.obj.name}" if kind else self.path
+
+
+@dataclass(frozen=True, slots=True)
+class PreBindPlan:
+    """What to write before a batch of placements binds (nothing, for most pods), or why the
+    batch may not bind now."""
+
+    writes: tuple[ObjectWrite, ...] = ()
+    #: pod uid -> why it may not bind (a device it was given is held by another claim now);
+    #: any refusal gives up the whole batch.
+    refused: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self.writes and not self.refused
+
+
+NO_WRITES = PreBindPlan()

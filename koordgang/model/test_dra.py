@@ -1,0 +1,246 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from koordgang.model.dra import (
+    AttributeValue,
+    ClaimAllocation,
+    DeviceId,
+    PodClaimRef,
+    parse_device_class,
+    parse_pod_claims,
+    parse_resource_claim,
+    parse_resource_slice,
+)
+from koordgang.model.errors import ModelError
+from koordgang.model.pod import parse_pod
+
+DRIVER = "gpu.example.com"
+
+
+def slice_obj(**spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "driver": DRIVER,
+        "pool": {"name": "node-1", "generation": 3, "resourceSliceCount": 2},
+        "nodeName": "node-1",
+        "devices": [
+            {
+                "name": "gpu-0",
+                "attributes": {
+                    "model": {"string": "a100"},
+                    "other.com/index": {"int": 0},
+                    "driverVersion": {"version": "1.2.3+build.7"},
+                },
+                "capacity": {"memory": {"value": "80Gi"}},
+            }
+        ],
+    }
+    body.update(spec)
+    return {"metadata": {"name": "node-1-gpus", "resourceVersion": "5"}, "spec": body}
+
+
+def claim_obj(devices: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "c", "namespace": "ns", "uid": "u1", "resourceVersion": "9"},
+        "spec": {"devices": devices},
+        "status": status or {},
+    }
+
+
+class TestSlices:
+    def test_attributes_are_keyed_by_fully_qualified_name(self) -> None:
+        info = parse_resource_slice(slice_obj())
+        attributes = info.devices[0].attributes
+        assert attributes[f"{DRIVER}/model"] == AttributeValue("string", "a100")
+        assert attributes["other.com/index"] == AttributeValue("int", 0)
+        # Versions compare without build metadata.
+        assert attributes[f"{DRIVER}/driverVersion"] == AttributeValue("version", "1.2.3")
+
+    def test_pool_fields_are_read(self) -> None:
+        info = parse_resource_slice(slice_obj())
+        assert (info.pool_key, info.generation, info.slice_count, info.node_name) == (
+            (DRIVER, "node-1"),
+            3,
+            2,
+            "node-1",
+        )
+        assert info.unsupported == ""
+
+    @pytest.mark.parametrize(
+        ("device", "feature"),
+        [
+            ({"taints": [{"key": "k", "effect": "NoSchedule"}]}, "device taints"),
+            ({"consumesCounters": [{"counterSet": "s", "counters": {}}]}, "consumesCounters"),
+            ({"allowMultipleAllocations": True}, "allowMultipleAllocations"),
+            ({"bindingConditions": ["ready"]}, "bindingConditions"),
+        ],
+    )
+    def test_devices_with_features_not_implemented_name_the_feature(
+        self, device: dict[str, Any], feature: str
+    ) -> None:
+        info = parse_resource_slice(slice_obj(devices=[{"name": "d", **device}]))
+        assert feature in info.devices[0].unsupported
+
+    def test_a_taint_that_only_informs_does_not_block_the_device(self) -> None:
+        device = {"name": "d", "taints": [{"key": "k", "effect": "None"}]}
+        assert parse_resource_slice(slice_obj(devices=[device])).devices[0].unsupported == ""
+
+    def test_pools_not_local_to_one_node_say_why_they_are_not_used(self) -> None:
+        spec = slice_obj(allNodes=True)
+        del spec["spec"]["nodeName"]
+        assert "allNodes" in parse_resource_slice(spec).unsupported
+
+    def test_a_slice_without_a_pool_name_is_refused_naming_the_field(self) -> None:
+        with pytest.raises(ModelError, match=r"spec\.pool\.name"):
+            parse_resource_slice(slice_obj(pool={"generation": 1}))
+
+
+class TestClaims:
+    def test_exact_and_first_available_requests(self) -> None:
+        claim = parse_resource_claim(
+            claim_obj(
+                {
+                    "requests": [
+                        {"name": "a", "exactly": {"deviceClassName": "gpu", "count": 2}},
+                        {
+                            "name": "b",
+                            "firstAvailable": [
+                                {"name": "big", "deviceClassName": "gpu-big"},
+                                {"name": "small", "deviceClassName": "gpu", "count": 2},
+                            ],
+                        },
+                    ],
+                    "constraints": [{"requests": ["a"], "matchAttribute": f"{DRIVER}/model"}],
+                }
+            )
+        )
+        a, b = claim.spec.requests
+        assert (a.alternatives[0].device_class, a.alternatives[0].count) == ("gpu", 2)
+        assert b.first_available
+        assert [b.result_name(x) for x in b.alternatives] == ["b/big", "b/small"]
+        assert claim.spec.constraints[0].applies_to("a", "a")
+        assert not claim.spec.constraints[0].applies_to("b", "b/big")
+
+    def test_claims_with_equal_specs_are_equal(self) -> None:
+        devices = {"requests": [{"name": "a", "exactly": {"deviceClassName": "gpu"}}]}
+        one, two = (
+            parse_resource_claim(claim_obj(devices)),
+            parse_resource_claim(claim_obj(devices)),
+        )
+        assert one.spec == two.spec and hash(one.spec) == hash(two.spec)
+
+    def test_admin_access_and_capacity_are_named_as_not_implemented(self) -> None:
+        claim = parse_resource_claim(
+            claim_obj(
+                {
+                    "requests": [
+                        {"name": "a", "exactly": {"deviceClassName": "gpu", "adminAccess": True}},
+                        {
+                            "name": "b",
+                            "exactly": {
+                                "deviceClassName": "gpu",
+                                "capacity": {"requests": {"memory": "1Gi"}},
+                            },
+                        },
+                    ]
+                }
+            )
+        )
+        assert "adminAccess" in claim.spec.requests[0].alternatives[0].unsupported
+        assert "capacity" in claim.spec.requests[1].alternatives[0].unsupported
+
+    def test_an_allocation_is_read_with_its_node_and_consumers(self) -> None:
+        allocation = ClaimAllocation.on_node(
+            "node-1", (), ({"source": "FromClass", "requests": ["a"]},)
+        ).to_api()
+        allocation["devices"]["results"] = [
+            {"request": "a", "driver": DRIVER, "pool": "node-1", "device": "gpu-0"}
+        ]
+        claim = parse_resource_claim(
+            claim_obj(
+                {"requests": [{"name": "a", "exactly": {"deviceClassName": "gpu"}}]},
+                {
+                    "allocation": allocation,
+                    "reservedFor": [{"resource": "pods", "name": "p", "uid": "pod-1"}],
+                },
+            )
+        )
+        assert claim.allocation is not None
+        assert claim.allocation.node == "node-1"
+        assert claim.allocation.device_ids() == (DeviceId(DRIVER, "node-1", "gpu-0"),)
+        assert claim.allocation.allows("node-1", {}) and not claim.allocation.allows("node-2", {})
+        assert claim.reserved_for_uid("pod-1")
+
+    def test_an_unreadable_spec_keeps_the_allocation_and_says_why(self) -> None:
+        claim = parse_resource_claim(
+            claim_obj(
+                {"requests": [{"name": "a"}]},
+                {
+                    "allocation": {
+                        "devices": {
+                            "results": [
+                                {"request": "a", "driver": DRIVER, "pool": "p", "device": "d"}
+                            ]
+                        }
+                    }
+                },
+            )
+        )
+        assert "exactly and firstAvailable" in claim.problem
+        assert claim.allocation is not None and claim.allocation.device_ids()
+
+
+class TestClassesAndPods:
+    def test_a_class_keeps_its_selectors_and_config(self) -> None:
+        info = parse_device_class(
+            {
+                "metadata": {"name": "gpu", "resourceVersion": "1"},
+                "spec": {
+                    "selectors": [{"cel": {"expression": 'device.driver == "x"'}}],
+                    "config": [{"opaque": {"driver": "x", "parameters": {"a": 1}}}],
+                },
+            }
+        )
+        assert info.selectors == ('device.driver == "x"',)
+        assert info.config[0]["opaque"]["parameters"] == {"a": 1}
+
+    def test_a_pod_names_its_claims_and_the_claims_made_for_it(self) -> None:
+        refs, statuses = parse_pod_claims(
+            {
+                "resourceClaims": [
+                    {"name": "gpu", "resourceClaimTemplateName": "tmpl"},
+                    {"name": "shared", "resourceClaimName": "team-gpus"},
+                ]
+            },
+            {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x1"}]},
+        )
+        assert refs == (PodClaimRef("gpu", "", "tmpl"), PodClaimRef("shared", "team-gpus", ""))
+        assert statuses == {"gpu": "p-gpu-x1"}
+
+    def test_a_pod_claim_naming_both_ways_is_refused(self) -> None:
+        with pytest.raises(ModelError, match=r"spec\.resourceClaims\[0\]"):
+            parse_pod_claims(
+                {
+                    "resourceClaims": [
+                        {"name": "g", "resourceClaimName": "a", "resourceClaimTemplateName": "t"}
+                    ]
+                },
+                {},
+            )
+
+    def test_pods_of_one_template_share_a_shape_and_differ_from_others(self) -> None:
+        def pod(name: str, template: str) -> Any:
+            return parse_pod(
+                {
+                    "metadata": {"name": name, "uid": name},
+                    "spec": {
+                        "containers": [{"name": "c"}],
+                        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+                    },
+                }
+            )
+
+        assert pod("a", "t").shape == pod("b", "t").shape
+        assert pod("a", "t").shape != pod("c", "other").shape

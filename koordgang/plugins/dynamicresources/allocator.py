@@ -1,0 +1,329 @@
+"""Choosing devices for a pod's claims on one node: a complete search.
+
+Every request of every claim is served in order; a ``firstAvailable`` request tries its
+alternatives in order; an ``ExactCount`` request takes ``count`` devices, an ``All`` request
+every device of the node that matches. A device serves one request of one claim, and the
+devices of one claim satisfy the claim's constraints (``matchAttribute``: one value for all,
+``distinctAttribute``: a value each). The search backtracks over every choice (alternatives,
+then which devices), so that when an allocation exists it is found: what the first choices
+take can make a later request impossible, and another choice may not.
+
+The search takes devices of a request in the order the node lists them, as combinations (never
+the same set twice in another order), stops a branch as soon as too few candidates are left,
+and gives up after ``MAX_STEPS`` devices tried: a node whose answer is that costly is refused
+with a message saying so, never answered wrongly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from koordgang.model.dra import (
+    ALLOCATION_MODE_ALL,
+    MAX_ALLOCATED_DEVICES,
+    AttributeValue,
+    ClaimSpec,
+    DeviceConstraint,
+    DeviceId,
+    DeviceRequest,
+    SubRequest,
+)
+from koordgang.state.devices import Device
+
+#: Devices tried in one search before it gives up on the node.
+MAX_STEPS = 20_000
+
+#: Does this device serve this request alternative (its class, its selectors, a feature
+#: koordgang implements)? Asked once per pair per search.
+Matcher = Callable[[Device, SubRequest], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """A device chosen for a request: the request, the alternative taken, the device."""
+
+    request: DeviceRequest
+    alternative: SubRequest
+    device: Device
+
+    @property
+    def result_name(self) -> str:
+        return self.request.result_name(self.alternative)
+
+
+@dataclass(slots=True)
+class Shortfall:
+    """Why a node cannot serve the claims: the first request that is short, by how much."""
+
+    claim: str
+    request: str
+    device_class: str
+    wanted: int
+    #: Matching devices that are free, and matching devices in all (in use or not).
+    free: int
+    total: int
+    #: Set instead when the request is not short on its own: what else is in the way.
+    reason: str = ""
+
+    @property
+    def resolvable(self) -> bool:
+        """Would freeing devices help (some matching ones are in use)?"""
+        return not self.reason and self.total >= self.wanted
+
+
+@dataclass(slots=True)
+class Allocation:
+    """Per claim key, the devices chosen, in request order."""
+
+    claims: dict[str, list[Chosen]] = field(default_factory=dict)
+
+
+class _Budget:
+    __slots__ = ("left",)
+
+    def __init__(self, steps: int) -> None:
+        self.left = steps
+
+
+class GaveUp(Exception):
+    """The search used up its budget."""
+
+
+def allocate(
+    claims: Sequence[tuple[str, ClaimSpec]],
+    devices: Sequence[Device],
+    free: Callable[[DeviceId], bool],
+    matches: Matcher,
+    *,
+    max_steps: int = MAX_STEPS,
+) -> Allocation | Shortfall:
+    """Devices of ``devices`` (one node's, in its order) for every request of ``claims``, or
+    the first request that cannot be served and why."""
+    search = _Search(claims, devices, free, matches, _Budget(max_steps))
+    try:
+        if search.run():
+            return Allocation({key: list(chosen) for key, chosen in search.result.items()})
+    except GaveUp:
+        return Shortfall(
+            claims[0][0] if claims else "",
+            "",
+            "",
+            0,
+            0,
+            0,
+            reason=f"the search for devices gave up after {max_steps} tries on this node",
+        )
+    return search.shortfall()
+
+
+class _Search:
+    def __init__(
+        self,
+        claims: Sequence[tuple[str, ClaimSpec]],
+        devices: Sequence[Device],
+        free: Callable[[DeviceId], bool],
+        matches: Matcher,
+        budget: _Budget,
+    ) -> None:
+        self.claims = claims
+        self.devices = devices
+        self.free = free
+        self.matches = matches
+        self.budget = budget
+        #: (claim index, request) in the order they are served.
+        self.steps = [(i, r) for i, (_, spec) in enumerate(claims) for r in spec.requests]
+        self.result: dict[str, list[Chosen]] = {key: [] for key, _ in claims}
+        self.used: set[DeviceId] = set()
+        #: Per claim index and constraint index: the value ``matchAttribute`` fixed, or the
+        #: values ``distinctAttribute`` has seen.
+        self.fixed: dict[tuple[int, int], AttributeValue] = {}
+        self.seen: dict[tuple[int, int], set[AttributeValue]] = {}
+        self._matching: dict[int, list[Device]] = {}
+
+    def matching(self, alternative: SubRequest) -> list[Device]:
+        """The node's devices that serve ``alternative`` (free or not), in the node's order."""
+        known = self._matching.get(id(alternative))
+        if known is None:
+            known = [d for d in self.devices if self.matches(d, alternative)]
+            self._matching[id(alternative)] = known
+        return known
+
+    def run(self, position: int = 0) -> bool:
+        if position == len(self.steps):
+            return True
+        claim_index, request = self.steps[position]
+        for alternative in request.alternatives:
+            if alternative.unsupported:
+                continue
+            if self._serve(position, claim_index, request, alternative):
+                return True
+        return False
+
+    def _constraints(
+        self, claim_index: int, request: DeviceRequest, alternative: SubRequest
+    ) -> list[tuple[int, DeviceConstraint]]:
+        spec = self.claims[claim_index][1]
+        name = request.result_name(alternative)
+        return [
+            (index, c)
+            for index, c in enumerate(spec.constraints)
+            if c.applies_to(request.name, name)
+        ]
+
+    def _serve(
+        self, position: int, claim_index: int, request: DeviceRequest, alternative: SubRequest
+    ) -> bool:
+        key = self.claims[claim_index][0]
+        constraints = self._constraints(claim_index, request, alternative)
+        matching = self.matching(alternative)
+        if alternative.mode == ALLOCATION_MODE_ALL:
+            if not matching or any(not d.pool.complete for d in self.devices):
+                return False
+            wanted = len(matching)
+            candidates = matching
+        else:
+            wanted = alternative.count
+            candidates = [d for d in matching if d.id not in self.used and self.free(d.id)]
+        if len(self.result[key]) + wanted > MAX_ALLOCATED_DEVICES:
+            return False
+        if len(candidates) < wanted:
+            return False
+        if alternative.mode == ALLOCATION_MODE_ALL and any(
+            d.id in self.used or not self.free(d.id) for d in candidates
+        ):
+            return False
+        chosen = self.result[key]
+
+        def pick(start: int, left: int) -> bool:
+            if left == 0:
+                return self.run(position + 1)
+            for index in range(start, len(candidates) - left + 1):
+                self.budget.left -= 1
+                if self.budget.left < 0:
+                    raise GaveUp
+                device = candidates[index]
+                undo = self._admit(claim_index, constraints, device)
+                if undo is None:
+                    if alternative.mode == ALLOCATION_MODE_ALL:
+                        return False
+                    continue
+                self.used.add(device.id)
+                chosen.append(Chosen(request, alternative, device))
+                if pick(index + 1, left - 1):
+                    return True
+                chosen.pop()
+                self.used.discard(device.id)
+                self._retract(undo)
+                if alternative.mode == ALLOCATION_MODE_ALL:
+                    return False
+            return False
+
+        return pick(0, wanted)
+
+    def _admit(
+        self,
+        claim_index: int,
+        constraints: list[tuple[int, DeviceConstraint]],
+        device: Device,
+    ) -> list[tuple[str, tuple[int, int], AttributeValue]] | None:
+        """Checks ``device`` against the claim's constraints and records its values; returns
+        how to take the record back, or None when it breaks one."""
+        done: list[tuple[str, tuple[int, int], AttributeValue]] = []
+        for index, constraint in constraints:
+            slot = (claim_index, index)
+            if constraint.match_attribute:
+                value = device.spec.attributes.get(constraint.match_attribute)
+                fixed = self.fixed.get(slot)
+                if value is None or (fixed is not None and fixed != value):
+                    self._retract(done)
+                    return None
+                if fixed is None:
+                    self.fixed[slot] = value
+                    done.append(("fixed", slot, value))
+            if constraint.distinct_attribute:
+                value = device.spec.attributes.get(constraint.distinct_attribute)
+                seen = self.seen.setdefault(slot, set())
+                if value is None or value in seen:
+                    self._retract(done)
+                    return None
+                seen.add(value)
+                done.append(("seen", slot, value))
+        return done
+
+    def _retract(self, done: list[tuple[str, tuple[int, int], AttributeValue]]) -> None:
+        for kind, slot, value in reversed(done):
+            if kind == "fixed":
+                self.fixed.pop(slot, None)
+            else:
+                self.seen[slot].discard(value)
+        done.clear()
+
+    def shortfall(self) -> Shortfall:
+        """The first request that is short on its own; else the claims do not fit together
+        (constraints, or requests competing for the same devices)."""
+        for key, spec in self.claims:
+            for request in spec.requests:
+                best: Shortfall | None = None
+                for alternative in request.alternatives:
+                    if alternative.unsupported:
+                        continue
+                    matching = self.matching(alternative)
+                    free = sum(1 for d in matching if self.free(d.id))
+                    if alternative.mode == ALLOCATION_MODE_ALL:
+                        incomplete = next(
+                            (d.pool for d in self.devices if not d.pool.complete), None
+                        )
+                        if incomplete is not None:
+                            return Shortfall(
+                                key,
+                                request.name,
+                                alternative.device_class,
+                                len(matching),
+                                free,
+                                len(matching),
+                                reason=f"it asks for all devices, and pool {incomplete.label} "
+                                "is being updated (not all of its slices are published)",
+                            )
+                        if not matching:
+                            return Shortfall(key, request.name, alternative.device_class, 1, 0, 0)
+                        if free < len(matching):
+                            return Shortfall(
+                                key,
+                                request.name,
+                                alternative.device_class,
+                                len(matching),
+                                free,
+                                len(matching),
+                            )
+                        best = None
+                        break
+                    if free >= alternative.count:
+                        best = None
+                        break
+                    candidate = Shortfall(
+                        key,
+                        request.name,
+                        alternative.device_class,
+                        alternative.count,
+                        free,
+                        len(matching),
+                    )
+                    if best is None:
+                        best = candidate
+                else:
+                    if best is None:
+                        best = Shortfall(key, request.name, "", 1, 0, 0)
+                if best is not None:
+                    return best
+        key = self.claims[0][0] if self.claims else ""
+        return Shortfall(
+            key,
+            "",
+            "",
+            0,
+            0,
+            0,
+            reason="its requests cannot be served together on this node "
+            "(their constraints, or requests competing for the same devices)",
+        )

@@ -1,0 +1,506 @@
+"""DynamicResources: devices for pods' ResourceClaims, chosen inside every placement.
+
+- **PreFilter** finds the pod's claims (waiting, told why, while one is missing), splits them
+  into those allocated already (the pod must go where their allocation allows) and those to
+  allocate, and checks what can be checked without a node: classes exist, selectors compile,
+  the request uses no feature koordgang does not implement yet.
+- **Filter** (per node, NODE scope: a node's devices and their use) runs the allocator on the
+  node's free devices in the snapshot being placed on: a gang's members, preemption's dry runs
+  and the what-if all see the devices earlier members took. When no node fits, the best node's
+  shortfall is noted for the pod (which claim and request, how many wanted, how many free).
+- **Assign** records the chosen devices in the snapshot (``Snapshot.allocate``); the cycle's
+  commit makes them assumed allocations in the cache, held until the claim shows them written.
+- **PreBind** describes the writes, in upstream's order: the finalizer
+  ``resource.kubernetes.io/delete-protection``, then ``status.allocation`` (devices, config,
+  node selector) with the pod in ``status.reservedFor``; the engine makes every write of a
+  batch before any binding. A device that another claim holds by then (another scheduler
+  allocated it meanwhile) refuses the batch before the writes and again before the bindings.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from koordgang.framework.cycle_state import POD_NOTES, SHAPE_DETAIL, CycleState
+from koordgang.framework.handle import Handle
+from koordgang.framework.interfaces import Scope
+from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PatchStep, PreBindPlan
+from koordgang.framework.report import MetricSpec
+from koordgang.framework.status import SKIP, SUCCESS, Status
+from koordgang.model.dra import (
+    API_VERSION,
+    CLAIM_FINALIZER,
+    AllocatedDevice,
+    ClaimAllocation,
+    ClaimSpec,
+    Consumer,
+    DeviceClassInfo,
+    ResourceClaimInfo,
+    SubRequest,
+)
+from koordgang.model.objects import ObjectRef
+from koordgang.model.pod import PodInfo
+from koordgang.model.time import format_rfc3339
+from koordgang.plugins.dynamicresources.allocator import Allocation, Chosen, Shortfall, allocate
+from koordgang.plugins.dynamicresources.claims import resolve
+from koordgang.plugins.dynamicresources.selectors import (
+    CelProblem,
+    SelectorCache,
+    class_source,
+    request_source,
+    serves,
+)
+from koordgang.state.devices import Device, DeviceLedger
+from koordgang.state.node_state import NodeState
+from koordgang.state.snapshot import Placement, Snapshot
+
+log = structlog.get_logger("koordgang.dra")
+
+ALLOCATIONS = "koordgang_dra_allocations_total"
+ALLOCATION_SECONDS = "koordgang_dra_allocation_seconds"
+CONFLICTS = "koordgang_dra_conflicts_total"
+METRICS = (
+    MetricSpec(ALLOCATIONS, "Claims allocated by the scheduler (devices chosen).", "counter"),
+    MetricSpec(
+        ALLOCATION_SECONDS,
+        "Time to choose the devices of one pod's claims on the node it goes to.",
+        "histogram",
+        buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5),
+    ),
+    MetricSpec(
+        CONFLICTS,
+        "Batches given up before binding because a device they were given was allocated to "
+        "another claim meanwhile (another scheduler).",
+        "counter",
+    ),
+)
+
+
+def claim_path(namespace: str, name: str) -> str:
+    return f"/apis/{API_VERSION}/namespaces/{namespace}/resourceclaims/{name}"
+
+
+@dataclass(slots=True)
+class _PodState:
+    """What PreFilter found, for Filter and Assign of the same pod."""
+
+    #: Claims allocated already (in this view): the pod must go where they allow.
+    pinned: list[tuple[str, ClaimAllocation]] = field(default_factory=list)
+    #: Claims to allocate, with their spec.
+    to_allocate: list[tuple[str, ClaimSpec]] = field(default_factory=list)
+    #: The best shortfall seen over the nodes (fewest devices missing), for the note.
+    best: Shortfall | None = None
+    best_node: str = ""
+    notes: list[str] | None = None
+
+
+class DynamicResources:
+    name = "DynamicResources"
+    scope = Scope.NODE
+
+    def __init__(self) -> None:
+        self._handle: Handle | None = None
+        self.selectors = SelectorCache()
+
+    def attach(self, handle: Handle) -> None:
+        self._handle = handle
+
+    def metrics(self) -> Sequence[MetricSpec]:
+        return METRICS
+
+    # -- PreFilter -----------------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
+        if not pod.resource_claims:
+            return SKIP
+        prepared = self._prepare(pod, snapshot)
+        if isinstance(prepared, Status):
+            return prepared
+        state.write(self.name, prepared)
+        ledger = snapshot.cache.devices
+        state.write(
+            SHAPE_DETAIL,
+            (
+                ledger.class_generation,
+                tuple(spec for _, spec in prepared.to_allocate),
+                tuple(key for key, _ in prepared.pinned),
+            ),
+        )
+        return SUCCESS
+
+    def _prepare(self, pod: PodInfo, snapshot: Snapshot) -> _PodState | Status:
+        ledger = snapshot.cache.devices
+        resolved = resolve(pod, ledger)
+        if resolved.problem:
+            return Status.unresolvable(self.name, resolved.problem)
+        prepared = _PodState()
+        for pod_claim in resolved.claims:
+            key = pod_claim.key
+            allocation = snapshot.claim_allocation(key)
+            if allocation is not None:
+                prepared.pinned.append((key, allocation))
+                continue
+            problem = self._check_spec(pod_claim.claim, ledger)
+            if problem:
+                return Status.unresolvable(self.name, problem)
+            prepared.to_allocate.append((key, pod_claim.claim.spec))
+        return prepared
+
+    def _check_spec(self, claim: ResourceClaimInfo, ledger: DeviceLedger) -> str:
+        """What keeps the claim from being allocated anywhere ("" if nothing does)."""
+        name = claim.name
+        if not claim.spec.requests:
+            return f'resourceclaim "{name}" requests no devices'
+        for request in claim.spec.requests:
+            for alternative in request.alternatives:
+                label = request.result_name(alternative)
+                if alternative.unsupported:
+                    return (
+                        f'resourceclaim "{name}" request "{label}" needs '
+                        f"{alternative.unsupported}, which koordgang does not allocate yet"
+                    )
+                device_class = ledger.device_class(alternative.device_class)
+                if device_class is None:
+                    return (
+                        f'resourceclaim "{name}" request "{label}": deviceclass '
+                        f'"{alternative.device_class}" not found'
+                    )
+                for expression in device_class.selectors:
+                    compiled = self.selectors.compiled(expression, class_source(device_class.name))
+                    if isinstance(compiled, CelProblem):
+                        return f'resourceclaim "{name}" request "{label}": {compiled.describe()}'
+                source = request_source(claim.key, label)
+                for expression in alternative.selectors:
+                    compiled = self.selectors.compiled(expression, source)
+                    if isinstance(compiled, CelProblem):
+                        return f'resourceclaim "{name}": {compiled.describe()}'
+        return ""
+
+    # -- Filter --------------------------------------------------------------------------------
+
+    def filter(
+        self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot
+    ) -> Status:
+        prepared = state.read(self.name, _PodState)
+        if prepared is None:
+            return SUCCESS
+        info = node.info
+        labels = info.labels if info is not None else {}
+        for key, allocation in prepared.pinned:
+            if not allocation.allows(node.name, labels):
+                claim = key.partition("/")[2]
+                return Status.unresolvable(
+                    self.name, f'node(s) not where resourceclaim "{claim}" is allocated'
+                )
+        if not prepared.to_allocate:
+            return SUCCESS
+        result = self._allocate(prepared, node, snapshot)
+        if isinstance(result, Allocation):
+            return SUCCESS
+        self._note(state, prepared, result, node.name)
+        return self._refusal(result, snapshot.cache.devices)
+
+    def _allocate(
+        self, prepared: _PodState, node: NodeState, snapshot: Snapshot
+    ) -> Allocation | Shortfall:
+        ledger = snapshot.cache.devices
+        devices = ledger.devices_on(node.name)
+        name = node.name
+        classes: dict[str, DeviceClassInfo | None] = {}
+        owners = {id(spec): key for key, spec in prepared.to_allocate}
+        request_of: dict[int, str] = {}
+        for key, spec in prepared.to_allocate:
+            for request in spec.requests:
+                for alternative in request.alternatives:
+                    request_of[id(alternative)] = request.result_name(alternative)
+                    owners[id(alternative)] = key
+
+        def matches(device: Device, alternative: SubRequest) -> bool:
+            device_class = classes.get(alternative.device_class)
+            if device_class is None:
+                device_class = classes[alternative.device_class] = ledger.device_class(
+                    alternative.device_class
+                )
+            if device_class is None:
+                return False
+            return serves(
+                self.selectors,
+                device,
+                device_class,
+                alternative,
+                owners[id(alternative)],
+                request_of[id(alternative)],
+            )
+
+        return allocate(
+            prepared.to_allocate, devices, lambda d: snapshot.device_free(name, d), matches
+        )
+
+    def _refusal(self, shortfall: Shortfall, ledger: DeviceLedger) -> Status:
+        if shortfall.reason:
+            return Status.unschedulable(self.name, "node(s) cannot serve the pod's claims together")
+        if not shortfall.device_class:
+            return Status.unresolvable(self.name, "node(s) had no matching devices")
+        reason = f"Insufficient devices of class {shortfall.device_class}"
+        if shortfall.resolvable:
+            return Status.unschedulable(self.name, reason)
+        if shortfall.total == 0:
+            reason = f"node(s) had no devices of class {shortfall.device_class}"
+        return Status.unresolvable(self.name, reason)
+
+    def _note(
+        self, state: CycleState, prepared: _PodState, shortfall: Shortfall, node: str
+    ) -> None:
+        """Keeps the best node's shortfall (fewest devices missing) as the pod's note."""
+        best = prepared.best
+        if best is not None and _missing(shortfall) >= _missing(best):
+            return
+        prepared.best, prepared.best_node = shortfall, node
+        text = self._describe(shortfall, node, state)
+        if prepared.notes is None:
+            notes = state.read(POD_NOTES, list)
+            if notes is None:
+                notes = []
+                state.write(POD_NOTES, notes)
+            prepared.notes = notes
+            notes.append(text)
+        else:
+            index = len(prepared.notes) - 1
+            prepared.notes[index] = text
+
+    def _describe(self, shortfall: Shortfall, node: str, state: CycleState) -> str:
+        claim = shortfall.claim.partition("/")[2] or shortfall.claim
+        if shortfall.reason:
+            text = f'Resourceclaim "{claim}": {shortfall.reason} (best node {node}).'
+        else:
+            text = (
+                f'Resourceclaim "{claim}" request "{shortfall.request}" wants '
+                f"{shortfall.wanted} device(s) of class {shortfall.device_class}; the best "
+                f"node, {node}, has {shortfall.free} free of {shortfall.total}."
+            )
+        problems = [
+            p
+            for (expression, source), p in self.selectors.problems.items()
+            if claim in source or source.startswith("DeviceClass ")
+        ]
+        if problems:
+            text = f"{text} {problems[0].describe()}."
+        return text
+
+    # -- Assign ----------------------------------------------------------------------------------
+
+    def assign(
+        self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot
+    ) -> Status:
+        if not pod.resource_claims:
+            return SKIP
+        prepared = state.read(self.name, _PodState)
+        if prepared is None:
+            found = self._prepare(pod, snapshot)
+            if isinstance(found, Status):
+                return found
+            prepared = found
+        if not prepared.to_allocate:
+            return SUCCESS
+        started = _time.perf_counter()
+        result = self._allocate(prepared, node, snapshot)
+        if isinstance(result, Shortfall):
+            return self._refusal(result, snapshot.cache.devices)
+        allocations = {
+            key: self._allocation(key, chosen, node.name, snapshot.cache.devices)
+            for key, chosen in result.claims.items()
+        }
+        snapshot.allocate(pod, allocations)
+        if self._handle is not None:
+            self._handle.record(ALLOCATION_SECONDS, _time.perf_counter() - started)
+        return SUCCESS
+
+    def _allocation(
+        self, key: str, chosen: list[Chosen], node: str, ledger: DeviceLedger
+    ) -> ClaimAllocation:
+        claim = ledger.claim(key)
+        devices = tuple(
+            AllocatedDevice(
+                c.result_name,
+                c.device.id.driver,
+                c.device.id.pool,
+                c.device.id.device,
+                c.alternative.tolerations,
+            )
+            for c in chosen
+        )
+        config: list[dict[str, Any]] = []
+        # Each class's configuration once, for every request served from the class (in the
+        # order of the requests), then the claim's own for the requests it names.
+        class_entries: dict[str, list[dict[str, Any]]] = {}
+        seen_requests: list[str] = []
+        for c in chosen:
+            name = c.result_name
+            if name in seen_requests:
+                continue
+            seen_requests.append(name)
+            class_name = c.alternative.device_class
+            entries = class_entries.get(class_name)
+            if entries is None:
+                device_class = ledger.device_class(class_name)
+                entries = class_entries[class_name] = [
+                    {"source": "FromClass", "requests": [name], **dict(raw)}
+                    for raw in (device_class.config if device_class is not None else ())
+                ]
+                config.extend(entries)
+            else:
+                for entry in entries:
+                    entry["requests"].append(name)
+        if claim is not None:
+            allocated = {c.request.name for c in chosen} | set(seen_requests)
+            for claim_config in claim.spec.config:
+                names = claim_config.requests
+                if names and not any(n in allocated for n in names):
+                    continue
+                entry = {"source": "FromClaim", **dict(claim_config.raw)}
+                if names:
+                    entry["requests"] = list(names)
+                else:
+                    entry.pop("requests", None)
+                config.append(entry)
+        return ClaimAllocation.on_node(node, devices, tuple(config))
+
+    # -- PreBind ---------------------------------------------------------------------------------
+
+    def pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
+        if self._handle is None:
+            return NO_WRITES
+        ledger = self._handle.cache.devices
+        consumers: dict[str, list[PodInfo]] = {}
+        fresh: dict[str, ClaimAllocation] = {}
+        refused: dict[str, str] = {}
+        for placement in placements:
+            pod = placement.pod
+            if not pod.resource_claims:
+                continue
+            assumed = ledger.assumed_for(pod.uid)
+            fresh.update(assumed)
+            resolved = resolve(pod, ledger)
+            if resolved.problem:
+                refused[pod.uid] = resolved.problem
+                continue
+            for pod_claim in resolved.claims:
+                key = pod_claim.key
+                if key not in assumed and pod_claim.claim.allocation is None:
+                    refused[pod.uid] = (
+                        f'resourceclaim "{pod_claim.claim.name}" is not allocated any more'
+                    )
+                    continue
+                consumers.setdefault(key, []).append(pod)
+            conflict = self._conflict(pod.uid, ledger)
+            if conflict:
+                refused[pod.uid] = conflict
+        if not consumers and not refused:
+            return NO_WRITES
+        if refused:
+            if self._handle is not None and any("held by" in r for r in refused.values()):
+                self._handle.record(CONFLICTS)
+            return PreBindPlan((), refused)
+        writes: list[ObjectWrite] = []
+        for key, pods in consumers.items():
+            claim = ledger.claim(key)
+            if claim is None:
+                for pod in pods:
+                    refused[pod.uid] = f"resourceclaim {key} was deleted"
+                continue
+            allocation = fresh.get(key)
+            write = self._write(claim, pods, allocation)
+            if write is not None:
+                writes.append(write)
+                if allocation is not None and self._handle is not None:
+                    self._handle.record(ALLOCATIONS)
+        if refused:
+            return PreBindPlan((), refused)
+        return PreBindPlan(tuple(writes))
+
+    def _write(
+        self, claim: ResourceClaimInfo, pods: list[PodInfo], allocation: ClaimAllocation | None
+    ) -> ObjectWrite | None:
+        existing = [c.to_api() for c in claim.reserved_for]
+        new = [
+            Consumer("pods", p.name, p.uid).to_api()
+            for p in pods
+            if not claim.reserved_for_uid(p.uid)
+        ]
+        if allocation is None and not new:
+            return None  # allocated and reserved for these pods already (a restart)
+        steps: list[PatchStep] = []
+        if CLAIM_FINALIZER not in claim.finalizers:
+            steps.append(
+                PatchStep(
+                    {"metadata": {"finalizers": [*claim.finalizers, CLAIM_FINALIZER]}},
+                    {"metadata": {"finalizers": list(claim.finalizers) or None}},
+                    what="add finalizer",
+                )
+            )
+        status: dict[str, Any] = {"reservedFor": existing + new}
+        undo: dict[str, Any] = {"reservedFor": existing or None}
+        what = "reserve"
+        if allocation is not None:
+            written = allocation.to_api()
+            written["allocationTimestamp"] = format_rfc3339(self._wall())
+            status["allocation"] = written
+            undo["allocation"] = None
+            what = "write allocation"
+        steps.append(PatchStep({"status": status}, {"status": undo}, "status", what))
+        return ObjectWrite(
+            ObjectRef("ResourceClaim", claim.namespace, claim.name, claim.uid, API_VERSION),
+            claim_path(claim.namespace, claim.name),
+            claim.resource_version,
+            tuple(steps),
+            tuple(p.uid for p in pods),
+        )
+
+    def verify(self, placements: Sequence[Placement]) -> Mapping[str, str]:
+        if self._handle is None:
+            return {}
+        ledger = self._handle.cache.devices
+        refused: dict[str, str] = {}
+        for placement in placements:
+            if placement.pod.resource_claims:
+                conflict = self._conflict(placement.pod.uid, ledger, written=True)
+                if conflict:
+                    refused[placement.pod.uid] = conflict
+        if refused and self._handle is not None:
+            self._handle.record(CONFLICTS)
+        return refused
+
+    def _conflict(self, uid: str, ledger: DeviceLedger, *, written: bool = False) -> str:
+        """A device this scheduler gave the pod that another claim holds too."""
+        allocations = dict(ledger.assumed_for(uid))
+        if written:
+            pod = self._handle.cache.pod(uid) if self._handle is not None else None
+            if pod is not None:
+                for pod_claim in resolve(pod, ledger).claims:
+                    allocation = ledger.allocation(pod_claim.key)
+                    if allocation is not None:
+                        allocations.setdefault(pod_claim.key, allocation)
+        for key, allocation in allocations.items():
+            for device_id in allocation.device_ids():
+                others = ledger.holders(device_id) - {key}
+                if others:
+                    other = sorted(others)[0]
+                    return (
+                        f"device {device_id} given to resourceclaim {key} is held by "
+                        f"resourceclaim {other} now (allocated by another scheduler?)"
+                    )
+        return ""
+
+    def _wall(self) -> float:
+        return self._handle.wall() if self._handle is not None else _time.time()
+
+
+def _missing(shortfall: Shortfall) -> int:
+    if shortfall.reason:
+        return 10**6
+    return shortfall.wanted - shortfall.free
