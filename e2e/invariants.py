@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.daemon import LocalDaemon
+from e2e.dra import claims, doubly_allocated
 from e2e.kube import SCHEDULER, Cluster
 from e2e.rbac import USERNAME
 from koordgang.model.node import parse_node
@@ -85,6 +86,8 @@ def kopf_marks_on_pods(cluster: Cluster) -> list[str]:
 def assert_invariants(cluster: Cluster, namespace: str) -> None:
     over = overcommitted_nodes(cluster)
     assert not over, f"nodes over-committed: {over}"
+    twice = doubly_allocated(claims(cluster))
+    assert not twice, f"devices allocated to more than one claim: {twice}"
     marked = kopf_marks_on_pods(cluster)
     assert not marked, f"kopf wrote to pods: {marked}"
     # A pod is told why it waits once it has waited explainAfter (1 s by default): allow that,
@@ -293,7 +296,8 @@ def assert_all_invariants(
 ) -> None:
     """Everything that must hold once a scenario (with its faults) is over, in ``namespaces``:
 
-    - no node over-committed, kopf wrote to no pod, every pending pod of ours explained;
+    - no node over-committed, no device allocated to two claims, kopf wrote to no pod, every
+      pending pod of ours explained;
     - no gang bound below its minimum (``gangs``: the scenario's e2e.gangs.Gang, to know which
       were satisfied once), no GangGroup half bound, no timed-out member bound;
     - every PodGroup's status counts its members as the API server shows them;

@@ -20,6 +20,7 @@ COLUMNS = (
     "BOUND",
     "STATE",
     "DOMAIN",
+    "DEVICES",
     "WAITING FOR",
 )
 
@@ -54,6 +55,8 @@ def from_cluster(
     from koordgang.clients.api import KubeApi
     from koordgang.clients.config import ConfigError, load_connection
     from koordgang.clients.errors import ApiError, ApiUnavailable
+    from koordgang.model.dra import API_VERSION as DRA_API_VERSION
+    from koordgang.model.dra import parse_resource_claim
     from koordgang.model.errors import ModelError
     from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
     from koordgang.model.pod import parse_pod
@@ -67,10 +70,18 @@ def from_cluster(
     except ConfigError as error:
         raise ViewError(str(error)) from None
 
-    async def read() -> tuple[list[dict[str, Any]], list[tuple[Any, list[dict[str, Any]]]]]:
+    async def read() -> tuple[
+        list[dict[str, Any]], list[tuple[Any, list[dict[str, Any]]]], list[dict[str, Any]]
+    ]:
         api = KubeApi(connection, pool_size=2, user_agent="koordgang-gangs")
         try:
             pods = await custom.list_all(api, "/api/v1/pods")
+            try:
+                # The devices members got (a cluster without DRA, or a kubeconfig that may not
+                # read claims, shows none).
+                claims = await custom.list_all(api, f"/apis/{DRA_API_VERSION}/resourceclaims")
+            except ApiError:
+                claims = []
             groups = []
             for gang_api in GANG_APIS:
                 if gang_api.resource is None:
@@ -82,16 +93,21 @@ def from_cluster(
                         raise
                     items = []
                 groups.append((gang_api, items))
-            return pods, groups
+            return pods, groups, claims
         finally:
             await api.close()
 
     try:
-        pods, groups = asyncio.run(read())
+        pods, groups, claims = asyncio.run(read())
     except (ApiError, ApiUnavailable) as error:
         raise ViewError(f"cannot list pods and PodGroups: {error}") from None
     registry = GangRegistry(600.0, resolve=Resolve(GANG_APIS))
     cache = SchedulerCache()
+    for obj in claims:
+        try:
+            cache.upsert_resource_claim(parse_resource_claim(obj))
+        except ModelError:
+            continue
     for gang_api, items in groups:
         for obj in items:
             registry.on_podgroup(gang_api.parse(obj))
@@ -129,8 +145,20 @@ def _row(gang: dict[str, Any]) -> tuple[str, ...]:
         str(gang.get("bound", 0)),
         str(gang.get("state", "")),
         str(gang.get("domain") or "-"),
+        _device_count(gang.get("devices")),
         str(gang.get("waitingFor") or "-"),
     )
+
+
+def _device_count(devices: Any) -> str:
+    """How many devices the members got, on how many nodes (``8 on 4 nodes``); the JSON
+    (``--output json``) lists them."""
+    if not isinstance(devices, dict) or not devices:
+        return "-"
+    entries = [entry for found in devices.values() if isinstance(found, list) for entry in found]
+    nodes = {str(entry).split(":", 1)[0] for entry in entries}
+    where = "1 node" if len(nodes) == 1 else f"{len(nodes)} nodes"
+    return f"{len(entries)} on {where}"
 
 
 def render_table(gangs: Sequence[dict[str, Any]]) -> str:

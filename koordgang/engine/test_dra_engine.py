@@ -212,7 +212,7 @@ async def test_a_gang_short_of_devices_binds_nobody_and_each_member_is_told(
         short.append(condition["message"])
     # The member that found no devices says which request is short and by how much.
     assert any(
-        'request "gpus" wants 2 device(s) of class gpu' in text and "has 0 free of 2" in text
+        'request "gpus" wants 2 devices of class gpu' in text and "has 0 of 2 free" in text
         for text in short
     ), short
 

@@ -30,6 +30,7 @@ from koordgang.model.dra import (
     ResourceSliceInfo,
     SliceDevice,
 )
+from koordgang.model.pod import PodInfo
 
 __all__ = ["Device", "DeviceLedger", "LedgerChange", "Pool"]
 
@@ -181,14 +182,32 @@ class DeviceLedger:
                 yield device_id, tuple(sorted(holders))
 
     def counts(self) -> dict[str, int]:
-        """Sizes for the gauges: devices, devices in use, claims, allocated claims."""
+        """Sizes for the gauges: devices (in use, held by two claims), claims (allocated,
+        assumed), invalid pools."""
+        held = [self._holders.get(d) for d in self._devices]
+        allocated = sum(1 for c in self._claims.values() if c.allocation is not None)
         return {
             "devices": len(self._devices),
-            "in_use": sum(1 for d in self._devices if self._holders.get(d)),
+            "in_use": sum(1 for h in held if h),
+            "double": sum(1 for h in held if h is not None and len(h) > 1),
             "claims": len(self._claims),
-            "allocated": sum(1 for c in self._claims.values() if c.allocation is not None),
-            "assumed": len(self._assumed),
+            "allocated": allocated,
+            "assumed": sum(1 for k in self._assumed if k in self._claims),
+            "invalid_pools": sum(1 for p in self._pools.values() if p.invalid),
         }
+
+    def allocations_of(self, pod: PodInfo) -> dict[str, ClaimAllocation]:
+        """The allocations (written or assumed) of the claims ``pod`` names, by claim key."""
+        found: dict[str, ClaimAllocation] = {}
+        for ref in pod.resource_claims:
+            name = ref.claim_name or pod.claim_statuses.get(ref.name) or ""
+            if not name:
+                continue
+            key = f"{pod.namespace}/{name}"
+            allocation = self.allocation(key)
+            if allocation is not None:
+                found[key] = allocation
+        return found
 
     # -- slices --------------------------------------------------------------------------------
 

@@ -109,8 +109,11 @@ class SchedulingQueue:
         entry.pod = pod
         if entry.state is QueueState.ACTIVE and self._sort_key(old) != self._sort_key(pod):
             self._push_active(entry)
-        elif entry.state is QueueState.UNSCHEDULABLE and old.shape != pod.shape:
-            # The pod itself changed in a way that may let it fit now.
+        elif entry.state is QueueState.UNSCHEDULABLE and (
+            old.shape != pod.shape or old.claim_statuses != pod.claim_statuses
+        ):
+            # The pod itself changed in a way that may let it fit now (its spec, or the
+            # resourceclaim controller named the claims it made for it).
             self._to_active_or_backoff(entry, now)
         return entry
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from koordgang.model.dra import PodClaimRef
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.state.queue import (
     TRANSITIONS,
@@ -360,6 +362,14 @@ def test_updating_a_parked_pod_with_a_changed_shape_respects_its_backoff() -> No
     queue.add(pod("a", node_selector={"zone": "b"}), T0 + 0.5)
     assert entry.state is QueueState.BACKOFF
     assert queue.pop(T0 + 1.0) is entry
+
+
+def test_a_parked_pod_told_the_claims_made_for_it_is_tried_again() -> None:
+    queue = new_queue()
+    waiting = replace(pod("a"), resource_claims=(PodClaimRef("gpu", template_name="t"),))
+    entry = parked(queue, waiting)
+    queue.add(replace(waiting, claim_statuses={"gpu": "a-gpu-x1"}), T0 + 2)
+    assert entry.state is QueueState.ACTIVE
 
 
 def test_updating_a_parked_pod_without_a_shape_change_keeps_it_parked() -> None:

@@ -26,6 +26,10 @@ GANGS = [
         "bound": 0,
         "state": "Pending",
         "domain": "SpineLayer s1 / BlockLayer b2",
+        "devices": {
+            "default/train-0": ["gpu-1: gpu.example.com/gpu-1/gpu-0", "gpu-1: x/gpu-1/gpu-1"],
+            "default/train-1": ["gpu-2: gpu.example.com/gpu-2/gpu-0"],
+        },
         "waitingFor": "gang default/train: 6/8 members placed, min 8",
     },
     {
@@ -57,6 +61,7 @@ def test_the_table_has_a_line_per_gang_with_partners_counts_and_reason() -> None
         "BOUND",
         "STATE",
         "DOMAIN",
+        "DEVICES",
         "WAITING",
         "FOR",
     ]
@@ -72,6 +77,8 @@ def test_the_table_has_a_line_per_gang_with_partners_counts_and_reason() -> None
         "Pending",
     ]
     assert "SpineLayer s1 / BlockLayer b2" in lines[1]
+    # The devices the members got through their claims: how many, on how many nodes.
+    assert "3 on 2 nodes" in lines[1]
     assert lines[1].endswith("gang default/train: 6/8 members placed, min 8")
     # An unusable min-available shows as "?", no reason as "-".
     assert lines[2].split() == [
@@ -84,6 +91,7 @@ def test_the_table_has_a_line_per_gang_with_partners_counts_and_reason() -> None
         "0",
         "0",
         "Invalid",
+        "-",
         "-",
         "-",
     ]

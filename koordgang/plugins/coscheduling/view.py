@@ -1,10 +1,12 @@
 """The gangs as people want to see them (``/gangs``, ``koordgang gangs``): every gang, its group,
-mode, members created, placed and bound, its state, and why it waits."""
+mode, members created, placed and bound, its state, why it waits, and the devices its members
+got through their ResourceClaims."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import GangRegistry
 
@@ -27,6 +29,22 @@ def gang_rows(gangs: GangRegistry, cache: SchedulerCache) -> list[dict[str, Any]
                 "bound": sum(1 for p in members if p.node_name),
                 "state": gang.state.value,
                 "waitingFor": "" if gang.satisfied else gang.last_message,
+                "devices": _devices(members, cache),
             }
         )
     return rows
+
+
+def _devices(members: list[PodInfo], cache: SchedulerCache) -> dict[str, list[str]]:
+    """The devices each member got through its ResourceClaims (``node: driver/pool/device``),
+    allocated or assumed; members without any are left out."""
+    found: dict[str, list[str]] = {}
+    for pod in members:
+        allocations = cache.devices.allocations_of(pod)
+        if allocations:
+            found[pod.key] = [
+                f"{allocation.node or '?'}: {device.id}"
+                for allocation in allocations.values()
+                for device in allocation.devices
+            ]
+    return found

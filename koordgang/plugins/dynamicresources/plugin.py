@@ -64,7 +64,24 @@ log = structlog.get_logger("koordgang.dra")
 ALLOCATIONS = "koordgang_dra_allocations_total"
 ALLOCATION_SECONDS = "koordgang_dra_allocation_seconds"
 CONFLICTS = "koordgang_dra_conflicts_total"
+DEVICES = "koordgang_dra_devices"
+CLAIMS = "koordgang_dra_claims"
+INVALID_POOLS = "koordgang_dra_invalid_pools"
 METRICS = (
+    MetricSpec(
+        DEVICES,
+        "Devices of node-local pools, by state (free, in use, double: held by two claims).",
+        "gauge",
+        label="state",
+    ),
+    MetricSpec(
+        CLAIMS,
+        "ResourceClaims by state (allocated; assumed: allocated here, not seen written; "
+        "waiting: not allocated).",
+        "gauge",
+        label="state",
+    ),
+    MetricSpec(INVALID_POOLS, "Resource pools skipped as invalid (duplicate devices).", "gauge"),
     MetricSpec(ALLOCATIONS, "Claims allocated by the scheduler (devices chosen).", "counter"),
     MetricSpec(
         ALLOCATION_SECONDS,
@@ -112,6 +129,24 @@ class DynamicResources:
 
     def metrics(self) -> Sequence[MetricSpec]:
         return METRICS
+
+    def gauges(self) -> Mapping[str, Mapping[str, float]]:
+        if self._handle is None:
+            return {}
+        counts = self._handle.cache.devices.counts()
+        return {
+            DEVICES: {
+                "free": counts["devices"] - counts["in_use"],
+                "in_use": counts["in_use"],
+                "double": counts["double"],
+            },
+            CLAIMS: {
+                "allocated": counts["allocated"],
+                "assumed": counts["assumed"],
+                "waiting": counts["claims"] - counts["allocated"] - counts["assumed"],
+            },
+            INVALID_POOLS: {"": counts["invalid_pools"]},
+        }
 
     # -- PreFilter -----------------------------------------------------------------------------
 
@@ -261,7 +296,7 @@ class DynamicResources:
         if best is not None and _missing(shortfall) >= _missing(best):
             return
         prepared.best, prepared.best_node = shortfall, node
-        text = self._describe(shortfall, node, state)
+        text = self._describe(shortfall, node, prepared)
         if prepared.notes is None:
             notes = state.read(POD_NOTES, list)
             if notes is None:
@@ -273,23 +308,28 @@ class DynamicResources:
             index = len(prepared.notes) - 1
             prepared.notes[index] = text
 
-    def _describe(self, shortfall: Shortfall, node: str, state: CycleState) -> str:
+    def _describe(self, shortfall: Shortfall, node: str, prepared: _PodState) -> str:
         claim = shortfall.claim.partition("/")[2] or shortfall.claim
         if shortfall.reason:
-            text = f'Resourceclaim "{claim}": {shortfall.reason} (best node {node}).'
+            text = f"ResourceClaim {claim}: {shortfall.reason} (the best node: {node})"
         else:
+            wanted = shortfall.wanted
             text = (
-                f'Resourceclaim "{claim}" request "{shortfall.request}" wants '
-                f"{shortfall.wanted} device(s) of class {shortfall.device_class}; the best "
-                f"node, {node}, has {shortfall.free} free of {shortfall.total}."
+                f'ResourceClaim {claim}: request "{shortfall.request}" wants {wanted} '
+                f"{'device' if wanted == 1 else 'devices'} of class {shortfall.device_class}; "
+                f"the best node, {node}, has {shortfall.free} of {shortfall.total} free"
             )
-        problems = [
-            p
-            for (expression, source), p in self.selectors.problems.items()
-            if claim in source or source.startswith("DeviceClass ")
-        ]
+        # A selector that failed on devices of this pod's classes or requests is said too:
+        # it may be why too few devices match.
+        sources = set()
+        for key, spec in prepared.to_allocate:
+            for request in spec.requests:
+                for alternative in request.alternatives:
+                    sources.add(class_source(alternative.device_class))
+                    sources.add(request_source(key, request.result_name(alternative)))
+        problems = [p for (_, source), p in self.selectors.problems.items() if source in sources]
         if problems:
-            text = f"{text} {problems[0].describe()}."
+            text = f"{text} ({problems[0].describe()})"
         return text
 
     # -- Assign ----------------------------------------------------------------------------------

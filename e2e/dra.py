@@ -1,0 +1,223 @@
+"""Dynamic Resource Allocation for e2e tests: device classes, slices of fake nodes, claims and
+claim templates, written as a user (or a driver) writes them, and read back as users read them.
+
+DeviceClasses and ResourceSlices are cluster-scoped: each test names its own driver and class
+(``Devices``), so that tests never see each other's devices, and removes them at the end.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from e2e.kube import Cluster, unique
+
+GROUP, VERSION = "resource.k8s.io", "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+FINALIZER = "resource.kubernetes.io/delete-protection"
+
+
+class Devices:
+    """A driver of this test's own, its DeviceClass, and the slices it publishes."""
+
+    def __init__(self, cluster: Cluster, prefix: str = "gpu") -> None:
+        self.cluster = cluster
+        self.custom = client.CustomObjectsApi(cluster.api_client)
+        self.driver = f"{unique(prefix)}.example.com"
+        self.device_class = self.driver
+        self.slices: list[str] = []
+        self.classes: list[str] = []
+
+    # -- cluster-scoped objects --------------------------------------------------------------
+
+    def create_class(
+        self,
+        name: str | None = None,
+        *,
+        selectors: Iterable[str] = (),
+        config: Mapping[str, Any] | None = None,
+    ) -> str:
+        name = name or self.device_class
+        expressions = [f'device.driver == "{self.driver}"', *selectors]
+        spec: dict[str, Any] = {"selectors": [{"cel": {"expression": e}} for e in expressions]}
+        if config is not None:
+            spec["config"] = [{"opaque": {"driver": self.driver, "parameters": dict(config)}}]
+        self.custom.create_cluster_custom_object(
+            GROUP,
+            VERSION,
+            "deviceclasses",
+            {
+                "apiVersion": API_VERSION,
+                "kind": "DeviceClass",
+                "metadata": {"name": name},
+                "spec": spec,
+            },
+        )
+        self.classes.append(name)
+        return name
+
+    def publish(
+        self,
+        node: str,
+        count: int,
+        *,
+        pool: str | None = None,
+        name: str | None = None,
+        slices_in_pool: int = 1,
+        first: int = 0,
+        attributes: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> str:
+        """A ResourceSlice of ``count`` devices (``dev-<i>``) local to ``node``."""
+        name = name or f"{node}-{self.driver}"
+        devices = [
+            {
+                "name": f"dev-{i}",
+                "attributes": {"index": {"int": i}, **dict(attributes or {})},
+                "capacity": {"memory": {"value": "80Gi"}},
+            }
+            for i in range(first, first + count)
+        ]
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "ResourceSlice",
+            "metadata": {"name": name},
+            "spec": {
+                "driver": self.driver,
+                "nodeName": node,
+                "pool": {
+                    "name": pool or node,
+                    "generation": 1,
+                    "resourceSliceCount": slices_in_pool,
+                },
+                "devices": devices,
+            },
+        }
+        self.custom.create_cluster_custom_object(GROUP, VERSION, "resourceslices", body)
+        self.slices.append(name)
+        return name
+
+    def remove(self) -> None:
+        for plural, names in (("resourceslices", self.slices), ("deviceclasses", self.classes)):
+            for name in names:
+                try:
+                    self.custom.delete_cluster_custom_object(GROUP, VERSION, plural, name)
+                except ApiException as error:
+                    if error.status != 404:
+                        raise
+
+    # -- claims ----------------------------------------------------------------------------------
+
+    def request(
+        self, count: int, *, device_class: str | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        return {
+            "name": "gpus",
+            "exactly": {
+                "deviceClassName": device_class or self.device_class,
+                "count": count,
+                **extra,
+            },
+        }
+
+    def create_template(self, namespace: str, name: str, count: int, **extra: Any) -> str:
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name},
+            "spec": {"spec": {"devices": {"requests": [self.request(count, **extra)]}}},
+        }
+        self.custom.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, "resourceclaimtemplates", body
+        )
+        return name
+
+    def create_claim(self, namespace: str, name: str, count: int, **extra: Any) -> str:
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "ResourceClaim",
+            "metadata": {"name": name},
+            "spec": {"devices": {"requests": [self.request(count, **extra)]}},
+        }
+        self.custom.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, "resourceclaims", body
+        )
+        return name
+
+
+def claims(cluster: Cluster, namespace: str | None = None) -> list[dict[str, Any]]:
+    custom = client.CustomObjectsApi(cluster.api_client)
+    if namespace is None:
+        reply = custom.list_cluster_custom_object(GROUP, VERSION, "resourceclaims")
+    else:
+        reply = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims")
+    items: list[dict[str, Any]] = reply["items"]
+    return items
+
+
+def claim(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
+    obj: dict[str, Any] = client.CustomObjectsApi(cluster.api_client).get_namespaced_custom_object(
+        GROUP, VERSION, namespace, "resourceclaims", name
+    )
+    return obj
+
+
+def allocated_node(obj: Mapping[str, Any]) -> str | None:
+    """The node an allocation is for (its node selector names it), None if not allocated."""
+    allocation = (obj.get("status") or {}).get("allocation")
+    if not allocation:
+        return None
+    terms = (allocation.get("nodeSelector") or {}).get("nodeSelectorTerms") or [{}]
+    for field in terms[0].get("matchFields") or []:
+        if field.get("key") == "metadata.name":
+            return str(field["values"][0])
+    return ""
+
+
+def allocated_devices(obj: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    allocation = (obj.get("status") or {}).get("allocation") or {}
+    return [
+        (r["driver"], r["pool"], r["device"])
+        for r in (allocation.get("devices") or {}).get("results") or []
+    ]
+
+
+def consumers(obj: Mapping[str, Any]) -> list[str]:
+    return [c["name"] for c in (obj.get("status") or {}).get("reservedFor") or []]
+
+
+def claim_of(pod: Any, entry: str = "gpus") -> str | None:
+    """The claim made for ``pod``'s ``spec.resourceClaims`` entry (the pod's status names it)."""
+    for status in (pod.status.resource_claim_statuses or []) if pod.status else []:
+        if status.name == entry:
+            return str(status.resource_claim_name) if status.resource_claim_name else None
+    return None
+
+
+def doubly_allocated(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], int]:
+    """Devices that more than one claim's allocation names: nobody may be given one twice."""
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for obj in objects:
+        counts.update(set(allocated_devices(obj)))
+    return {device: n for device, n in counts.items() if n > 1}
+
+
+def with_claims(pod: dict[str, Any], entries: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
+    """``pod`` (a pod body) asking for claims: entry name -> ``{"resourceClaimName": ...}`` or
+    ``{"resourceClaimTemplateName": ...}``; its container uses them all."""
+    pod["spec"]["resourceClaims"] = [{"name": name, **dict(ref)} for name, ref in entries.items()]
+    container = pod["spec"]["containers"][0]
+    container.setdefault("resources", {})["claims"] = [{"name": name} for name in entries]
+    return pod
+
+
+def iter_pods_claims(
+    cluster: Cluster, namespace: str, pods: Iterable[Any]
+) -> Iterator[tuple[Any, dict[str, Any]]]:
+    for pod in pods:
+        name = claim_of(pod)
+        if name:
+            yield pod, claim(cluster, namespace, name)
