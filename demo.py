@@ -208,6 +208,8 @@ def main() -> int:
         say("act 3: a training job that wants one network block (ClusterNetworkTopology default)")
         topology_act(cluster)
         report_upstream_podgroup(cluster)
+        say("act 4: GPUs through Dynamic Resource Allocation (manifests/examples/dra-*.yaml)")
+        dra_act(cluster)
         say("koordgang gangs (what the daemon knows of each gang)")
         print(
             render_table(
@@ -330,6 +332,102 @@ def topology_act(cluster: Cluster) -> None:
             print(f"    └── BlockLayer: {block}")
             for node, members in sorted(nodes.items()):
                 print(f"        └── {node}: {', '.join(members)}")
+    print()
+
+
+EXAMPLES = Path(__file__).resolve().parent / "manifests/examples"
+DRA = ("resource.k8s.io", "v1")
+#: Where each kind of the DRA example files is created: (group, version, plural, namespaced).
+KINDS = {
+    "DeviceClass": (*DRA, "deviceclasses", False),
+    "ResourceSlice": (*DRA, "resourceslices", False),
+    "ResourceClaimTemplate": (*DRA, "resourceclaimtemplates", True),
+    "PodGroup": ("scheduling.x-k8s.io", "v1alpha1", "podgroups", True),
+}
+
+
+def apply_example(cluster: Cluster, name: str) -> None:
+    """Creates the objects of ``manifests/examples/<name>`` (cluster-scoped ones made anew),
+    as ``kubectl apply -f`` would."""
+    for body in yaml.safe_load_all((EXAMPLES / name).read_text()):
+        kind = body["kind"]
+        if kind == "Job":
+            create_workload(cluster, body)
+            continue
+        group, version, plural, namespaced = KINDS[kind]
+        if namespaced:
+            cluster.custom.create_namespaced_custom_object(group, version, NAMESPACE, plural, body)
+            continue
+        try:
+            cluster.custom.delete_cluster_custom_object(
+                group, version, plural, body["metadata"]["name"]
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise
+        cluster.custom.create_cluster_custom_object(group, version, plural, body)
+
+
+def claim_devices(cluster: Cluster, name: str) -> str:
+    """The devices allocated to a ResourceClaim (``gpu-1/gpu-0, gpu-1/gpu-1``), "-" if none."""
+    obj = cluster.custom.get_namespaced_custom_object(*DRA, NAMESPACE, "resourceclaims", name)
+    allocation = (obj.get("status") or {}).get("allocation")
+    if not allocation:
+        return "-"
+    return ", ".join(f"{r['pool']}/{r['device']}" for r in allocation["devices"]["results"])
+
+
+def dra_act(cluster: Cluster) -> None:
+    """A DeviceClass and the GPU nodes' ResourceSlices (8 GPUs), a training gang of 4 workers
+    with 2 GPUs each from a ResourceClaimTemplate (exactly enough), then a second gang that
+    finds none left and says so. Shows which devices each worker got."""
+    apply_example(cluster, "dra-deviceclass.yaml")
+    apply_example(cluster, "dra-resourceslices.yaml")
+    apply_example(cluster, "dra-training-gang.yaml")
+    selector = "job-name=dra-train"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pods = cluster.pods(NAMESPACE, selector)
+        bound = [p for p in pods if p.spec.node_name]
+        print(f"    dra-train: {len(bound)}/4 bound", flush=True)
+        if len(pods) == 4 and len(bound) == 4:
+            break
+        time.sleep(1)
+    # A second job of 2 workers x 2 GPUs: no GPU is left, so neither starts.
+    body = yaml.safe_load_all((EXAMPLES / "dra-training-gang.yaml").read_text())
+    job = next(doc for doc in body if doc["kind"] == "Job")
+    job["metadata"]["name"] = "dra-eval"
+    job["spec"]["parallelism"] = job["spec"]["completions"] = 2
+    job["spec"]["template"]["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "dra-eval"}
+    group = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "dra-eval"},
+        "spec": {"minMember": 2},
+    }
+    group_api, version, plural, _ = KINDS["PodGroup"]
+    cluster.custom.create_namespaced_custom_object(group_api, version, NAMESPACE, plural, group)
+    create_workload(cluster, described(job, "second GPU gang: no GPU left"))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        waiting = cluster.pods(NAMESPACE, "job-name=dra-eval")
+        if len(waiting) == 2 and all(scheduled_condition(p) is not None for p in waiting):
+            break
+        time.sleep(1)
+    print()
+    print(f"{'POD':<24} {'NODE':<8} {'CLAIM':<34} {'DEVICES (pool/device)'}")
+    for pod in sorted(
+        cluster.pods(NAMESPACE, "job-name in (dra-train,dra-eval)"),
+        key=lambda p: (p.metadata.labels.get("job-name", ""), p.metadata.name),
+    ):
+        statuses = pod.status.resource_claim_statuses or []
+        claim = statuses[0].resource_claim_name if statuses else ""
+        found = claim_devices(cluster, claim) if claim else "-"
+        print(f"{pod.metadata.name:<24} {pod.spec.node_name or '-':<8} {claim:<34} {found}")
+        if not pod.spec.node_name:
+            condition = scheduled_condition(pod)
+            if condition is not None:
+                print(f"    waits: {condition.message}")
     print()
 
 

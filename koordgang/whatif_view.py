@@ -69,6 +69,7 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
     from koordgang.whatif.fork import what_if
     from koordgang.whatif.inputs import (
         WhatIfError,
+        make_claims,
         make_pods,
         priority_class_names,
         read_input,
@@ -102,7 +103,8 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
         raise WhatIfFailed(f"cannot read the cluster: {error}") from None
     try:
         pods = make_pods(parsed.pods, priorities, _now())
-        answer = what_if(settings, cluster.state, pods, parsed.gang_objects)
+        claims = make_claims(parsed, pods)
+        answer = what_if(settings, cluster.state, pods, parsed.gang_objects, claims=claims)
     except WhatIfError as error:
         raise BadInput(str(error)) from None
     answer["sources"] = parsed.sources

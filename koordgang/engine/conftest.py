@@ -33,7 +33,13 @@ from koordgang.engine.intake import Intake
 from koordgang.engine.loop import SchedulingLoop
 from koordgang.engine.scheduler import Scheduler
 from koordgang.model.budgets import BudgetInfo
-from koordgang.model.dra import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
+from koordgang.model.dra import (
+    DeviceClassInfo,
+    ResourceClaimInfo,
+    ResourceSliceInfo,
+    parse_device_class,
+    parse_resource_slice,
+)
 from koordgang.model.gang import (
     MIN_AVAILABLE_KEY,
     MODE_KEY,
@@ -417,6 +423,39 @@ def gang(
     return [
         pod(f"{gang}-{i}", cpu=cpu, annotations=annotations) for i in range(first, first + count)
     ]
+
+
+#: The driver of the devices ``gpu_slice`` publishes, which ``gpu_class`` selects.
+DRIVER = "gpu.example.com"
+
+
+def gpu_slice(node_name: str, devices: int = 2) -> ResourceSliceInfo:
+    return parse_resource_slice(
+        {
+            "metadata": {"name": f"{node_name}-gpus", "resourceVersion": "1"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": node_name,
+                "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {"name": f"gpu-{i}", "attributes": {"index": {"int": i}}}
+                    for i in range(devices)
+                ],
+            },
+        }
+    )
+
+
+def gpu_class(selector: str = f'device.driver == "{DRIVER}"') -> DeviceClassInfo:
+    return parse_device_class(
+        {
+            "metadata": {"name": "gpu", "resourceVersion": "1"},
+            "spec": {
+                "selectors": [{"cel": {"expression": selector}}],
+                "config": [{"opaque": {"driver": DRIVER, "parameters": {"mode": "train"}}}],
+            },
+        }
+    )
 
 
 def bound(info: PodInfo, node_name: str) -> PodInfo:

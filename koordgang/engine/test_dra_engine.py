@@ -14,6 +14,7 @@ from typing import Any
 
 from koordgang.clients.errors import ApiError
 from koordgang.engine.conftest import (
+    DRIVER,
     NS,
     Call,
     FakeApi,
@@ -21,52 +22,20 @@ from koordgang.engine.conftest import (
     Harness,
     MakeScheduler,
     gang_annotations,
+    gpu_class,
+    gpu_slice,
     node,
     parse,
     pod_json,
 )
 from koordgang.model.dra import (
     CLAIM_FINALIZER,
-    DeviceClassInfo,
     ResourceClaimInfo,
-    ResourceSliceInfo,
-    parse_device_class,
     parse_resource_claim,
-    parse_resource_slice,
 )
 from koordgang.model.pod import PodInfo
 
-DRIVER = "gpu.example.com"
 CLAIMS_PATH = f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims/"
-
-
-def gpu_slice(node_name: str, devices: int = 2) -> ResourceSliceInfo:
-    return parse_resource_slice(
-        {
-            "metadata": {"name": f"{node_name}-gpus", "resourceVersion": "1"},
-            "spec": {
-                "driver": DRIVER,
-                "nodeName": node_name,
-                "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
-                "devices": [
-                    {"name": f"gpu-{i}", "attributes": {"index": {"int": i}}}
-                    for i in range(devices)
-                ],
-            },
-        }
-    )
-
-
-def gpu_class(selector: str = f'device.driver == "{DRIVER}"') -> DeviceClassInfo:
-    return parse_device_class(
-        {
-            "metadata": {"name": "gpu", "resourceVersion": "1"},
-            "spec": {
-                "selectors": [{"cel": {"expression": selector}}],
-                "config": [{"opaque": {"driver": DRIVER, "parameters": {"mode": "train"}}}],
-            },
-        }
-    )
 
 
 def claim_json(name: str, count: int = 2, device_class: str = "gpu") -> dict[str, Any]:

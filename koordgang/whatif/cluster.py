@@ -8,7 +8,7 @@ gang still short (those are in the daemon's memory only) and no nomination beyon
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,8 @@ from koordgang.clients.api import KubeApi
 from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.framework.report import WatchedResource
 from koordgang.model.budgets import parse_budget
+from koordgang.model.dra import API_VERSION as DRA_API_VERSION
+from koordgang.model.dra import parse_device_class, parse_resource_claim, parse_resource_slice
 from koordgang.model.errors import ModelError
 from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
 from koordgang.model.node import parse_node
@@ -81,24 +83,23 @@ async def read_cluster(
             # As the daemon does after a restart: the room preemption made stays held.
             cache.assume(pod, nominated)
             nominations.add(pod, nominated, "")
-    optional: list[tuple[str, Any]] = [
-        ("/api/v1/namespaces", _namespace),
-        ("/api/v1/persistentvolumeclaims", parse_claim),
-        ("/apis/policy/v1/poddisruptionbudgets", parse_budget),
+    dra = f"/apis/{DRA_API_VERSION}"
+    optional: list[tuple[str, Callable[[Mapping[str, Any]], Any], Callable[[Any], Any]]] = [
+        ("/api/v1/namespaces", _namespace, lambda item: cache.upsert_namespace(*item)),
+        ("/api/v1/persistentvolumeclaims", parse_claim, cache.upsert_claim),
+        ("/apis/policy/v1/poddisruptionbudgets", parse_budget, cache.upsert_budget),
+        # Devices: what the nodes offer, the classes, and which claims hold which devices.
+        (f"{dra}/resourceslices", parse_resource_slice, cache.upsert_resource_slice),
+        (f"{dra}/deviceclasses", parse_device_class, cache.upsert_device_class),
+        (f"{dra}/resourceclaims", parse_resource_claim, cache.upsert_resource_claim),
     ]
-    for path, parse in optional:
-        items = await _optional(api, path, skipped)
-        for obj in items:
+    for path, parse, keep in optional:
+        for obj in await _optional(api, path, skipped):
             try:
                 parsed = parse(obj)
             except ModelError:
                 continue
-            if path.endswith("namespaces"):
-                cache.upsert_namespace(*parsed)
-            elif path.endswith("claims"):
-                cache.upsert_claim(parsed)
-            else:
-                cache.upsert_budget(parsed)
+            keep(parsed)
     objects: list[tuple[str, Mapping[str, Any]]] = []
     for resource in watched:
         for obj in await _optional(api, resource.path, skipped):

@@ -37,8 +37,10 @@ from koordgang.framework.group import SchedulingGroup
 from koordgang.framework.jobs import Budget
 from koordgang.framework.report import Report
 from koordgang.framework.status import Code
+from koordgang.model.dra import ResourceClaimInfo
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import format_amount
+from koordgang.plugins.dynamicresources import DynamicResources
 from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.preemption.victims import CostModel
 from koordgang.plugins.profile import default_framework
@@ -183,13 +185,18 @@ def what_if(
     pods: Sequence[PodInfo],
     gang_objects: Sequence[GangObject] = (),
     *,
+    claims: Sequence[ResourceClaimInfo] = (),
     clock: Callable[[], float] = time.monotonic,
     wall: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
-    """The answer (JSON-ready) for ``pods`` and the file's ``gang_objects``; raises
-    :class:`WhatIfError` when the file declares its gang wrongly."""
+    """The answer (JSON-ready) for ``pods``, the file's ``gang_objects`` and the claims it
+    makes (``claims``: taken to exist); raises :class:`WhatIfError` when the file declares its
+    gang wrongly."""
     forked = fork(settings, state, clock=clock, wall=wall)
     framework, services = forked.framework, forked.services
+    devices = next((p for p in framework.plugins if isinstance(p, DynamicResources)), None)
+    if devices is not None:
+        devices.provisional.update({claim.key: claim for claim in claims})
     for obj in gang_objects:
         framework.on_object(obj.resource_id, "ADDED", obj.obj)
     for pod in pods:
@@ -212,6 +219,7 @@ def what_if(
         outcome = run_cycle(framework, group, base.fork(), clock())
         done.update(member.uid for member in group.members())
         answer = _group_answer(forked, group, outcome, ours, clock())
+        answer["devices"] = _devices(base, outcome)
         if answer["outcome"] == PENDING and outcome.plan is not None:
             answer["reservation"] = _would_reserve(forked, group, outcome, base, wall())
         groups.append(answer)
@@ -244,6 +252,21 @@ def _check_gangs(gangs: GangRegistry, pods: Sequence[PodInfo]) -> None:
             raise WhatIfError(f"pod {pod.key} (gang {gang.key}): {text}")
 
 
+def _devices(snapshot: Snapshot, outcome: CycleOutcome) -> dict[str, list[str]]:
+    """The devices each pod placed by the cycle would get through its claims
+    (``node: driver/pool/device``)."""
+    found: dict[str, list[str]] = {}
+    for placement in (*outcome.bind, *outcome.hold):
+        allocations = snapshot.claims_allocated_for(placement.pod.uid)
+        if allocations:
+            found[placement.pod.key] = [
+                f"{placement.node_name}: {device.id}"
+                for allocation in allocations.values()
+                for device in allocation.devices
+            ]
+    return found
+
+
 def _gated(pod: PodInfo, message: str) -> dict[str, Any]:
     return {
         "gangs": [],
@@ -259,6 +282,7 @@ def _gated(pod: PodInfo, message: str) -> dict[str, Any]:
         "nominated": {},
         "reservation": None,
         "notes": [],
+        "devices": {},
     }
 
 

@@ -7,7 +7,10 @@ it, a ``List`` included. Every document is one of
 - a workload with a pod template and a count: a Job (the pods its controller makes at once:
   ``parallelism``, at most ``completions``), a Deployment, ReplicaSet or StatefulSet
   (``replicas``);
-- a group object of a gang API koordgang reads (``GANG_APIS``: their ``resource``).
+- a group object of a gang API koordgang reads (``GANG_APIS``: their ``resource``);
+- a ResourceClaim, or a ResourceClaimTemplate (``resource.k8s.io``): the file's pods that name
+  a template get a claim made from it, as the resourceclaim controller would make it (a
+  template the file does not hold is refused: the what-if cannot read its spec).
 
 Pods are made as their controllers make them (names, the labels a Job controller adds, the
 completion index of an Indexed Job), so that selectors and gang annotations read the same.
@@ -26,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from koordgang.model.dra import ResourceClaimInfo, parse_resource_claim
 from koordgang.model.errors import ModelError
 from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES, PodGroupInfo
 from koordgang.model.pod import PodInfo, parse_pod
@@ -38,6 +42,7 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 MAX_PODS = 10_000
 #: Uids of what-if pods and objects start with this; nothing in a cluster is named so.
 UID_PREFIX = "whatif-"
+DRA_GROUP = "resource.k8s.io"
 
 _WORKLOADS = {
     ("batch", "Job"),
@@ -70,6 +75,9 @@ class WhatIfInput:
     #: Pod objects as the API server would store them, priority still to be resolved.
     pods: list[dict[str, Any]] = field(default_factory=list)
     gang_objects: list[GangObject] = field(default_factory=list)
+    #: ResourceClaims of the file (JSON), and its ResourceClaimTemplates by ``namespace/name``.
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    templates: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: What the file asks about, as users name it (``Job default/train``), in file order.
     sources: list[str] = field(default_factory=list)
 
@@ -128,6 +136,24 @@ def read_input(
             result.pods.extend(_pods_of_workload(doc, kind, where))
         elif (group, kind) in by_kind:
             result.gang_objects.append(_gang_object(by_kind[(group, kind)], doc, where))
+        elif group == DRA_GROUP and kind == "ResourceClaim":
+            claim = copy.deepcopy(dict(doc))
+            claim["metadata"] = _metadata(claim, where)
+            if not claim["metadata"].get("name"):
+                raise WhatIfError(f"{where}: metadata.name: missing")
+            claim["metadata"].setdefault("namespace", "default")
+            claim["status"] = {}
+            result.claims.append(claim)
+        elif group == DRA_GROUP and kind == "ResourceClaimTemplate":
+            meta = _metadata(doc, where)
+            if not meta.get("name"):
+                raise WhatIfError(f"{where}: metadata.name: missing")
+            template = doc.get("spec")
+            if not isinstance(template, Mapping):
+                raise WhatIfError(f"{where}: spec: an object is expected")
+            result.templates[f"{meta.get('namespace') or 'default'}/{meta['name']}"] = dict(
+                template
+            )
         elif kind == "PodGroup" or group.startswith("scheduling."):
             known = ", ".join(
                 f"{api.resource.api_version} {api.resource.kind}"
@@ -141,7 +167,8 @@ def read_input(
         else:
             raise WhatIfError(
                 f"{where}: kind: {api_version} {kind} is neither a Pod, a Job, Deployment, "
-                "ReplicaSet or StatefulSet, nor a gang object"
+                "ReplicaSet or StatefulSet, a gang object, nor a ResourceClaim or "
+                "ResourceClaimTemplate"
             )
         result.sources.append(where)
         if len(result.pods) > MAX_PODS:
@@ -295,6 +322,16 @@ def make_pods(
         where = f"pod {meta['namespace']}/{meta['name']}"
         meta["uid"] = f"{UID_PREFIX}{position}"
         meta["creationTimestamp"] = stamp
+        made_claims = {
+            entry["name"]: f"{meta['name']}-{entry['name']}-whatif"
+            for entry in spec.get("resourceClaims") or ()
+            if isinstance(entry, Mapping) and entry.get("resourceClaimTemplateName")
+        }
+        if made_claims:
+            # As the resourceclaim controller names the claims it made for the pod.
+            pod["status"]["resourceClaimStatuses"] = [
+                {"name": entry, "resourceClaimName": claim} for entry, claim in made_claims.items()
+            ]
         meta.pop("resourceVersion", None)
         meta.pop("deletionTimestamp", None)
         if spec.get("priority") is None:
@@ -336,3 +373,58 @@ def priorities_of(classes: Sequence[Mapping[str, Any]]) -> dict[str, int]:
             if obj.get("globalDefault") is True:
                 values[""] = value
     return values
+
+
+def make_claims(parsed: WhatIfInput, pods: Sequence[PodInfo]) -> list[ResourceClaimInfo]:
+    """The file's ResourceClaims, and one claim per pod and template entry, made from the
+    file's template as the resourceclaim controller makes it (owned by the pod, named as
+    ``make_pods`` told the pod). Raises :class:`WhatIfError` naming a template the file does
+    not hold, or a claim it cannot read."""
+    made: list[ResourceClaimInfo] = []
+    for claim in parsed.claims:
+        meta = claim["metadata"]
+        meta["uid"] = f"{UID_PREFIX}claim-{meta['namespace']}-{meta['name']}"
+        made.append(_claim(claim, f"ResourceClaim {meta['namespace']}/{meta['name']}"))
+    for pod in pods:
+        for ref in pod.resource_claims:
+            if not ref.template_name:
+                continue
+            key = f"{pod.namespace}/{ref.template_name}"
+            template = parsed.templates.get(key)
+            where = f"pod {pod.key}: spec.resourceClaims[{ref.name}]"
+            if template is None:
+                raise WhatIfError(
+                    f"{where}: ResourceClaimTemplate {key} is not in the file (the what-if "
+                    "makes claims from the templates the file holds)"
+                )
+            name = pod.claim_statuses.get(ref.name) or f"{pod.name}-{ref.name}-whatif"
+            claim = {
+                "metadata": {
+                    "name": name,
+                    "namespace": pod.namespace,
+                    "uid": f"{UID_PREFIX}claim-{pod.namespace}-{name}",
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Pod",
+                            "name": pod.name,
+                            "uid": pod.uid,
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": copy.deepcopy(dict(template.get("spec") or {})),
+                "status": {},
+            }
+            made.append(_claim(claim, f"{where} (template {key})"))
+    return made
+
+
+def _claim(obj: Mapping[str, Any], where: str) -> ResourceClaimInfo:
+    try:
+        info = parse_resource_claim(obj)
+    except ModelError as error:
+        raise WhatIfError(f"{where}: {error}") from None
+    if info.problem:
+        raise WhatIfError(f"{where}: {info.problem}")
+    return info

@@ -47,6 +47,11 @@ def _group(group: Mapping[str, Any]) -> list[str]:
     placements: Mapping[str, str] = group.get("placements") or {}
     if placements:
         lines.extend(_by_node(placements))
+    devices: Mapping[str, list[str]] = group.get("devices") or {}
+    if devices:
+        lines.append("  devices (node: driver/pool/device):")
+        for pod, found in sorted(devices.items()):
+            lines.append(f"    {pod}: {', '.join(found)}")
     if group.get("holdSeconds") is not None:
         lines.append(f"  held for at most {group['holdSeconds']:g}s")
     short: Mapping[str, str] = group.get("short") or {}

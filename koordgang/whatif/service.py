@@ -13,7 +13,7 @@ from koordgang.clients.api import KubeApi
 from koordgang.settings import Settings
 from koordgang.whatif.cluster import read_priorities
 from koordgang.whatif.fork import DaemonState, what_if
-from koordgang.whatif.inputs import make_pods, priority_class_names, read_input
+from koordgang.whatif.inputs import make_claims, make_pods, priority_class_names, read_input
 
 
 class WhatIfService:
@@ -38,6 +38,7 @@ class WhatIfService:
         parsed = read_input(text, self._settings.scheduler_name)
         priorities, warning = await read_priorities(self._api, priority_class_names(parsed.pods))
         pods = make_pods(parsed.pods, priorities, self._wall())
+        claims = make_claims(parsed, pods)
         # From here on nothing awaits: the daemon's state cannot change under the what-if.
         # What its plugins log is marked as a what-if's (a "gang group placed" of a job that
         # was never submitted must not read as a real placement).
@@ -47,6 +48,7 @@ class WhatIfService:
                 self._state(),
                 pods,
                 parsed.gang_objects,
+                claims=claims,
                 clock=self._clock,
                 wall=self._wall,
             )

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from koordgang.engine.conftest import Harness, bound, gang, gang_annotations, node, pod
+import pytest
+
+from koordgang.engine.conftest import (
+    Harness,
+    bound,
+    gang,
+    gang_annotations,
+    gpu_class,
+    gpu_slice,
+    node,
+    pod,
+)
 from koordgang.whatif.fork import (
     BIND,
     PENDING,
@@ -12,7 +23,7 @@ from koordgang.whatif.fork import (
     DaemonState,
     what_if,
 )
-from koordgang.whatif.inputs import make_pods, read_input
+from koordgang.whatif.inputs import WhatIfError, make_claims, make_pods, read_input
 
 
 def _job(count: int, cpu: str, *, priority: int = 0, name: str = "train") -> str:
@@ -51,6 +62,7 @@ def _ask(sched: Harness, text: str) -> dict[str, Any]:
         _state(sched),
         pods,
         parsed.gang_objects,
+        claims=make_claims(parsed, pods),
         clock=sched.clock,
         wall=sched.clock.wall,
     )
@@ -173,3 +185,68 @@ async def test_a_job_kept_out_by_busy_nodes_hears_what_the_starvation_guard_woul
     assert "wait for 3 pod(s) there to finish; nothing is evicted" in reservation["notes"][0]
     # Asking changed nothing: no reservation is held by the daemon.
     assert len(sched.framework.nominations) == 0
+
+
+DRA_JOB = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: pair, namespace: ns}
+spec:
+  spec:
+    devices:
+      requests:
+        - {name: gpus, exactly: {deviceClassName: gpu, count: 2}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train, namespace: ns}
+spec:
+  parallelism: COUNT
+  completions: COUNT
+  template:
+    metadata:
+      annotations:
+        gang.scheduling.koordinator.sh/name: train
+        gang.scheduling.koordinator.sh/min-available: "COUNT"
+    spec:
+      schedulerName: koord-scheduler
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: pair}]
+      containers: [{name: main, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+async def test_a_what_if_shows_the_devices_each_member_would_get_and_changes_nothing(
+    sched: Harness,
+) -> None:
+    sched.list(
+        nodes=[node("n1", cpu="8"), node("n2", cpu="8")],
+        resource_slices=[gpu_slice("n1", 2), gpu_slice("n2", 2)],
+        device_classes=[gpu_class()],
+    )
+    before = _daemon_view(sched)
+    answer = _ask(sched, DRA_JOB.replace("COUNT", "2"))
+    [group] = answer["groups"]
+    assert group["outcome"] == BIND
+    devices = group["devices"]
+    assert sorted(devices) == ["ns/train-whatif-0", "ns/train-whatif-1"]
+    given = [entry for found in devices.values() for entry in found]
+    assert len(given) == len(set(given)) == 4
+    for member, found in devices.items():
+        node_name = group["placements"][member]
+        assert all(
+            entry.startswith(f"{node_name}: gpu.example.com/{node_name}/") for entry in found
+        )
+    # Devices for 2 members only: 3 would not fit, and it says which request is short.
+    answer = _ask(sched, DRA_JOB.replace("COUNT", "3"))
+    [group] = answer["groups"]
+    assert group["outcome"] == PENDING
+    assert any('request "gpus" wants 2 devices' in note for note in group["notes"]), group
+    assert _daemon_view(sched) == before
+    assert sched.cache.devices.counts()["assumed"] == 0
+
+
+async def test_a_what_if_refuses_a_template_it_was_not_given(sched: Harness) -> None:
+    sched.list(nodes=[node("n1")])
+    text = DRA_JOB.replace("COUNT", "1").split("---", 1)[1]
+    with pytest.raises(WhatIfError, match="ResourceClaimTemplate ns/pair is not in the file"):
+        _ask(sched, text)

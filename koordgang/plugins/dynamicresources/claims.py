@@ -8,7 +8,7 @@ very pod) the pod waits, and is told which one it waits for.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from koordgang.model.dra import MAX_RESERVED_FOR, PodClaimRef, ResourceClaimInfo
@@ -33,7 +33,11 @@ class Resolved:
     problem: str = ""
 
 
-def resolve(pod: PodInfo, ledger: DeviceLedger) -> Resolved:
+def resolve(
+    pod: PodInfo, ledger: DeviceLedger, provisional: Mapping[str, ResourceClaimInfo] | None = None
+) -> Resolved:
+    """The pod's claims as the ledger knows them (and, for a what-if, claims it assumes exist:
+    ``provisional``), or why the pod cannot use them now."""
     claims: list[PodClaim] = []
     for ref in pod.resource_claims:
         if ref.claim_name:
@@ -48,7 +52,10 @@ def resolve(pod: PodInfo, ledger: DeviceLedger) -> Resolved:
             if not made:
                 continue  # the controller found that none is needed
             name = made
-        claim = ledger.claim(f"{pod.namespace}/{name}")
+        key = f"{pod.namespace}/{name}"
+        claim = ledger.claim(key)
+        if claim is None and provisional:
+            claim = provisional.get(key)
         if claim is None:
             return Resolved(problem=_missing(ref, name))
         if ref.template_name and claim.owner_pod_uid != pod.uid:

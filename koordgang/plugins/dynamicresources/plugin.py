@@ -123,6 +123,9 @@ class DynamicResources:
     def __init__(self) -> None:
         self._handle: Handle | None = None
         self.selectors = SelectorCache()
+        #: Claims a what-if assumes exist (made from its file's templates), by key; the
+        #: daemon's own plugin has none.
+        self.provisional: dict[str, ResourceClaimInfo] = {}
 
     def attach(self, handle: Handle) -> None:
         self._handle = handle
@@ -170,7 +173,7 @@ class DynamicResources:
 
     def _prepare(self, pod: PodInfo, snapshot: Snapshot) -> _PodState | Status:
         ledger = snapshot.cache.devices
-        resolved = resolve(pod, ledger)
+        resolved = resolve(pod, ledger, self.provisional)
         if resolved.problem:
             return Status.unresolvable(self.name, resolved.problem)
         prepared = _PodState()
@@ -363,7 +366,7 @@ class DynamicResources:
     def _allocation(
         self, key: str, chosen: list[Chosen], node: str, ledger: DeviceLedger
     ) -> ClaimAllocation:
-        claim = ledger.claim(key)
+        claim = ledger.claim(key) or self.provisional.get(key)
         devices = tuple(
             AllocatedDevice(
                 c.result_name,
