@@ -27,7 +27,7 @@ from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.clients.retry import with_retries
 from koordgang.engine.metrics import Metrics
 from koordgang.engine.prebinder import Landed, PreBinder
-from koordgang.framework.prebind import PreBindPlan
+from koordgang.framework.prebind import ObjectWrite, PreBindPlan
 from koordgang.model.pod import PodInfo
 
 log = structlog.get_logger("koordgang.binder")
@@ -117,6 +117,16 @@ class Binder:
             return
         name = f"bind-batch:{requests[0].pod.key}+{len(requests) - 1}"
         self._track(asyncio.create_task(self._bind_batch(list(requests), plan), name=name))
+
+    def submit_writes(self, writes: Sequence[ObjectWrite]) -> None:
+        """Writes a cycle asked for, binding nobody (claims given back); a failure is logged
+        and left: the next attempt looks again."""
+        self._track(asyncio.create_task(self._write_only(tuple(writes)), name="writes"))
+
+    async def _write_only(self, writes: tuple[ObjectWrite, ...]) -> None:
+        result = await self._prebinder.write(PreBindPlan(writes))
+        if result.failure:
+            log.info("writes not made", reason=result.failure)
 
     def _track(self, task: asyncio.Task[None]) -> None:
         self._tasks.add(task)

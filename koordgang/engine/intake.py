@@ -264,11 +264,12 @@ class Intake(EnginePart):
         self._listed_now("deviceclasses")
 
     def on_resource_claim_upsert(self, claim: ResourceClaimInfo) -> None:
-        new = self._cache.devices.claim(claim.key) is None
+        old = self._cache.devices.claim(claim.key)
         change = self._cache.upsert_resource_claim(claim)
-        # A new claim may be the one a parked pod waits for.
         self._devices_changed(change, move=True)
-        if new:
+        # A new claim may be the one a parked pod waits for; a claim given back lets its pods
+        # go anywhere (its devices may be on no node this scheduler knows).
+        if old is None or (old.allocation is not None and claim.allocation is None):
             self._signals.request_move()
 
     def on_resource_claim_delete(self, key: str) -> None:

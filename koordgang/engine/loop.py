@@ -202,6 +202,8 @@ class SchedulingLoop(EnginePart):
                 )
         if outcome.release_held:
             self._held.release_group(group.key, UnreserveReason.REJECTED)
+        if outcome.writes:
+            self._binder.submit_writes(outcome.writes)
         self._preempt(outcome)
         error = outcome.status.code is Code.ERROR
         for uid, message in outcome.unplaced.items():

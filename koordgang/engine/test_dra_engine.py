@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from koordgang.clients.errors import ApiError
@@ -30,6 +31,7 @@ from koordgang.engine.conftest import (
 )
 from koordgang.model.dra import (
     CLAIM_FINALIZER,
+    PodClaimRef,
     ResourceClaimInfo,
     parse_resource_claim,
 )
@@ -419,3 +421,83 @@ async def test_claims_are_freed_for_others_when_their_pods_finish(
     clock.advance(30)
     await sched.run()
     assert sorted(name for name, _ in api.binds()) == ["first", "second"]
+
+
+async def test_a_claim_allocated_on_a_node_that_is_gone_is_given_back_and_allocated_anew(
+    make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
+) -> None:
+    claims = Claims(api, [claim_json("c", count=1)])
+    # Written by an earlier attempt for this pod, on a node that is gone now.
+    claims.set_allocation("c", "gone", ["gpu-0"], ["p"])
+    pod = gpu_pod("p", "c")
+    sched = make_scheduler()
+    sched.list(
+        nodes=[node("n1", cpu="8")],
+        pods=[pod],
+        resource_slices=[gpu_slice("n1", devices=1)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert api.binds() == []
+    condition = api.condition("p")
+    assert (
+        condition is not None and 'not where resourceclaim "c" is allocated' in condition["message"]
+    )
+    # The claim was given back: no allocation, no consumer.
+    assert "allocation" not in claims.objects["c"]["status"]
+    assert "reservedFor" not in claims.objects["c"]["status"]
+    claims.observe(sched)
+    clock.advance(30)
+    await sched.run()
+    assert api.binds() == [("p", "n1")]
+    assert allocated_devices(claims)["c"] == ("n1", ["gpu-0"])
+
+
+async def test_a_claim_another_pod_shares_is_not_given_back(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    claims = Claims(api, [claim_json("c", count=1)])
+    claims.set_allocation("c", "gone", ["gpu-0"], ["other"])
+    sched = make_scheduler()
+    sched.list(
+        nodes=[node("n1", cpu="8")],
+        pods=[gpu_pod("p", "c")],
+        resource_slices=[gpu_slice("n1", devices=1)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert api.binds() == []
+    assert claim_writes(api) == []
+
+
+async def test_preemption_frees_the_devices_of_a_victim_for_a_higher_priority_pod(
+    make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
+) -> None:
+    claims = Claims(api, [claim_json("low", count=2), claim_json("high", count=2)])
+    low = parse({**pod_json("low", node_name="n1", phase="Running", priority=0, scheduler="other")})
+    low = replace(low, resource_claims=(PodClaimRef("gpu", "low"),))
+    claims.set_allocation("low", "n1", ["gpu-0", "gpu-1"], ["low"])
+    high = gpu_pod("high", "high", priority=100)
+    sched = make_scheduler()
+    sched.list(
+        nodes=[node("n1", cpu="8"), node("n2", cpu="8")],
+        pods=[low, high],
+        resource_slices=[gpu_slice("n1", devices=2), gpu_slice("n2", devices=1)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    deleted = [c.path.rsplit("/", 1)[1] for c in api.landed() if c.method == "DELETE"]
+    assert deleted == ["low"]
+    assert api.binds() == []
+    # The victim goes; the resourceclaim controller deallocates its claim: high binds there.
+    sched.intake.on_pod_delete(low.uid)
+    claims.objects["low"]["status"] = {}
+    claims.observe(sched)
+    clock.advance(30)
+    sched.scheduler.signals.request_move()
+    await sched.run()
+    assert api.binds() == [("high", "n1")]
+    assert allocated_devices(claims)["high"] == ("n1", ["gpu-0", "gpu-1"])

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from koordgang.framework.cycle_state import UNPLACED_MESSAGES, CycleState
 from koordgang.framework.framework import Framework
 from koordgang.framework.group import GroupPlan, SchedulingGroup
+from koordgang.framework.prebind import ObjectWrite
 from koordgang.framework.results import Decision, UnreserveReason
 from koordgang.framework.status import SUCCESS, Code, Status
 from koordgang.state.snapshot import Placement, Snapshot
@@ -58,6 +59,8 @@ class CycleOutcome:
     drop_nominations: list[str] = field(default_factory=list)
     #: How long a preemption dry run took, if one ran (seconds).
     dry_run_seconds: float | None = None
+    #: Writes to make whatever else happens (PostFilter's: claims given back).
+    writes: tuple[ObjectWrite, ...] = ()
 
 
 def run_cycle(
@@ -93,6 +96,7 @@ def run_cycle(
         result = framework.run_post_filter(state, group, plan, snapshot)
         messages.update(result.messages)
         outcome.dry_run_seconds = result.dry_run_seconds
+        outcome.writes = result.writes
         if result.status.is_success:
             # Room is being made (victims go): the members wait for it, holding nothing else.
             outcome.status = Status(Code.UNSCHEDULABLE, ("waiting for preemption",))

@@ -222,6 +222,7 @@ class Framework:
         merged = PostFilterResult(Status(Code.UNSCHEDULABLE))
         for plugin in self.post_filters:
             result = plugin.post_filter(state, group, plan, snapshot)
+            merged.writes += result.writes
             merged.messages.update(result.messages)
             for uid, note in result.notes.items():
                 merged.notes[uid] = f"{merged.notes[uid]}; {note}" if uid in merged.notes else note

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from koordgang.framework.prebind import ObjectWrite
 from koordgang.framework.status import Status
 from koordgang.state.snapshot import Placement
 
@@ -29,6 +30,9 @@ class PostFilterResult:
     drop_nominations: list[str] = field(default_factory=list)
     #: A preemption dry run ran: how long it took (seconds), for the metrics.
     dry_run_seconds: float | None = None
+    #: Writes that may let the group fit next time, made whatever the cycle decides (claims
+    #: allocated where their pods no longer fit, given back).
+    writes: tuple[ObjectWrite, ...] = ()
 
 
 class UnreserveReason(enum.StrEnum):

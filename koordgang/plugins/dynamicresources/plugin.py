@@ -27,11 +27,13 @@ from typing import Any
 import structlog
 
 from koordgang.framework.cycle_state import POD_NOTES, SHAPE_DETAIL, CycleState
+from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import Scope
 from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PatchStep, PreBindPlan
 from koordgang.framework.report import MetricSpec
-from koordgang.framework.status import SKIP, SUCCESS, Status
+from koordgang.framework.results import PostFilterResult
+from koordgang.framework.status import SKIP, SUCCESS, Code, Status
 from koordgang.model.dra import (
     API_VERSION,
     CLAIM_FINALIZER,
@@ -100,6 +102,15 @@ METRICS = (
 
 def claim_path(namespace: str, name: str) -> str:
     return f"/apis/{API_VERSION}/namespaces/{namespace}/resourceclaims/{name}"
+
+
+def pinned_reason(claim: str) -> str:
+    """Why a node is refused to a pod whose claim is allocated elsewhere."""
+    return f'node(s) not where resourceclaim "{claim}" is allocated'
+
+
+def _claim_ref(claim: ResourceClaimInfo) -> ObjectRef:
+    return ObjectRef("ResourceClaim", claim.namespace, claim.name, claim.uid, API_VERSION)
 
 
 @dataclass(slots=True)
@@ -231,10 +242,7 @@ class DynamicResources:
         labels = info.labels if info is not None else {}
         for key, allocation in prepared.pinned:
             if not allocation.allows(node.name, labels):
-                claim = key.partition("/")[2]
-                return Status.unresolvable(
-                    self.name, f'node(s) not where resourceclaim "{claim}" is allocated'
-                )
+                return Status.unresolvable(self.name, pinned_reason(key.partition("/")[2]))
         if not prepared.to_allocate:
             return SUCCESS
         result = self._allocate(prepared, node, snapshot)
@@ -413,6 +421,50 @@ class DynamicResources:
                 config.append(entry)
         return ClaimAllocation.on_node(node, devices, tuple(config))
 
+    # -- PostFilter ----------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
+    ) -> PostFilterResult:
+        """Members that found no node while a claim of theirs is allocated somewhere (it
+        pins them there): a claim reserved for nobody else is given back (its allocation
+        and consumers cleared), so that the next attempt may allocate it anywhere; as
+        kube-scheduler does. A node that is gone, or full, would hold them forever."""
+        if self._handle is None:
+            return PostFilterResult(SKIP)
+        ledger = snapshot.cache.devices
+        writes: list[ObjectWrite] = []
+        failed = [result for part in plan.parts for result in part.failed]
+        for result in failed:
+            pod = result.pod
+            if not pod.resource_claims:
+                continue
+            for pod_claim in resolve(pod, ledger).claims:
+                claim = pod_claim.claim
+                if (
+                    claim.allocation is None
+                    or ledger.is_assumed(claim.key)
+                    or pinned_reason(claim.name) not in result.message
+                    or any(c.uid != pod.uid for c in claim.reserved_for)
+                ):
+                    continue
+                log.info(
+                    "giving back a claim allocated where its pod no longer fits",
+                    claim=claim.key,
+                    pod=pod.key,
+                )
+                step = PatchStep(
+                    {"status": {"allocation": None, "reservedFor": None}},
+                    what="give back the allocation",
+                    subresource="status",
+                )
+                path = claim_path(claim.namespace, claim.name)
+                ref = _claim_ref(claim)
+                writes.append(ObjectWrite(ref, path, claim.resource_version, (step,), (pod.uid,)))
+        if not writes:
+            return PostFilterResult(SKIP)
+        return PostFilterResult(Status(Code.UNSCHEDULABLE), writes=tuple(writes))
+
     # -- PreBind ---------------------------------------------------------------------------------
 
     def pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
@@ -497,7 +549,7 @@ class DynamicResources:
             what = "write allocation"
         steps.append(PatchStep({"status": status}, {"status": undo}, "status", what))
         return ObjectWrite(
-            ObjectRef("ResourceClaim", claim.namespace, claim.name, claim.uid, API_VERSION),
+            _claim_ref(claim),
             claim_path(claim.namespace, claim.name),
             claim.resource_version,
             tuple(steps),
