@@ -64,7 +64,9 @@ class PodShape:
 
     Host ports and preferred node affinity are in it because they too decide a node's verdict
     or score on their own; labels, pod affinity and spread constraints are not, since what
-    they decide depends on the other pods.
+    they decide depends on the other pods. Nor are ResourceClaims: what a claim asks for is in
+    the claim, not the pod, and the plugin that reads it keys its verdicts by that
+    (``SHAPE_DETAIL``), so that pods with claims of equal specs share them.
     """
 
     requests: Resources
@@ -73,9 +75,6 @@ class PodShape:
     tolerations: tuple[Toleration, ...]
     host_ports: tuple[HostPort, ...] = ()
     preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
-    #: The pod's ``spec.resourceClaims``: pods of one template ask for equal claims (which
-    #: claims, exactly, a plugin that reads them adds to its own key).
-    resource_claims: tuple[PodClaimRef, ...] = ()
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -90,7 +89,6 @@ class PodShape:
                     self.tolerations,
                     self.host_ports,
                     self.preferred_affinity,
-                    self.resource_claims,
                 )
             ),
         )
@@ -178,7 +176,6 @@ class PodInfo:
                 self.tolerations,
                 self.host_ports,
                 self.preferred_affinity,
-                self.resource_claims,
             )
             object.__setattr__(self, "_shape", shape)
         return shape

@@ -100,6 +100,10 @@ METRICS = (
 )
 
 
+#: The extended resource every DeviceClass provides through DRA, whatever else it names.
+EXTENDED_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
 def claim_path(namespace: str, name: str) -> str:
     return f"/apis/{API_VERSION}/namespaces/{namespace}/resourceclaims/{name}"
 
@@ -137,6 +141,10 @@ class DynamicResources:
         #: Claims a what-if assumes exist (made from its file's templates), by key; the
         #: daemon's own plugin has none.
         self.provisional: dict[str, ResourceClaimInfo] = {}
+        #: Extended resource names that DeviceClasses provide through DRA -> the class, as of
+        #: the ledger's class generation.
+        self._extended: dict[str, str] = {}
+        self._extended_generation = -1
 
     def attach(self, handle: Handle) -> None:
         self._handle = handle
@@ -165,6 +173,7 @@ class DynamicResources:
     # -- PreFilter -----------------------------------------------------------------------------
 
     def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
+        self._note_extended_resources(state, pod, snapshot.cache.devices)
         if not pod.resource_claims:
             return SKIP
         prepared = self._prepare(pod, snapshot)
@@ -181,6 +190,35 @@ class DynamicResources:
             ),
         )
         return SUCCESS
+
+    def _note_extended_resources(
+        self, state: CycleState, pod: PodInfo, ledger: DeviceLedger
+    ) -> None:
+        """A pod asking for an extended resource that a DeviceClass provides through DRA
+        (``extendedResourceName``, or ``deviceclass.resource.kubernetes.io/<class>``) is told
+        that koordgang does not allocate those yet, should no node have it as a resource."""
+        if self._extended_generation != ledger.class_generation:
+            self._extended_generation = ledger.class_generation
+            self._extended = {}
+            for info in ledger.classes():
+                self._extended[f"{EXTENDED_CLASS_PREFIX}{info.name}"] = info.name
+                if info.extended_resource_name:
+                    self._extended[info.extended_resource_name] = info.name
+        if not self._extended:
+            return
+        for name in pod.requests.names():
+            device_class = self._extended.get(name)
+            if device_class is None:
+                continue
+            notes = state.read(POD_NOTES, list)
+            if notes is None:
+                notes = []
+                state.write(POD_NOTES, notes)
+            notes.append(
+                f"{name} is provided through DRA by DeviceClass {device_class}, which "
+                "koordgang does not allocate yet (DRA-backed extended resources): ask for the "
+                "device with a ResourceClaim instead"
+            )
 
     def _prepare(self, pod: PodInfo, snapshot: Snapshot) -> _PodState | Status:
         ledger = snapshot.cache.devices

@@ -129,7 +129,9 @@ class _NodeSearch:
         return (self._model.cost(needed), index, name, version, needed)
 
     def cheapest(self, member: PodInfo) -> tuple[str, list[PodInfo]] | None:
-        if member.pod_affinity is not None or member.spread_constraints:
+        # What a member's claims ask for is not in its shape: a member with claims is asked
+        # about every node too.
+        if member.pod_affinity is not None or member.spread_constraints or member.resource_claims:
             answers = [a for i in range(len(self._names)) if (a := self._ask(member, i))]
             if not answers:
                 return None
