@@ -22,7 +22,6 @@ from __future__ import annotations
 import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import structlog
 
@@ -30,26 +29,27 @@ from koordgang.framework.cycle_state import POD_NOTES, SHAPE_DETAIL, CycleState
 from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import Scope
-from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PatchStep, PreBindPlan
+from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PreBindPlan
 from koordgang.framework.report import MetricSpec
 from koordgang.framework.results import PostFilterResult
 from koordgang.framework.status import SKIP, SUCCESS, Code, Status
 from koordgang.model.dra import (
-    API_VERSION,
-    CLAIM_FINALIZER,
-    AllocatedDevice,
     ClaimAllocation,
     ClaimSpec,
-    Consumer,
     DeviceClassInfo,
     ResourceClaimInfo,
     SubRequest,
 )
-from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo
-from koordgang.model.time import format_rfc3339
-from koordgang.plugins.dynamicresources.allocator import Allocation, Chosen, Shortfall, allocate
+from koordgang.plugins.dynamicresources import allocations as allocations_of
+from koordgang.plugins.dynamicresources.allocator import Allocation, Shortfall, allocate
 from koordgang.plugins.dynamicresources.claims import resolve
+from koordgang.plugins.dynamicresources.messages import (
+    describe,
+    missing,
+    pinned_reason,
+    refusal,
+)
 from koordgang.plugins.dynamicresources.selectors import (
     CelProblem,
     SelectorCache,
@@ -57,6 +57,7 @@ from koordgang.plugins.dynamicresources.selectors import (
     request_source,
     serves,
 )
+from koordgang.plugins.dynamicresources.writes import conflict, give_back, reserve
 from koordgang.state.devices import Device, DeviceLedger
 from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Placement, Snapshot
@@ -102,19 +103,6 @@ METRICS = (
 
 #: The extended resource every DeviceClass provides through DRA, whatever else it names.
 EXTENDED_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
-
-
-def claim_path(namespace: str, name: str) -> str:
-    return f"/apis/{API_VERSION}/namespaces/{namespace}/resourceclaims/{name}"
-
-
-def pinned_reason(claim: str) -> str:
-    """Why a node is refused to a pod whose claim is allocated elsewhere."""
-    return f'node(s) not where resourceclaim "{claim}" is allocated'
-
-
-def _claim_ref(claim: ResourceClaimInfo) -> ObjectRef:
-    return ObjectRef("ResourceClaim", claim.namespace, claim.name, claim.uid, API_VERSION)
 
 
 @dataclass(slots=True)
@@ -287,7 +275,7 @@ class DynamicResources:
         if isinstance(result, Allocation):
             return SUCCESS
         self._note(state, prepared, result, node.name)
-        return self._refusal(result, snapshot.cache.devices)
+        return refusal(result)
 
     def _allocate(
         self, prepared: _PodState, node: NodeState, snapshot: Snapshot
@@ -325,27 +313,15 @@ class DynamicResources:
             prepared.to_allocate, devices, lambda d: snapshot.device_free(name, d), matches
         )
 
-    def _refusal(self, shortfall: Shortfall, ledger: DeviceLedger) -> Status:
-        if shortfall.reason:
-            return Status.unschedulable(self.name, "node(s) cannot serve the pod's claims together")
-        if not shortfall.device_class:
-            return Status.unresolvable(self.name, "node(s) had no matching devices")
-        reason = f"Insufficient devices of class {shortfall.device_class}"
-        if shortfall.resolvable:
-            return Status.unschedulable(self.name, reason)
-        if shortfall.total == 0:
-            reason = f"node(s) had no devices of class {shortfall.device_class}"
-        return Status.unresolvable(self.name, reason)
-
     def _note(
         self, state: CycleState, prepared: _PodState, shortfall: Shortfall, node: str
     ) -> None:
         """Keeps the best node's shortfall (fewest devices missing) as the pod's note."""
         best = prepared.best
-        if best is not None and _missing(shortfall) >= _missing(best):
+        if best is not None and missing(shortfall) >= missing(best):
             return
         prepared.best, prepared.best_node = shortfall, node
-        text = self._describe(shortfall, node, prepared)
+        text = describe(shortfall, node, self._problems(prepared))
         if prepared.notes is None:
             notes = state.read(POD_NOTES, list)
             if notes is None:
@@ -357,29 +333,16 @@ class DynamicResources:
             index = len(prepared.notes) - 1
             prepared.notes[index] = text
 
-    def _describe(self, shortfall: Shortfall, node: str, prepared: _PodState) -> str:
-        claim = shortfall.claim.partition("/")[2] or shortfall.claim
-        if shortfall.reason:
-            text = f"ResourceClaim {claim}: {shortfall.reason} (the best node: {node})"
-        else:
-            wanted = shortfall.wanted
-            text = (
-                f'ResourceClaim {claim}: request "{shortfall.request}" wants {wanted} '
-                f"{'device' if wanted == 1 else 'devices'} of class {shortfall.device_class}; "
-                f"the best node, {node}, has {shortfall.free} of {shortfall.total} free"
-            )
-        # A selector that failed on devices of this pod's classes or requests is said too:
-        # it may be why too few devices match.
+    def _problems(self, prepared: _PodState) -> list[CelProblem]:
+        """Selector problems met on the devices of this pod's classes or requests: they may
+        be why too few devices match."""
         sources = set()
         for key, spec in prepared.to_allocate:
             for request in spec.requests:
                 for alternative in request.alternatives:
                     sources.add(class_source(alternative.device_class))
                     sources.add(request_source(key, request.result_name(alternative)))
-        problems = [p for (_, source), p in self.selectors.problems.items() if source in sources]
-        if problems:
-            text = f"{text} ({problems[0].describe()})"
-        return text
+        return [p for (_, source), p in self.selectors.problems.items() if source in sources]
 
     # -- Assign ----------------------------------------------------------------------------------
 
@@ -399,65 +362,18 @@ class DynamicResources:
         started = _time.perf_counter()
         result = self._allocate(prepared, node, snapshot)
         if isinstance(result, Shortfall):
-            return self._refusal(result, snapshot.cache.devices)
+            return refusal(result)
+        ledger = snapshot.cache.devices
         allocations = {
-            key: self._allocation(key, chosen, node.name, snapshot.cache.devices)
+            key: allocations_of.build(
+                ledger.claim(key) or self.provisional.get(key), chosen, node.name, ledger
+            )
             for key, chosen in result.claims.items()
         }
         snapshot.allocate(pod, allocations)
         if self._handle is not None:
             self._handle.record(ALLOCATION_SECONDS, _time.perf_counter() - started)
         return SUCCESS
-
-    def _allocation(
-        self, key: str, chosen: list[Chosen], node: str, ledger: DeviceLedger
-    ) -> ClaimAllocation:
-        claim = ledger.claim(key) or self.provisional.get(key)
-        devices = tuple(
-            AllocatedDevice(
-                c.result_name,
-                c.device.id.driver,
-                c.device.id.pool,
-                c.device.id.device,
-                c.alternative.tolerations,
-            )
-            for c in chosen
-        )
-        config: list[dict[str, Any]] = []
-        # Each class's configuration once, for every request served from the class (in the
-        # order of the requests), then the claim's own for the requests it names.
-        class_entries: dict[str, list[dict[str, Any]]] = {}
-        seen_requests: list[str] = []
-        for c in chosen:
-            name = c.result_name
-            if name in seen_requests:
-                continue
-            seen_requests.append(name)
-            class_name = c.alternative.device_class
-            entries = class_entries.get(class_name)
-            if entries is None:
-                device_class = ledger.device_class(class_name)
-                entries = class_entries[class_name] = [
-                    {"source": "FromClass", "requests": [name], **dict(raw)}
-                    for raw in (device_class.config if device_class is not None else ())
-                ]
-                config.extend(entries)
-            else:
-                for entry in entries:
-                    entry["requests"].append(name)
-        if claim is not None:
-            allocated = {c.request.name for c in chosen} | set(seen_requests)
-            for claim_config in claim.spec.config:
-                names = claim_config.requests
-                if names and not any(n in allocated for n in names):
-                    continue
-                entry = {"source": "FromClaim", **dict(claim_config.raw)}
-                if names:
-                    entry["requests"] = list(names)
-                else:
-                    entry.pop("requests", None)
-                config.append(entry)
-        return ClaimAllocation.on_node(node, devices, tuple(config))
 
     # -- PostFilter ----------------------------------------------------------------------------
 
@@ -491,14 +407,7 @@ class DynamicResources:
                     claim=claim.key,
                     pod=pod.key,
                 )
-                step = PatchStep(
-                    {"status": {"allocation": None, "reservedFor": None}},
-                    what="give back the allocation",
-                    subresource="status",
-                )
-                path = claim_path(claim.namespace, claim.name)
-                ref = _claim_ref(claim)
-                writes.append(ObjectWrite(ref, path, claim.resource_version, (step,), (pod.uid,)))
+                writes.append(give_back(claim, pod))
         if not writes:
             return PostFilterResult(SKIP)
         return PostFilterResult(Status(Code.UNSCHEDULABLE), writes=tuple(writes))
@@ -530,9 +439,9 @@ class DynamicResources:
                     )
                     continue
                 consumers.setdefault(key, []).append(pod)
-            conflict = self._conflict(pod.uid, ledger)
-            if conflict:
-                refused[pod.uid] = conflict
+            found = conflict(dict(assumed), ledger)
+            if found:
+                refused[pod.uid] = found
         if not consumers and not refused:
             return NO_WRITES
         if refused:
@@ -547,7 +456,7 @@ class DynamicResources:
                     refused[pod.uid] = f"resourceclaim {key} was deleted"
                 continue
             allocation = fresh.get(key)
-            write = self._write(claim, pods, allocation)
+            write = reserve(claim, pods, allocation, self._wall())
             if write is not None:
                 writes.append(write)
                 if allocation is not None and self._handle is not None:
@@ -556,84 +465,28 @@ class DynamicResources:
             return PreBindPlan((), refused)
         return PreBindPlan(tuple(writes))
 
-    def _write(
-        self, claim: ResourceClaimInfo, pods: list[PodInfo], allocation: ClaimAllocation | None
-    ) -> ObjectWrite | None:
-        existing = [c.to_api() for c in claim.reserved_for]
-        new = [
-            Consumer("pods", p.name, p.uid).to_api()
-            for p in pods
-            if not claim.reserved_for_uid(p.uid)
-        ]
-        if allocation is None and not new:
-            return None  # allocated and reserved for these pods already (a restart)
-        steps: list[PatchStep] = []
-        if CLAIM_FINALIZER not in claim.finalizers:
-            steps.append(
-                PatchStep(
-                    {"metadata": {"finalizers": [*claim.finalizers, CLAIM_FINALIZER]}},
-                    {"metadata": {"finalizers": list(claim.finalizers) or None}},
-                    what="add finalizer",
-                )
-            )
-        status: dict[str, Any] = {"reservedFor": existing + new}
-        undo: dict[str, Any] = {"reservedFor": existing or None}
-        what = "reserve"
-        if allocation is not None:
-            written = allocation.to_api()
-            written["allocationTimestamp"] = format_rfc3339(self._wall())
-            status["allocation"] = written
-            undo["allocation"] = None
-            what = "write allocation"
-        steps.append(PatchStep({"status": status}, {"status": undo}, "status", what))
-        return ObjectWrite(
-            _claim_ref(claim),
-            claim_path(claim.namespace, claim.name),
-            claim.resource_version,
-            tuple(steps),
-            tuple(p.uid for p in pods),
-        )
-
     def verify(self, placements: Sequence[Placement]) -> Mapping[str, str]:
         if self._handle is None:
             return {}
         ledger = self._handle.cache.devices
         refused: dict[str, str] = {}
         for placement in placements:
-            if placement.pod.resource_claims:
-                conflict = self._conflict(placement.pod.uid, ledger, written=True)
-                if conflict:
-                    refused[placement.pod.uid] = conflict
+            pod = placement.pod
+            if not pod.resource_claims:
+                continue
+            # What was assumed, and what is written by now: either may meet another claim.
+            allocations = dict(ledger.assumed_for(pod.uid))
+            current = self._handle.cache.pod(pod.uid) or pod
+            for pod_claim in resolve(current, ledger).claims:
+                allocation = ledger.allocation(pod_claim.key)
+                if allocation is not None:
+                    allocations.setdefault(pod_claim.key, allocation)
+            found = conflict(allocations, ledger)
+            if found:
+                refused[pod.uid] = found
         if refused and self._handle is not None:
             self._handle.record(CONFLICTS)
         return refused
 
-    def _conflict(self, uid: str, ledger: DeviceLedger, *, written: bool = False) -> str:
-        """A device this scheduler gave the pod that another claim holds too."""
-        allocations = dict(ledger.assumed_for(uid))
-        if written:
-            pod = self._handle.cache.pod(uid) if self._handle is not None else None
-            if pod is not None:
-                for pod_claim in resolve(pod, ledger).claims:
-                    allocation = ledger.allocation(pod_claim.key)
-                    if allocation is not None:
-                        allocations.setdefault(pod_claim.key, allocation)
-        for key, allocation in allocations.items():
-            for device_id in allocation.device_ids():
-                others = ledger.holders(device_id) - {key}
-                if others:
-                    other = sorted(others)[0]
-                    return (
-                        f"device {device_id} given to resourceclaim {key} is held by "
-                        f"resourceclaim {other} now (allocated by another scheduler?)"
-                    )
-        return ""
-
     def _wall(self) -> float:
         return self._handle.wall() if self._handle is not None else _time.time()
-
-
-def _missing(shortfall: Shortfall) -> int:
-    if shortfall.reason:
-        return 10**6
-    return shortfall.wanted - shortfall.free

@@ -1,0 +1,189 @@
+"""ResourceSlices and DeviceClasses: the devices a node's driver publishes, and the classes
+that select them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from koordgang.model import _fields
+from koordgang.model.dra.base import read_selectors
+from koordgang.model.errors import ModelError
+
+#: Taint effects that keep a device from being allocated (``None`` only informs).
+BLOCKING_TAINT_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+class AttributeValue(NamedTuple):
+    """A device attribute for ``matchAttribute`` and ``distinctAttribute`` constraints: its
+    type and value (versions compare without build metadata, as semantic versions do)."""
+
+    kind: str
+    value: object
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SliceDevice:
+    """One device of a slice. ``raw`` is its JSON (what CEL selectors read); ``attributes``
+    are keyed by fully qualified name (``<domain>/<id>``, the driver being the domain of a
+    name without one)."""
+
+    name: str
+    raw: Mapping[str, Any]
+    attributes: Mapping[str, AttributeValue]
+    #: Why koordgang does not allocate this device ("" if it may): a feature of the release
+    #: that it does not implement yet, named.
+    unsupported: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ResourceSliceInfo:
+    name: str
+    resource_version: str
+    driver: str
+    pool: str
+    generation: int
+    slice_count: int
+    #: The node whose devices these are; "" for a pool not local to one node.
+    node_name: str
+    devices: tuple[SliceDevice, ...]
+    #: Why none of its devices are allocated here ("" if they may be), for slices that are
+    #: not local to one node (``nodeSelector``, ``allNodes``, per-device node selection).
+    unsupported: str = ""
+
+    @property
+    def pool_key(self) -> tuple[str, str]:
+        return (self.driver, self.pool)
+
+
+def _attribute_value(raw: Any, path: str) -> AttributeValue | None:
+    """The typed value of one attribute; None for a type this release does not compare
+    (list-typed attributes, an alpha feature)."""
+    entry = _fields.as_mapping(raw, path)
+    for kind in ("int", "bool", "string"):
+        if kind in entry:
+            return AttributeValue(kind, entry[kind])
+    if "version" in entry:
+        version = str(entry["version"])
+        return AttributeValue("version", version.split("+", 1)[0])
+    return None
+
+
+def _qualified(name: str, driver: str) -> str:
+    return name if "/" in name else f"{driver}/{name}"
+
+
+def _device_unsupported(raw: Mapping[str, Any], slice_selects_per_device: bool) -> str:
+    taints = raw.get("taints")
+    if isinstance(taints, list) and any(
+        isinstance(t, Mapping) and t.get("effect") in BLOCKING_TAINT_EFFECTS for t in taints
+    ):
+        return "device taints (DRADeviceTaints)"
+    if raw.get("consumesCounters"):
+        return "partitionable devices (consumesCounters)"
+    if raw.get("allowMultipleAllocations") is True:
+        return "devices shared between claims (allowMultipleAllocations)"
+    if raw.get("bindingConditions") or raw.get("bindsToNode") is True:
+        return "binding conditions (bindingConditions)"
+    if slice_selects_per_device:
+        return "per-device node selection (perDeviceNodeSelection)"
+    if raw.get("nodeAllocatableResourceMappings"):
+        return "node allocatable resource mappings (nodeAllocatableResourceMappings)"
+    return ""
+
+
+def parse_resource_slice(obj: Mapping[str, Any]) -> ResourceSliceInfo:
+    """Raises ModelError naming the field when the object is malformed."""
+    metadata = _fields.mapping(obj, "metadata", "metadata")
+    spec = _fields.mapping(obj, "spec", "spec")
+    name = _fields.string(metadata, "name", "metadata.name")
+    if not name:
+        raise ModelError("missing", "metadata.name")
+    driver = _fields.string(spec, "driver", "spec.driver")
+    if not driver:
+        raise ModelError("missing", "spec.driver")
+    pool = _fields.mapping(spec, "pool", "spec.pool")
+    pool_name = _fields.string(pool, "name", "spec.pool.name")
+    if not pool_name:
+        raise ModelError("missing", "spec.pool.name")
+    node_name = _fields.string(spec, "nodeName", "spec.nodeName")
+    per_device = spec.get("perDeviceNodeSelection") is True
+    unsupported = ""
+    if not node_name:
+        if per_device:
+            unsupported = "per-device node selection (perDeviceNodeSelection)"
+        elif spec.get("nodeSelector") is not None:
+            unsupported = "devices of pools selected by nodeSelector (not local to one node)"
+        elif spec.get("allNodes") is True:
+            unsupported = "devices of pools on all nodes (allNodes)"
+        else:
+            raise ModelError("one of nodeName, nodeSelector, allNodes must be set", "spec")
+    devices: list[SliceDevice] = []
+    for index, raw in enumerate(_fields.items(spec, "devices", "spec.devices")):
+        path = f"spec.devices[{index}]"
+        entry = _fields.as_mapping(raw, path)
+        device_name = _fields.string(entry, "name", f"{path}.name")
+        if not device_name:
+            raise ModelError("missing", f"{path}.name")
+        attributes: dict[str, AttributeValue] = {}
+        raw_attributes = _fields.mapping(entry, "attributes", f"{path}.attributes")
+        for attr_name, attr in raw_attributes.items():
+            value = _attribute_value(attr, f"{path}.attributes[{attr_name}]")
+            if value is not None:
+                attributes[_qualified(str(attr_name), driver)] = value
+        devices.append(
+            SliceDevice(
+                name=device_name,
+                raw=entry,
+                attributes=attributes,
+                unsupported=_device_unsupported(entry, per_device),
+            )
+        )
+    return ResourceSliceInfo(
+        name=name,
+        resource_version=_fields.string(metadata, "resourceVersion", "metadata.resourceVersion"),
+        driver=driver,
+        pool=pool_name,
+        generation=_fields.integer(pool, "generation", "spec.pool.generation"),
+        slice_count=max(
+            1, _fields.integer(pool, "resourceSliceCount", "spec.pool.resourceSliceCount")
+        ),
+        node_name=node_name,
+        devices=tuple(devices),
+        unsupported=unsupported,
+    )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DeviceClassInfo:
+    name: str
+    resource_version: str
+    #: CEL expressions every device of the class must satisfy.
+    selectors: tuple[str, ...]
+    #: ``spec.config`` entries (each an ``opaque`` configuration), copied into allocations.
+    config: tuple[Mapping[str, Any], ...] = ()
+    #: ``spec.extendedResourceName``: pods asking for this extended resource get devices of
+    #: the class (DRA-backed extended resources, not allocated by koordgang yet).
+    extended_resource_name: str = ""
+
+
+def parse_device_class(obj: Mapping[str, Any]) -> DeviceClassInfo:
+    metadata = _fields.mapping(obj, "metadata", "metadata")
+    spec = _fields.mapping(obj, "spec", "spec")
+    name = _fields.string(metadata, "name", "metadata.name")
+    if not name:
+        raise ModelError("missing", "metadata.name")
+    config = tuple(
+        _fields.as_mapping(raw, f"spec.config[{index}]")
+        for index, raw in enumerate(_fields.items(spec, "config", "spec.config"))
+    )
+    return DeviceClassInfo(
+        name=name,
+        resource_version=_fields.string(metadata, "resourceVersion", "metadata.resourceVersion"),
+        selectors=read_selectors(spec, "spec"),
+        config=config,
+        extended_resource_name=_fields.string(
+            spec, "extendedResourceName", "spec.extendedResourceName"
+        ),
+    )

@@ -1,0 +1,60 @@
+"""The allocation a claim gets from the devices chosen for it, as upstream writes it: the
+results (``<request>`` or ``<request>/<alternative>``), the configuration (each class's once,
+for every request it served, then the claim's own), and the node selector."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from koordgang.model.dra import AllocatedDevice, ClaimAllocation, ResourceClaimInfo
+from koordgang.plugins.dynamicresources.allocator import Chosen
+from koordgang.state.devices import DeviceLedger
+
+
+def build(
+    claim: ResourceClaimInfo | None, chosen: Sequence[Chosen], node: str, ledger: DeviceLedger
+) -> ClaimAllocation:
+    devices = tuple(
+        AllocatedDevice(
+            c.result_name,
+            c.device.id.driver,
+            c.device.id.pool,
+            c.device.id.device,
+            c.alternative.tolerations,
+        )
+        for c in chosen
+    )
+    config: list[dict[str, Any]] = []
+    class_entries: dict[str, list[dict[str, Any]]] = {}
+    served: list[str] = []
+    for c in chosen:
+        name = c.result_name
+        if name in served:
+            continue
+        served.append(name)
+        class_name = c.alternative.device_class
+        entries = class_entries.get(class_name)
+        if entries is None:
+            device_class = ledger.device_class(class_name)
+            entries = class_entries[class_name] = [
+                {"source": "FromClass", "requests": [name], **dict(raw)}
+                for raw in (device_class.config if device_class is not None else ())
+            ]
+            config.extend(entries)
+        else:
+            for entry in entries:
+                entry["requests"].append(name)
+    if claim is not None:
+        allocated = {c.request.name for c in chosen} | set(served)
+        for claim_config in claim.spec.config:
+            names = claim_config.requests
+            if names and not any(n in allocated for n in names):
+                continue
+            entry = {"source": "FromClaim", **dict(claim_config.raw)}
+            if names:
+                entry["requests"] = list(names)
+            else:
+                entry.pop("requests", None)
+            config.append(entry)
+    return ClaimAllocation.on_node(node, devices, tuple(config))
