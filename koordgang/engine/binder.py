@@ -159,18 +159,26 @@ class Binder:
                 self._metrics.bind_ended(BindOutcome.PREBIND)
                 self._listener.bind_done(request, BindOutcome.PREBIND, failure)
             return
-        outcomes = await asyncio.gather(*(self._bind(r) for r in requests))
+        # A pod whose binding fails hears of it only after the writes it alone needed are
+        # taken back: told earlier, it would be tried again (and could bind with no writes, on
+        # the claims as they are) while the undo is still on its way.
+        ends = await asyncio.gather(*(self._bind(r, hold_failure=True) for r in requests))
         failed = [
-            r.pod.uid
-            for r, outcome in zip(requests, outcomes, strict=True)
-            if outcome in (BindOutcome.ERROR, BindOutcome.GONE)
+            (request, outcome, detail)
+            for request, (outcome, detail) in zip(requests, ends, strict=True)
+            if outcome != BindOutcome.OK
         ]
-        if failed:
-            # Writes that only pods left unbound needed are taken back (not those another
-            # pod of the batch, bound now, uses too).
-            await self._prebinder.undo(landed, only_for=failed)
+        undone = [r.pod.uid for r, outcome, _ in failed if outcome != BindOutcome.CONFLICT]
+        if undone:
+            # Not those another pod of the batch, bound now, uses too; nor those of a pod the
+            # API server says is bound already (a conflict: our earlier try landed).
+            await self._prebinder.undo(landed, only_for=undone)
+        for request, outcome, detail in failed:
+            self._listener.bind_done(request, outcome, detail)
 
-    async def _bind(self, request: BindRequest) -> str:
+    async def _bind(self, request: BindRequest, *, hold_failure: bool = False) -> tuple[str, str]:
+        """Binds one pod and reports how it ended (a failure only if ``hold_failure`` is
+        False: the caller reports it then)."""
         pod = request.pod
         outcome, detail = BindOutcome.OK, ""
         await self._requests.acquire()
@@ -198,8 +206,9 @@ class Binder:
         if outcome == BindOutcome.OK:
             self._metrics.binding_duration.observe(finished - started)
             self._metrics.scheduled(finished - request.enqueued_at, request.attempts)
-        self._listener.bind_done(request, outcome, detail)
-        return outcome
+        if outcome == BindOutcome.OK or not hold_failure:
+            self._listener.bind_done(request, outcome, detail)
+        return outcome, detail
 
     async def drain(self, timeout: float) -> int:
         """Waits for binds in flight (graceful shutdown); returns how many did not finish."""

@@ -267,10 +267,25 @@ class Intake(EnginePart):
         old = self._cache.devices.claim(claim.key)
         change = self._cache.upsert_resource_claim(claim)
         self._devices_changed(change, move=True)
-        # A new claim may be the one a parked pod waits for; a claim given back lets its pods
-        # go anywhere (its devices may be on no node this scheduler knows).
-        if old is None or (old.allocation is not None and claim.allocation is None):
+        if old is None:
+            self.activate(self._waiting_for(claim))
+        elif old.allocation is not None and claim.allocation is None:
+            # Given back: its pods may go anywhere now (its devices may be on no node known).
             self._signals.request_move()
+
+    def _waiting_for(self, claim: ResourceClaimInfo) -> list[PodInfo]:
+        """The pods a new claim may be all that was missing for: the pod it was made for
+        (from a template), or pods of ours in its namespace that name it."""
+        if claim.owner_pod_uid:
+            pod = self._cache.pod(claim.owner_pod_uid)
+            return [pod] if pod is not None else []
+        return [
+            pod
+            for pod in self._cache.pods_in_namespace(claim.namespace)
+            if pod.resource_claims
+            and not pod.node_name
+            and any(ref.claim_name == claim.name for ref in pod.resource_claims)
+        ]
 
     def on_resource_claim_delete(self, key: str) -> None:
         self._devices_changed(self._cache.remove_resource_claim(key), move=True)

@@ -27,6 +27,7 @@ from koordgang.engine.conftest import (
     gpu_slice,
     node,
     parse,
+    pod,
     pod_json,
 )
 from koordgang.model.dra import (
@@ -528,3 +529,165 @@ async def test_an_extended_resource_a_device_class_provides_is_named_as_not_allo
     assert "Insufficient example.com/gpu" in condition["message"]
     assert "provided through DRA by DeviceClass gpu" in condition["message"]
     assert "DRA-backed extended resources" in condition["message"]
+
+
+# -- regressions: gangs sharing claims, batches given up, claims that move -----------------------
+
+
+async def test_gang_members_sharing_a_claim_allocated_in_their_decision_bind_together(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    claims = Claims(api, [claim_json("team", count=1)])
+    members = [gpu_pod(f"m{i}", "team", annotations=gang_annotations("g", 2)) for i in range(2)]
+    sched.list(
+        nodes=[node("n0", cpu="8"), node("n1", cpu="8")],
+        pods=members,
+        resource_slices=[gpu_slice("n0"), gpu_slice("n1")],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    binds = dict(api.binds())
+    assert sorted(binds) == ["m0", "m1"] and len(set(binds.values())) == 1
+    # One write: the allocation, with both members as consumers.
+    status = [c for c in claim_writes(api) if c.path.endswith("/status")]
+    assert len(status) == 1
+    assert [c["name"] for c in claims.objects["team"]["status"]["reservedFor"]] == ["m0", "m1"]
+
+
+async def test_a_gang_whose_writes_failed_is_decided_about_whole_again(
+    make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
+) -> None:
+    sched = make_scheduler()
+    names = [f"train-{i}-gpu" for i in range(4)]
+    claims = Claims(api, [claim_json(n) for n in names])
+    members = gang_of_four(names)
+    sched.list(
+        nodes=[node(f"n{i}", cpu="8") for i in range(4)],
+        pods=members,
+        resource_slices=[gpu_slice(f"n{i}") for i in range(4)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    claims.objects[names[3]]["metadata"]["resourceVersion"] = "77"  # changed by someone
+    await sched.run()
+    assert api.binds() == []
+    # Devices for 3 only now: the gang (which never bound) must not bind 3 of its 4.
+    sched.intake.on_resource_slice_delete("n3-gpus")
+    for _ in range(4):
+        clock.advance(120)
+        await sched.run()
+    assert api.binds() == []
+    gang = sched.gangs.gang_of(members[0].uid)
+    assert gang is not None and not gang.satisfied
+
+
+async def test_a_pod_whose_binding_failed_is_tried_again_only_after_its_writes_are_undone(
+    make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
+) -> None:
+    sched = make_scheduler()
+    claims = Claims(api, [claim_json("mine", count=1)])
+    sched.list(
+        nodes=[node("n0", cpu="8")],
+        pods=[gpu_pod("p", "mine")],
+        resource_slices=[gpu_slice("n0", devices=1)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    api.answer_bind("p", *([ApiError(500, "InternalError", "boom")] * 5), {})
+    undo = api.hold(
+        lambda c: (
+            c.method == "PATCH"
+            and c.path.endswith("mine/status")
+            and c.body.get("status", {}).get("allocation", "") is None
+        )
+    )
+    sched.step()
+    await sched.settle(300)
+    claims.observe(sched)  # the claim as written: allocated, reserved for p
+    clock.advance(60)
+    await sched.run()
+    assert api.binds() == []  # not retried while the undo is on its way
+    undo.set()
+    await sched.settle()
+    claims.observe(sched)
+    clock.advance(60)
+    await sched.run()
+    assert api.binds() == [("p", "n0")]
+    assert claims.objects["mine"]["status"]["allocation"]
+
+
+async def test_a_pod_pinned_to_a_claim_that_moved_goes_where_it_is_now(
+    make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
+) -> None:
+    sched = make_scheduler()
+    claims = Claims(api, [claim_json("team", count=1)])
+    claims.set_allocation("team", "n0", ["gpu-0"], ["a"])
+    sched.list(
+        nodes=[node("n0", cpu="1"), node("n1", cpu="8")],
+        pods=[pod("a", cpu="1", node_name="n0", phase="Running"), gpu_pod("p", "team")],
+        resource_slices=[gpu_slice("n0"), gpu_slice("n1")],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert api.binds() == []  # n0, where the claim is, is full
+    # Deallocated, then allocated on n1 (for another consumer): two events.
+    claims.objects["team"]["status"] = {}
+    claims.observe(sched)
+    claims.set_allocation("team", "n1", ["gpu-1"], ["b"])
+    claims.observe(sched)
+    for _ in range(3):
+        clock.advance(300)
+        await sched.run()
+    assert api.binds() == [("p", "n1")]
+
+
+async def test_a_victim_gone_whose_claim_is_not_deallocated_yet_is_not_evicted_for_again(
+    make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
+) -> None:
+    claims = Claims(
+        api, [claim_json("low", count=2), claim_json("low2", count=2), claim_json("high", count=2)]
+    )
+    lows = []
+    for name, node_name in (("low", "n1"), ("low2", "n2")):
+        low = parse(pod_json(name, node_name=node_name, phase="Running", scheduler="other"))
+        lows.append(replace(low, resource_claims=(PodClaimRef("gpu", name),)))
+        claims.set_allocation(name, node_name, ["gpu-0", "gpu-1"], [name])
+    sched = make_scheduler()
+    sched.list(
+        nodes=[node("n1", cpu="8"), node("n2", cpu="8")],
+        pods=[*lows, gpu_pod("high", "high", priority=100)],
+        resource_slices=[gpu_slice("n1", devices=2), gpu_slice("n2", devices=2)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    [first] = [c.path.rsplit("/", 1)[1] for c in api.landed() if c.method == "DELETE"]
+    victim = next(p for p in lows if p.name == first)
+    sched.intake.on_pod_delete(victim.uid)  # gone; its claim not deallocated yet
+    for _ in range(3):
+        clock.advance(30)
+        sched.scheduler.signals.request_move()
+        await sched.run()
+    assert [c.path.rsplit("/", 1)[1] for c in api.landed() if c.method == "DELETE"] == [first]
+
+
+async def test_a_claim_created_after_its_pod_lets_that_pod_go(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    claims = Claims(api, [claim_json("late", count=1)])
+    sched.list(
+        nodes=[node("n0", cpu="8")],
+        pods=[gpu_pod("p", "late")],
+        resource_slices=[gpu_slice("n0")],
+        device_classes=[gpu_class()],
+    )
+    await sched.run()
+    condition = api.condition("p")
+    assert condition is not None and 'resourceclaim "late" not found' in condition["message"]
+    claims.observe(sched)  # created now
+    await sched.run()  # no time passes: the pod is tried again at once, not after a backoff
+    assert api.binds() == [("p", "n0")]

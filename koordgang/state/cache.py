@@ -177,6 +177,10 @@ class SchedulerCache:
             # The binding is now visible (here or, if someone else bound it, elsewhere).
             del self._assumed[pod.uid]
         self._reaccount(pod.uid)
+        if pod.is_terminal:
+            # Done: what was assumed for its claims (a write whose result was never seen,
+            # the claim watch having been cut) holds nothing any more.
+            self._devices_changed(self.devices.forget(pod.uid))
         return old
 
     def remove_pod(self, uid: str) -> PodInfo | None:
@@ -353,6 +357,22 @@ class SchedulerCache:
                 state.touch()
             self._note_change(name, grew=change.grew)
         return change
+
+    def claims_left_behind(self) -> list[str]:
+        """Allocated claims whose consumers are all pods that are gone, finished or being
+        deleted: the resourceclaim controller deallocates them soon, and a what-if may count
+        their devices as free (preemption must not evict more for room on its way)."""
+        left: list[str] = []
+        for claim in self.devices.claims():
+            if claim.allocation is None or not claim.reserved_for:
+                continue
+            if all(c.is_pod and self._departed(c.uid) for c in claim.reserved_for):
+                left.append(claim.key)
+        return left
+
+    def _departed(self, uid: str) -> bool:
+        pod = self._pods.get(uid)
+        return pod is None or pod.is_terminal or pod.is_terminating
 
     def upsert_resource_slice(self, info: ResourceSliceInfo) -> LedgerChange:
         return self._devices_changed(self.devices.upsert_slice(info))

@@ -13,7 +13,10 @@ one-way latches ``satisfied`` and ``timed_out``, which ``TRANSITIONS`` governs:
                                                 +--(waiting time over)--> timed-out
 
 Both latches survive a restart because they are visible in the cluster: a bound member means
-the gang was satisfied; the timeout annotation on members means it timed out.
+the gang was satisfied; the timeout annotation on members means it timed out. The one way back
+is ``undo_satisfied``: the decision that satisfied the gang was given up before any member was
+bound (the writes its members needed before binding failed), which is what a restart would
+see too.
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ TRANSITIONS: dict[GangState, frozenset[GangState]] = {
         {GangState.WAITING, GangState.SATISFIED, GangState.INVALID, GangState.TIMED_OUT}
     ),
     GangState.WAITING: frozenset({GangState.PENDING, GangState.SATISFIED, GangState.TIMED_OUT}),
-    GangState.SATISFIED: frozenset(),
+    # Only by ``undo_satisfied``, while no member is bound.
+    GangState.SATISFIED: frozenset({GangState.PENDING}),
     GangState.TIMED_OUT: frozenset(),
     GangState.INVALID: frozenset({GangState.PENDING, GangState.TIMED_OUT}),
 }
@@ -296,6 +300,20 @@ class Gang:
 
     def mark_satisfied(self) -> None:
         self._latch(GangState.SATISFIED)
+
+    def undo_satisfied(self) -> bool:
+        """The batch that satisfied the gang was given up before any member was bound (its
+        writes before binding failed): the gang is pending again, its members decided about
+        whole, as after a restart. Refused (False) once a member is bound."""
+        if not self._satisfied or self._timed_out:
+            return False
+        if any(p.node_name and not p.is_terminal for p in self.members.values()):
+            return False
+        if GangState.PENDING not in TRANSITIONS[GangState.SATISFIED]:
+            raise GangTransitionError(f"gang {self.key}: satisfied -> pending is not allowed")
+        self._satisfied = False
+        self._ran_whole = self._finished = False
+        return True
 
     def mark_timed_out(self) -> None:
         self._latch(GangState.TIMED_OUT)

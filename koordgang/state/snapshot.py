@@ -109,6 +109,7 @@ class Snapshot:
         "_owned",
         "_parent_mutations",
         "_placed",
+        "_reallocated",
         "_removed",
         "_uncached",
         "cache",
@@ -141,6 +142,9 @@ class Snapshot:
             self._claims_of: dict[str, tuple[str, ...]] = {}
             #: uid -> the claims deallocated here because the pod was removed here.
             self._freed_by: dict[str, tuple[str, ...]] = {}
+            #: Claims deallocated here, then allocated again here (for a pod placed here):
+            #: undone, they are deallocated again, not as in the cache.
+            self._reallocated: set[str] = set()
             self._parent_mutations: int = 0
         else:
             parent.check()
@@ -153,6 +157,7 @@ class Snapshot:
             self._claims = dict(parent._claims) if parent._claims else {}
             self._claims_of = dict(parent._claims_of) if parent._claims_of else {}
             self._freed_by = dict(parent._freed_by) if parent._freed_by else {}
+            self._reallocated = set(parent._reallocated) if parent._reallocated else set()
             self._parent_mutations = parent._mutations
         #: Nodes whose delta belongs to this snapshot alone (a fork shares its parent's until
         #: it changes them).
@@ -279,6 +284,7 @@ class Snapshot:
             parent._claims = self._claims
             parent._claims_of = self._claims_of
             parent._freed_by = self._freed_by
+            parent._reallocated = self._reallocated
             parent._log.extend(self._log)
             parent._log_grew.extend(self._log_grew)
             parent._mutations += 1
@@ -316,6 +322,8 @@ class Snapshot:
         for key, allocation in allocations.items():
             if self.claim_allocation(key) is not None:
                 raise ValueError(f"claim {key} is allocated already")
+            if key in self._claims:
+                self._reallocated.add(key)
             self._claims[key] = allocation
             self._take(allocation, grew=True)
         self._claims_of[pod.uid] = self._claims_of.get(pod.uid, ()) + tuple(allocations)
@@ -346,9 +354,23 @@ class Snapshot:
 
     def _undo_claims(self, keys: tuple[str, ...]) -> None:
         for key in keys:
-            allocation = self._claims.pop(key, None)
+            if key in self._reallocated:
+                self._reallocated.discard(key)
+                allocation = self._claims.get(key)
+                self._claims[key] = None
+            else:
+                allocation = self._claims.pop(key, None)
             if allocation is not None:
                 self._untake(allocation)
+
+    def free_claims(self, keys: Iterable[str]) -> None:
+        """Counts the allocations of ``keys`` as gone in this view (claims whose pods are gone,
+        about to be deallocated)."""
+        self.check()
+        ledger = self.cache.devices
+        keys = [k for k in keys if k not in self._claims and ledger.allocation(k) is not None]
+        if keys:
+            self._deallocate(keys)
 
     def _free_claims_of(self, uid: str) -> None:
         """A pod of the cache leaves this view: the claims reserved for it alone (or
@@ -367,6 +389,13 @@ class Snapshot:
         keys.extend(k for k in ledger.assumed_for(uid) if k not in self._claims)
         if not keys:
             return
+        self._deallocate(keys)
+        self._freed_by[uid] = tuple(keys)
+
+    def _deallocate(self, keys: list[str]) -> None:
+        """The claims' allocations are gone in this view; their devices are free here unless
+        another claim holds them too."""
+        ledger = self.cache.devices
         freed_here = set(keys) | {k for k, a in self._claims.items() if a is None}
         for key in keys:
             allocation = ledger.allocation(key)
@@ -384,7 +413,6 @@ class Snapshot:
                     delta.freed.add(device_id)
                     delta.version = next_version()
                     self._changed(device.node, grew=False)
-        self._freed_by[uid] = tuple(keys)
 
     def _restore_claims(self, keys: tuple[str, ...]) -> None:
         """A removed pod comes back: the claims its removal freed are as in the cache again."""

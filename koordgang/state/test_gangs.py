@@ -630,9 +630,22 @@ def test_a_bound_member_of_an_invalid_gang_latches_it_satisfied() -> None:
     assert gang_of(gangs).state is GangState.SATISFIED
 
 
+def test_a_satisfied_gang_is_pending_again_only_while_no_member_is_bound() -> None:
+    gangs = registry(member("p"), member("q"))
+    gang = gang_of(gangs)
+    gang.mark_satisfied()
+    assert gang.undo_satisfied() is True
+    assert gang.state is GangState.PENDING
+    gang.mark_satisfied()
+    gangs.on_pod(member("p", node="n1"))
+    assert gang.undo_satisfied() is False
+    assert gang.state is GangState.SATISFIED
+
+
 def test_the_transition_table_makes_satisfied_and_timed_out_terminal() -> None:
     assert set(TRANSITIONS) == set(GangState)
-    assert TRANSITIONS[GangState.SATISFIED] == frozenset()
+    # Satisfied goes back to pending only through undo_satisfied (no member bound).
+    assert TRANSITIONS[GangState.SATISFIED] == frozenset({GangState.PENDING})
     assert TRANSITIONS[GangState.TIMED_OUT] == frozenset()
     for state in (GangState.PENDING, GangState.WAITING):
         assert {GangState.SATISFIED, GangState.TIMED_OUT} <= TRANSITIONS[state]

@@ -503,6 +503,13 @@ class Coscheduling:
     def unreserve(
         self, group_key: str, placements: Sequence[Placement], reason: UnreserveReason
     ) -> None:
+        if reason is UnreserveReason.BIND_FAILED and group_key:
+            # A batch given up before its bindings (its writes failed) satisfied nothing:
+            # while no member is bound, the gang is decided about whole again.
+            for gang in self._gangs_of(group_key):
+                if gang.undo_satisfied():
+                    self._dirty.add(gang.key)
+            return
         if reason != UnreserveReason.TIMEOUT or not group_key:
             return
         gangs = self._gangs_of(group_key)

@@ -16,8 +16,10 @@ with a message saying so, never answered wrongly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from koordgang.model.dra import (
     ALLOCATION_MODE_ALL,
@@ -194,11 +196,39 @@ class _Search:
         ):
             return False
         chosen = self.result[key]
+        # The first matchAttribute constraint prunes: a device whose value too few candidates
+        # share cannot begin a set, and once a value is fixed only its devices are tried.
+        # The order of the tries stays the nodes' order (the first allocation found is the
+        # same as without the pruning).
+        match = next(((i, c) for i, c in constraints if c.match_attribute), None)
+        positions: dict[Any, list[int]] = {}
+        if match is not None and alternative.mode != ALLOCATION_MODE_ALL:
+            attribute = match[1].match_attribute
+            for index, device in enumerate(candidates):
+                value = device.spec.attributes.get(attribute)
+                if value is not None:
+                    positions.setdefault(value, []).append(index)
+        slot = None if match is None else (claim_index, match[0])
+
+        def tries(start: int, left: int) -> Iterable[int]:
+            if match is None or alternative.mode == ALLOCATION_MODE_ALL:
+                return range(start, len(candidates) - left + 1)
+            fixed = self.fixed.get(slot) if slot is not None else None
+            if fixed is not None:
+                found = positions.get(fixed, [])
+                return found[bisect_left(found, start) :]
+            return (
+                index
+                for value, found in positions.items()
+                for index in found[bisect_left(found, start) : len(found) - left + 1]
+            )
 
         def pick(start: int, left: int) -> bool:
             if left == 0:
                 return self.run(position + 1)
-            for index in range(start, len(candidates) - left + 1):
+            for index in sorted(tries(start, left)) if match is not None else tries(start, left):
+                if index > len(candidates) - left:
+                    break
                 self.budget.left -= 1
                 if self.budget.left < 0:
                     raise GaveUp

@@ -169,12 +169,18 @@ class DynamicResources:
             return prepared
         state.write(self.name, prepared)
         ledger = snapshot.cache.devices
+        # Pinned claims by where their allocation is (not by name): a verdict for a claim
+        # allocated on one node says nothing once it is allocated on another, and a node the
+        # claim was allocated on meanwhile did not get "emptier" as the index understands it.
         state.write(
             SHAPE_DETAIL,
             (
                 ledger.class_generation,
                 tuple(spec for _, spec in prepared.to_allocate),
-                tuple(key for key, _ in prepared.pinned),
+                tuple(
+                    (key, allocation.node, allocation.device_ids())
+                    for key, allocation in prepared.pinned
+                ),
             ),
         )
         return SUCCESS
@@ -418,52 +424,40 @@ class DynamicResources:
         if self._handle is None:
             return NO_WRITES
         ledger = self._handle.cache.devices
-        consumers: dict[str, list[PodInfo]] = {}
-        fresh: dict[str, ClaimAllocation] = {}
-        refused: dict[str, str] = {}
-        for placement in placements:
-            pod = placement.pod
-            if not pod.resource_claims:
-                continue
-            assumed = ledger.assumed_for(pod.uid)
-            fresh.update(assumed)
-            resolved = resolve(pod, ledger)
-            if resolved.problem:
-                refused[pod.uid] = resolved.problem
-                continue
-            for pod_claim in resolved.claims:
-                key = pod_claim.key
-                if key not in assumed and pod_claim.claim.allocation is None:
-                    refused[pod.uid] = (
-                        f'resourceclaim "{pod_claim.claim.name}" is not allocated any more'
-                    )
-                    continue
-                consumers.setdefault(key, []).append(pod)
-            found = conflict(dict(assumed), ledger)
-            if found:
-                refused[pod.uid] = found
-        if not consumers and not refused:
+        ours = [p for p in placements if p.pod.resource_claims]
+        if not ours:
             return NO_WRITES
+        # Allocated in this batch, whichever member's placement allocated it: members that
+        # share a claim allocated in the same decision are its consumers too.
+        fresh: dict[str, ClaimAllocation] = {}
+        for placement in ours:
+            fresh.update(ledger.assumed_for(placement.pod.uid))
+        consumers: dict[str, list[PodInfo]] = {}
+        refused: dict[str, str] = {}
+        for placement in ours:
+            pod = placement.pod
+            problem, keys = self._claims_for(placement, ledger, fresh)
+            if problem:
+                refused[pod.uid] = problem
+                continue
+            for key in keys:
+                consumers.setdefault(key, []).append(pod)
         if refused:
-            if self._handle is not None and any("held by" in r for r in refused.values()):
+            if any("held by" in r for r in refused.values()):
                 self._handle.record(CONFLICTS)
             return PreBindPlan((), refused)
         writes: list[ObjectWrite] = []
         for key, pods in consumers.items():
             claim = ledger.claim(key)
             if claim is None:
-                for pod in pods:
-                    refused[pod.uid] = f"resourceclaim {key} was deleted"
-                continue
+                return PreBindPlan((), {p.uid: f"resourceclaim {key} was deleted" for p in pods})
             allocation = fresh.get(key)
             write = reserve(claim, pods, allocation, self._wall())
             if write is not None:
                 writes.append(write)
-                if allocation is not None and self._handle is not None:
+                if allocation is not None:
                     self._handle.record(ALLOCATIONS)
-        if refused:
-            return PreBindPlan((), refused)
-        return PreBindPlan(tuple(writes))
+        return PreBindPlan(tuple(writes)) if writes else NO_WRITES
 
     def verify(self, placements: Sequence[Placement]) -> Mapping[str, str]:
         if self._handle is None:
@@ -471,22 +465,47 @@ class DynamicResources:
         ledger = self._handle.cache.devices
         refused: dict[str, str] = {}
         for placement in placements:
-            pod = placement.pod
-            if not pod.resource_claims:
+            if not placement.pod.resource_claims:
                 continue
-            # What was assumed, and what is written by now: either may meet another claim.
-            allocations = dict(ledger.assumed_for(pod.uid))
-            current = self._handle.cache.pod(pod.uid) or pod
-            for pod_claim in resolve(current, ledger).claims:
-                allocation = ledger.allocation(pod_claim.key)
-                if allocation is not None:
-                    allocations.setdefault(pod_claim.key, allocation)
-            found = conflict(allocations, ledger)
-            if found:
-                refused[pod.uid] = found
-        if refused and self._handle is not None:
+            current = self._handle.cache.pod(placement.pod.uid) or placement.pod
+            problem, _ = self._claims_for(Placement(current, placement.node_name), ledger, {})
+            if problem:
+                refused[current.uid] = problem
+        if refused:
             self._handle.record(CONFLICTS)
         return refused
+
+    def _claims_for(
+        self,
+        placement: Placement,
+        ledger: DeviceLedger,
+        fresh: Mapping[str, ClaimAllocation],
+    ) -> tuple[str, list[str]]:
+        """The keys of the claims ``placement``'s pod binds with, or why it may not bind: a
+        claim gone or not allocated any more, allocated where its node is not (another writer
+        changed it), or a device of it held by another claim too."""
+        pod = placement.pod
+        resolved = resolve(pod, ledger)
+        if resolved.problem:
+            return resolved.problem, []
+        node = self._handle.cache.node(placement.node_name) if self._handle else None
+        labels = node.info.labels if node is not None and node.info is not None else {}
+        keys: list[str] = []
+        allocations: dict[str, ClaimAllocation] = {}
+        for pod_claim in resolved.claims:
+            key = pod_claim.key
+            allocation = fresh.get(key) or ledger.allocation(key)
+            if allocation is None:
+                return f'resourceclaim "{pod_claim.claim.name}" is not allocated any more', []
+            if not allocation.allows(placement.node_name, labels):
+                return (
+                    f'resourceclaim "{pod_claim.claim.name}" is allocated where node '
+                    f"{placement.node_name} is not (it changed meanwhile)",
+                    [],
+                )
+            allocations[key] = allocation
+            keys.append(key)
+        return conflict(allocations, ledger), keys
 
     def _wall(self) -> float:
         return self._handle.wall() if self._handle is not None else _time.time()

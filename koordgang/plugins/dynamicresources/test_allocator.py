@@ -165,15 +165,29 @@ class TestExactCases:
         assert names(result, "ns/b") == ["gpu-1"]
 
     def test_a_costly_search_gives_up_with_a_message(self) -> None:
-        devices = [device(f"gpu-{i}", POOL, index=i) for i in range(12)]
+        devices = [device(f"gpu-{i}", POOL, slot=i % 5) for i in range(12)]
         claim = spec(
             exactly("r", count=6),
-            constraints=[DeviceConstraint((), match_attribute=f"{DRIVER}/index")],
+            constraints=[DeviceConstraint((), distinct_attribute=f"{DRIVER}/slot")],
         )
-        # Every pair differs in "index": no allocation, and many partial ones to try.
+        # Six devices with distinct slots out of five slots: no allocation, many partial ones.
         result = allocate([("ns/c", claim)], devices, lambda d: True, by_class, max_steps=10)
         assert isinstance(result, Shortfall)
         assert "gave up" in result.reason
+
+    def test_match_attribute_goes_straight_to_the_one_domain_that_can_serve(self) -> None:
+        # 16 domains of 8; one device in use in each but the last: a request for 8 in one
+        # domain is served from the last, within a handful of tries.
+        devices = [device(f"gpu-{i:03d}", POOL, domain=f"d{i // 8}") for i in range(128)]
+        busy = {devices[g * 8].id for g in range(15)}
+        claim = spec(
+            exactly("r", count=8),
+            constraints=[DeviceConstraint((), match_attribute=f"{DRIVER}/domain")],
+        )
+        result = allocate(
+            [("ns/c", claim)], devices, lambda d: d not in busy, by_class, max_steps=20
+        )
+        assert names(result) == [f"gpu-{i:03d}" for i in range(120, 128)]
 
 
 # -- random cases against brute force ------------------------------------------------------

@@ -54,6 +54,9 @@ def plan_room(
     """``eligible``: per candidate node, the pods that may be evicted there, in eviction order
     (see ``CostModel.eviction_order``); ``gone``: pods that count as gone already."""
     work = snapshot.fork()
+    # Devices of claims whose pods are gone (victims deleted, their claims not deallocated
+    # yet) are counted free: room on its way is not made again by evicting more.
+    work.free_claims(snapshot.cache.claims_left_behind())
     names = [n for n in candidates if snapshot.node(n) is not None]
     result = DryRun()
     for name in names:
