@@ -136,6 +136,11 @@ def test_the_exact_write_verbs_per_resource(scheduler_kubeconfig: str, namespace
         "podgroups.scheduling.k8s.io/status": ["patch"],
         "podgroups.scheduling.volcano.sh": ["patch"],
         "clusternetworktopologies.scheduling.koordinator.sh/status": ["patch"],
+        # The delete-protection finalizer; then allocation and reservedFor (the API server
+        # checks resourceclaims/binding for those).
+        "resourceclaims.resource.k8s.io": ["patch"],
+        "resourceclaims.resource.k8s.io/status": ["patch"],
+        "resourceclaims.resource.k8s.io/binding": ["patch"],
         "leases.coordination.k8s.io": ["create", "update"],
     }
 
