@@ -12,9 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import structlog
+
 from koordgang.model.cel import CelError, Selector, compile_selector, device_facts
 from koordgang.model.dra import DeviceClassInfo, SubRequest
 from koordgang.state.devices import Device
+
+log = structlog.get_logger("koordgang.dra")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +56,10 @@ class SelectorCache:
             if len(self._compiled) > 4096:
                 self._compiled.clear()
             self._compiled[expression] = known
-        if isinstance(known, CelProblem):
+        if isinstance(known, CelProblem) and (expression, source) not in self.problems:
             problem = CelProblem(expression, source, known.error)
-            self.problems.setdefault((expression, source), problem)
+            self.problems[(expression, source)] = problem
+            log.warning("device selector cannot be used", problem=problem.describe())
         return known
 
     def matches(self, device: Device, expression: str, source: str) -> bool:
@@ -84,7 +89,10 @@ class SelectorCache:
         if key not in self.problems:
             if len(self.problems) > 256:
                 self.problems.clear()
-            self.problems[key] = CelProblem(expression, source, error, str(device.id))
+            problem = CelProblem(expression, source, error, str(device.id))
+            self.problems[key] = problem
+            # Once per expression and object: the device does not match, the pods say why.
+            log.warning("device selector failed on a device", problem=problem.describe())
 
     def problems_of(self, sources: Iterable[tuple[str, str]]) -> list[CelProblem]:
         return [p for key in sources if (p := self.problems.get(key)) is not None]
