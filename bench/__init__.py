@@ -7,6 +7,7 @@
     make bench BENCH_ARGS="--scenarios gang-1k --gang-apis all"   # koordgang on each gang API
     python -m bench --scenarios large --skip-ceiling   # 5,000 nodes, 100,000 pods
     make bench BENCH_ARGS="--scenarios starvation"   # the starvation guard on and off (5 min)
+    make bench PEERS=kube-scheduler BENCH_ARGS="--scenarios dra"   # DRA, beside kube-scheduler
 
 First the *ceiling*: a minimal client binds pre-created pods to pre-chosen nodes as fast as the
 API server accepts, with no scheduling at all. Then each throughput scenario (see
@@ -19,6 +20,10 @@ With ``--gang-apis`` koordgang runs its gang scenarios once more per other gang 
 (``koordgang via volcano``, ...), after its own run and on its ceiling, and the report puts each
 beside Koordinator's annotations; ``koordgang via scheduler-plugins`` reads the very PodGroups
 Coscheduling reads.
+The DRA scenario (``dra.py``; only by name) gives every node a ResourceSlice of 8 devices and
+every pod a ResourceClaim of its own, made before the window; kube-scheduler runs it with its
+alpha gang scheduling switched on, its gangs as upstream PodGroups, and each run is checked by
+``dra_check.py`` (no koordgang code) before it is measured.
 The starvation scenarios (``starvation.py``, ``starvation_run.py``) stream small pods instead
 and measure how long one big gang waits among them, with koordgang's starvation guard and
 without, and what the guard costs the small pods.

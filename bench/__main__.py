@@ -30,6 +30,7 @@ from bench.peers.build import KOORD_SCHEDULER, PeerFiles
 from bench.peers.build import prepare as prepare_peers
 from bench.results import KOORDGANG
 from bench.scenarios import (
+    DRA_SCENARIOS,
     GROUPS,
     LARGE_SCENARIOS,
     SCENARIOS,
@@ -66,7 +67,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         f"({', '.join(s.name for s in LARGE_SCENARIOS)}); 'starvation' runs "
         f"{' and '.join(GROUPS['starvation'])}; "
         f"{', '.join(s.name for s in SIMULATED_SCENARIOS)} runs the engine in process, "
-        "without a control plane (only by name; default: all)",
+        "without a control plane; "
+        f"{', '.join(s.name for s in DRA_SCENARIOS)}: devices and a ResourceClaim per pod, "
+        "beside kube-scheduler (these two only by name; default: all)",
     )
     parser.add_argument(
         "--scale",
@@ -237,12 +240,19 @@ async def _run_scheduler(
         if scheduler.name == KOORD_SCHEDULER.name:
             # Its shipped profile's ElasticQuota plugin keeps quota groups there.
             await ctx.cluster.ensure_namespace("koordinator-system")
-        # After its CRDs: the upstream PodGroup is no CRD but may not be served.
-        unserved = await _unserved_api(ctx.cluster, scheduler.gang_api)
-        if unserved:
-            say(f"{scheduler.label}: not run: {unserved}")
-            for scenario in todo:
-                done.add(await run_scenario(ctx, scenario, skip=unserved))
+        # After its CRDs: the upstream PodGroup is no CRD but may not be served. A scenario
+        # may give a peer its gangs in another API than its own (Scenario.peer_gang_apis).
+        apis = [scheduler.gang_api_for(s) if s.gangs else scheduler.gang_api for s in todo]
+        unserved = {api: await _unserved_api(ctx.cluster, api) for api in set(apis)}
+        runnable: list[Scenario] = []
+        for scenario, api in zip(todo, apis, strict=True):
+            if not unserved[api]:
+                runnable.append(scenario)
+                continue
+            say(f"{scheduler.label}: {scenario.name} not run: {unserved[api]}")
+            done.add(await run_scenario(ctx, scenario, skip=unserved[api]))
+        todo = runnable
+        if not todo:
             return
         # A koordgang variant shares koordgang's ceiling (it is measured just before it).
         if ceiling and not scheduler.variant and not done.has_ceiling(label):
@@ -393,6 +403,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     starvation = report.starvation_lines(results)
     if starvation:
         lines += ["starvation guard (with and without --reserve-after):", *starvation, ""]
+    dra = report.dra_lines(results)
+    if dra:
+        lines += ["Dynamic Resource Allocation (scenario dra):", *dra, ""]
     by_api = report.gang_api_lines(results)
     if by_api:
         lines += ["koordgang by gang API (--gang-apis):", *by_api, ""]

@@ -46,7 +46,7 @@ async def measure_ceiling(
         f"=== ceiling ({label}): bind {len(workload.pods)} pre-created pods to pre-chosen nodes "
         f"({len(workload.nodes)} nodes), {concurrency} in flight, no scheduling"
     )
-    await set_stage(ctx, workload, namespace)
+    await set_stage(ctx, workload, namespace, keep_dra=True)
     await settle(ctx)
 
     nodes = round_robin(workload.nodes)

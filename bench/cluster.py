@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import aiohttp
 import yaml
 
+from bench import dra
 from bench.console import Ticker, say
 from bench.gang_api import GROUP_API_VERSIONS, GangApi, pod_manifest
 from bench.workload import BENCH_LABEL, PodPlan
@@ -412,6 +413,132 @@ class BenchCluster:
             if asyncio.get_running_loop().time() > deadline:
                 raise RuntimeError(f"kwok ran only {running}/{count} pods in {timeout:.0f} s")
             await asyncio.sleep(2.0)
+
+    # -- Dynamic Resource Allocation -----------------------------------------------------------
+
+    async def _list_bench(
+        self, plural: str, *, names_only: bool = True
+    ) -> list[dict[str, Any]] | None:
+        """The bench's objects of ``resource.k8s.io`` ``plural`` (None: not served here)."""
+        try:
+            items, _ = await self.list_all(
+                f"/apis/{dra.API_VERSION}/{plural}",
+                {"labelSelector": f"{BENCH_LABEL}=1"},
+                names_only=names_only,
+            )
+        except ApiError as error:
+            if error.not_found:
+                return None
+            raise
+        return items
+
+    async def delete_bench_claims(self) -> None:
+        """Every ResourceClaim a run created, their finalizers cleared first (the scheduler
+        that allocated one wrote ``resource.kubernetes.io/delete-protection``, which the
+        resourceclaim controller, mostly not running here, would remove). Namespaces are
+        deleted without their contents here, so a claim left behind would keep its devices
+        allocated for the next scheduler's run."""
+        claims = await self._list_bench("resourceclaims")
+        if not claims:
+            return
+
+        async def delete(claim: dict[str, Any]) -> None:
+            meta = claim["metadata"]
+            path = (
+                f"/apis/{dra.API_VERSION}/namespaces/{meta['namespace']}/resourceclaims/"
+                f"{meta['name']}"
+            )
+            try:
+                if meta.get("finalizers"):
+                    await with_retries(
+                        lambda: self.api.request(
+                            "PATCH",
+                            path,
+                            body={"metadata": {"finalizers": None}},
+                            content_type="application/merge-patch+json",
+                        )
+                    )
+                await with_retries(lambda: self.api.request("DELETE", path))
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+
+        await run_pool(claims, delete, label="deleting leftover resource claims")
+        for _ in range(100):
+            if not await self._list_bench("resourceclaims"):
+                return
+            await asyncio.sleep(0.2)
+        raise RuntimeError("benchmark resource claims still present after deleting them")
+
+    async def reconcile_dra(self, plan: dra.DraPlan | None) -> None:
+        """The DeviceClass and ResourceSlices of ``plan`` and no other of the bench's (None:
+        none at all): slices of the same name and spec are kept, others replaced."""
+        classes = await self._list_bench("deviceclasses", names_only=False)
+        if classes is None:
+            if plan is not None:
+                raise RuntimeError(f"{dra.API_VERSION} is not served by this kube-apiserver")
+            return
+        wanted_class = dict(plan.device_class) if plan is not None else None
+        for current in classes:
+            name = current["metadata"]["name"]
+            if (
+                wanted_class is not None
+                and name == wanted_class["metadata"]["name"]
+                and current.get("spec") == wanted_class["spec"]
+            ):
+                wanted_class = None  # kept as it is
+                continue
+            await self._delete_quietly(f"/apis/{dra.API_VERSION}/deviceclasses/{name}")
+        if wanted_class is not None:
+            body = wanted_class
+            await with_retries(
+                lambda: self.api.request(
+                    "POST", f"/apis/{dra.API_VERSION}/deviceclasses", body=body
+                )
+            )
+        slices = await self._list_bench("resourceslices") or []
+        wanted = {s["metadata"]["name"]: s for s in (plan.slices if plan is not None else ())}
+        keep: set[str] = set()
+        stale: list[str] = []
+        for current in slices:
+            meta = current["metadata"]
+            want = wanted.get(meta["name"])
+            digest = (meta.get("annotations") or {}).get(dra.SPEC_DIGEST)
+            if want is not None and digest == want["metadata"]["annotations"][dra.SPEC_DIGEST]:
+                keep.add(meta["name"])
+            else:
+                stale.append(meta["name"])
+
+        async def delete(name: str) -> None:
+            await self._delete_quietly(f"/apis/{dra.API_VERSION}/resourceslices/{name}")
+
+        async def create(body: Mapping[str, Any]) -> None:
+            await with_retries(
+                lambda: self.api.request(
+                    "POST", f"/apis/{dra.API_VERSION}/resourceslices", body=dict(body)
+                )
+            )
+
+        await run_pool(stale, delete, label="deleting resource slices")
+        if keep:
+            say(f"reusing {len(keep)} resource slices")
+        missing = [body for name, body in wanted.items() if name not in keep]
+        await run_pool(missing, create, label="creating resource slices")
+
+    async def create_claims(self, namespace: str, bodies: Sequence[Mapping[str, Any]]) -> None:
+        path = f"/apis/{dra.API_VERSION}/namespaces/{namespace}/resourceclaims"
+
+        async def create(body: Mapping[str, Any]) -> None:
+            await with_retries(lambda: self.api.request("POST", path, body=dict(body)))
+
+        await run_pool(bodies, create, label="creating resource claims")
+
+    async def _delete_quietly(self, path: str) -> None:
+        try:
+            await with_retries(lambda: self.api.request("DELETE", path))
+        except ApiError as error:
+            if not error.not_found:
+                raise
 
     # -- nodes ---------------------------------------------------------------------------------
 

@@ -19,14 +19,24 @@ from prometheus_client.parser import text_string_to_metric_families
 from bench import procstats
 from e2e.daemon import REPO, free_port
 
-#: Counters worth keeping per scenario: what the daemon did besides binding.
-COUNTERS = ("koordgang_binds", "scheduler_schedule_attempts", "koordgang_api_writes")
+#: Counters worth keeping per scenario: what the daemon did besides binding; its claims
+#: allocated and batches given up over a device (DRA); and kube-scheduler's pod group cycles
+#: (only with its gang gates on: its gangs were scheduled as groups).
+COUNTERS = (
+    "koordgang_binds",
+    "scheduler_schedule_attempts",
+    "koordgang_api_writes",
+    "koordgang_dra_allocations",
+    "koordgang_dra_conflicts",
+    "scheduler_podgroup_schedule_attempts",
+)
 #: Histograms whose mean is worth keeping: how long a bind and a scheduling cycle take, and
-#: how long a job held nodes (starvation guard) before it was bound.
+#: how long a job held nodes (starvation guard) before it was bound; a pod's devices chosen.
 HISTOGRAMS = (
     "koordgang_binding_duration_seconds",
     "scheduler_scheduling_attempt_duration_seconds",
     "koordgang_reservation_wait_seconds",
+    "koordgang_dra_allocation_seconds",
 )
 
 

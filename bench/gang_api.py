@@ -4,7 +4,9 @@ koordgang reads five gang APIs (``koordgang/plugins/coscheduling/apis``); by def
 declares its gangs with Koordinator's annotations, which koord-scheduler reads too, and
 ``--gang-apis`` runs koordgang's gang scenarios once more per other API listed.
 scheduler-plugins' Coscheduling reads a ``scheduling.x-k8s.io`` PodGroup and a label on each
-member; kube-scheduler has no gang API here (gang scenarios are not run on it).
+member; kube-scheduler has no gang API here (gang scenarios are not run on it), but for the
+scenarios that give it upstream PodGroups (``Scenario.peer_gang_apis``: the DRA one), which it
+reads with its GenericWorkload and GangScheduling gates on (``peers/config.py``).
 
 Each API, as a pod of gang ``job-000`` with minimum 20 carries it:
 

@@ -23,11 +23,12 @@ from typing import Any
 
 import aiohttp
 
-from bench import apiserver_stats, dry_run, gather_time, starvation_run
+from bench import apiserver_stats, dra_check, dry_run, gather_time, starvation_run
 from bench.apiserver_profile import GC_KEY, SAMPLED_KEY, ApiServerProfiler, summarise
 from bench.checks import check_cluster
 from bench.console import Ticker, say
 from bench.daemon import BenchDaemon, DaemonFailed, SchedulerProcess
+from bench.gang_api import GangApi
 from bench.peers.process import PeerProcess
 from bench.peers.reasons import peer_reasons
 from bench.procstats import CpuSampler
@@ -78,7 +79,7 @@ async def run_scenario(ctx: RunContext, scenario: Scenario, skip: str = "") -> S
         scheduler=ctx.scheduler.label,
         scheduler_version=ctx.scheduler.version(),
         crds=list(ctx.crds),
-        gang_api=ctx.scheduler.gang_api.value if scenario.gangs else "",
+        gang_api=ctx.scheduler.gang_api_for(scenario).value if scenario.gangs else "",
         submit=(
             "prebuilt"
             if scenario.stream_rate is None
@@ -149,7 +150,14 @@ async def _measure(
     namespace = f"bench-{scenario.name}-{ctx.run_id}-{ctx.tag}" + (f"-r{repeat}" if repeat else "")
     fill = filler_namespace(scenario.name, ctx.run_id)
     streamed = scenario.stream_rate is not None
-    await set_stage(ctx, workload, namespace, fill, create_pods=not streamed)
+    await set_stage(
+        ctx,
+        workload,
+        namespace,
+        fill,
+        create_pods=not streamed,
+        gang_api=ctx.scheduler.gang_api_for(scenario),
+    )
     at_rest = await settle(ctx, limit=settle_limit(len(workload.fillers)))
     result.notes["control_plane_cores_before_start"] = at_rest
 
@@ -230,6 +238,14 @@ async def _measure(
         ctx.cluster, namespace, workload.members, workload.gangs
     )
     result.problems += problems
+    dra_problems: list[str] = []
+    if workload.dra is not None:
+        dra_problems = await dra_check.read_and_check(ctx.kubeconfig, namespace, workload)
+        result.problems += dra_problems
+        say(
+            f"{scenario.name} on {result.scheduler}: DRA check "
+            + ("passed" if not dra_problems else f"FAILED ({len(dra_problems)} problems)")
+        )
     if workload.notes.get("placement_quality"):
         _placement_quality(workload, final_pods, result)
         if scenario.name == "topology":
@@ -241,6 +257,8 @@ async def _measure(
             )
     result.bound = sum(1 for p in final_pods if (p.get("spec") or {}).get("nodeName"))
     _sum_up(ctx, workload, watcher, sampler, spawned, t0, end, result)
+    if workload.dra is not None and result.problems:
+        dra_check.withhold(result)
     if streamer is not None:
         _stream_latency(workload, watcher, streamer, result)
     if result.problems and not is_koordgang(result.scheduler):
@@ -267,6 +285,7 @@ def _scheduler_process(ctx: RunContext, scenario: Scenario) -> SchedulerProcess:
         # Its job-level preemption and topology placement only where the scenario asks for
         # them: elsewhere it runs its release's profile as shipped.
         job_features=scheduler.name in scenario.peers,
+        upstream_gangs=scheduler.gang_api_for(scenario) is GangApi.UPSTREAM,
     )
 
 

@@ -156,7 +156,7 @@ def cost_table(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResu
     measured += [
         (_run_name(r), cpu_ms_per_pod(r.cores, r.window_s, r.binds_seen))
         for r in results
-        if r.finish != "first bind" and not r.skipped
+        if r.finish != "first bind" and not r.skipped and not is_withheld(r)
     ]
     for name, costs in measured:
         ours = [costs.get(p) for p in PROCESSES[:-1]]
@@ -190,6 +190,77 @@ def apiserver_lines(results: Sequence[ScenarioResult]) -> list[str]:
                 line += f"; profiled {sampled:.2f} CPU s, {collector:.2f} s collecting"
             lines.append(line)
     return lines
+
+
+#: The note a DRA scenario's results carry (``scenarios._dra``).
+DRA_NOTE = "devices_wanted"
+#: Requests per bound pod below this are left out of the DRA lines.
+DRA_MIN_REQUESTS_PER_POD = 0.005
+
+
+def dra_lines(results: Sequence[ScenarioResult]) -> list[str]:
+    """The DRA scenario side by side: pods/s, share of the ceiling, the scheduler's and the API
+    server's CPU per bound pod, and every kind of request the API server answered in the
+    window per bound pod (from every client: the scheduler, kwok, the bench's watch). A run
+    that failed the DRA check (``dra_check``) is shown as failed, without figures."""
+    runs = [r for r in results if DRA_NOTE in r.notes and not r.skipped]
+    if not runs:
+        return []
+    header = [
+        "scenario",
+        "scheduler",
+        "gangs as",
+        "bound",
+        "gangs done",
+        "pods/s",
+        "% ceiling",
+        "scheduler CPU ms/pod",
+        "apiserver CPU ms/pod",
+        "etcd CPU ms/pod",
+        "result",
+    ]
+    rows: list[list[str]] = []
+    details: list[str] = []
+    for r in runs:
+        failed = bool(r.problems)
+        costs = {} if failed else cpu_ms_per_pod(r.cores, r.window_s, r.binds_seen)
+        rows.append(
+            [
+                r.name,
+                r.scheduler,
+                r.gang_api or "-",
+                f"{r.bound}/{r.expected}",
+                f"{r.gangs_complete}/{r.gangs}",
+                _num(r.pods_per_s, 0),
+                _num(r.pct_of_ceiling, 0),
+                _num(costs.get("scheduler"), 2),
+                _num(costs.get("kube-apiserver"), 2),
+                _num(costs.get("etcd"), 2),
+                "FAILED the check: not measured" if failed else "ok",
+            ]
+        )
+        if failed:
+            details += [f"{_run_name(r)}: {p}" for p in r.problems]
+            continue
+        stats = r.notes.get("apiserver") or {}
+        bound = r.binds_seen or 0
+        per_pod = sorted(
+            (
+                (key, count / bound)
+                for key, count in stats.items()
+                if key not in (apiserver_stats.GC_CPU_KEY, apiserver_stats.GC_CYCLES_KEY)
+                and bound
+                and count / bound >= DRA_MIN_REQUESTS_PER_POD
+            ),
+            key=lambda kv: -kv[1],
+        )
+        if per_pod:
+            details.append(
+                f"{_run_name(r)}: API requests per bound pod: "
+                + ", ".join(f"{key} {value:.2f}" for key, value in per_pod)
+                + f" (total {sum(v for _, v in per_pod):.2f})"
+            )
+    return [*table(header, rows), *details]
 
 
 def target_lines(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult]) -> list[str]:
@@ -246,6 +317,11 @@ def peer_problem_lines(results: Sequence[ScenarioResult]) -> list[str]:
             lines.append(f"{_run_name(r)}: {problem}")
             lines += [f"    it says: {w}" for w in r.notes.get("scheduler_says", [])]
     return lines
+
+
+def is_withheld(r: ScenarioResult) -> bool:
+    """A run whose figures were dropped because it failed its check (``dra_check``)."""
+    return "withheld" in r.notes
 
 
 def _run_name(r: ScenarioResult) -> str:
@@ -333,7 +409,9 @@ def side_by_side(results: Sequence[ScenarioResult]) -> list[str]:
                 _num(r.pct_of_ceiling, 0) if r.finish != "first bind" else "-",
                 _num(r.gang_latency_p50_s if streamed else r.gang_p50_s, 2),
                 _num(r.gang_latency_p99_s if streamed else r.gang_p99_s, 2),
-                _num(scheduler_cpu_ms(r), 2) if r.finish != "first bind" else "-",
+                _num(scheduler_cpu_ms(r), 2)
+                if r.finish != "first bind" and not is_withheld(r)
+                else "-",
                 _num(r.first_bind_after_start_s, 2),
                 _num(r.daemon_peak_rss_mb, 0),
                 _verdict(r),

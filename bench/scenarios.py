@@ -14,10 +14,12 @@ import enum
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bench.peers.build import KOORD_SCHEDULER
+from bench.dra import POD_REQUESTS, dra_plan, with_claim
+from bench.gang_api import GangApi
+from bench.peers.build import KOORD_SCHEDULER, KUBE_SCHEDULER
 from bench.starvation import RESERVE_AFTER_FLAG, StarvationPlan, starvation_workload
 from bench.workload import (
     CEILING_SCHEDULER,
@@ -72,6 +74,10 @@ class Scenario:
     #: The peers that run it all the same: they have the feature, switched on in their
     #: bench configuration (``peers/config.py``).
     peers: tuple[str, ...] = ()
+    #: Peers given this scenario's gangs in another gang API than their own (peer name ->
+    #: API): kube-scheduler reads upstream PodGroups once its GangScheduling gate is on
+    #: (``peers/config.py``), which the bench switches on for these scenarios only.
+    peer_gang_apis: Mapping[str, GangApi] = field(default_factory=dict, hash=False)
     #: Pods per second at which the pods are created once the scheduler is ready (None: all
     #: created before it starts). Measures latency: a gang's last member created -> all bound.
     stream_rate: float | None = None
@@ -365,6 +371,51 @@ SCENARIOS: Sequence[Scenario] = (
 )
 
 
+# -- Dynamic Resource Allocation: ``--scenarios dra`` -------------------------------------------
+
+DRA_NODES = 1_000
+DRA_LONE_PODS = 2_000
+DRA_GANGS = 250
+DRA_GANG_SIZE = 8
+
+
+def _dra(scale: float) -> Workload:
+    """1,000 nodes of 8 devices each (one ResourceSlice per node); 2,000 lone pods claiming 1
+    device and 250 gangs of 8 whose members claim 1 or 2 in turn: 5,000 devices of 8,000,
+    each pod's claim its own, made before the window. cpu and memory never bind (0.1 core
+    per pod on nodes of 32): the devices decide."""
+    nodes = standard_nodes(scaled(DRA_NODES, scale))
+    lone = [
+        with_claim(p) for p in plain_pods("dra", scaled(DRA_LONE_PODS, scale), mix=(POD_REQUESTS,))
+    ]
+    gangs = [
+        with_claim(p)
+        for p in gang_pods("dra-job", scaled(DRA_GANGS, scale), DRA_GANG_SIZE, POD_REQUESTS)
+    ]
+    plan = dra_plan(nodes, lone, gangs)
+    return Workload(
+        nodes=nodes,
+        pods=[*lone, *gangs],
+        dra=plan,
+        notes={"devices": plan.devices, "devices_wanted": plan.wanted, "claims": len(plan.claims)},
+    )
+
+
+DRA_SCENARIOS: Sequence[Scenario] = (
+    Scenario(
+        "dra",
+        "2,000 lone pods and 250 gangs x 8, each pod with a ResourceClaim of 1-2 devices, on "
+        "1,000 nodes of 8 devices",
+        _dra,
+        gangs=True,
+        koordgang_only="DRA is compared with kube-scheduler only (the other peers have not "
+        "been tried with DRA in the bench)",
+        peers=(KUBE_SCHEDULER.name,),
+        peer_gang_apis={KUBE_SCHEDULER.name: GangApi.UPSTREAM},
+    ),
+)
+
+
 # -- the 5,000-node run: ``--scenarios large`` -------------------------------------------------
 
 LARGE_NODES = 5_000
@@ -437,8 +488,8 @@ GROUPS: Mapping[str, tuple[str, ...]] = {
 
 def select(names: str) -> list[Scenario]:
     """``"plain,gang-1k"`` -> those scenarios in the order given; ``"all"`` or ``""`` -> all
-    but the 5,000-node ones, which ``"large"`` selects, and the simulations, which only their
-    name selects; a name of ``GROUPS`` -> its scenarios.
+    but the 5,000-node ones, which ``"large"`` selects, and the simulations and the DRA
+    scenario, which only their name selects; a name of ``GROUPS`` -> its scenarios.
     The ceiling is always measured and may be named without effect."""
     wanted = [n.strip() for n in names.split(",") if n.strip() and n.strip() != "ceiling"]
     if not wanted or wanted == ["all"]:
@@ -446,7 +497,9 @@ def select(names: str) -> list[Scenario]:
     if wanted == ["large"]:
         return list(LARGE_SCENARIOS)
     wanted = [m for n in wanted for m in GROUPS.get(n, (n,))]
-    by_name = {s.name: s for s in [*SCENARIOS, *LARGE_SCENARIOS, *SIMULATED_SCENARIOS]}
+    by_name = {
+        s.name: s for s in [*SCENARIOS, *LARGE_SCENARIOS, *SIMULATED_SCENARIOS, *DRA_SCENARIOS]
+    }
     unknown = [n for n in wanted if n not in by_name]
     if unknown:
         known = ", ".join([*by_name, *GROUPS])

@@ -71,6 +71,13 @@ class SchedulerUnderTest:
             return GangApi.NONE
         return GangApi.KOORDINATOR
 
+    def gang_api_for(self, scenario: Scenario) -> GangApi:
+        """The API this scheduler's gangs are declared in for ``scenario``: its own, or the
+        one the scenario gives this peer (``Scenario.peer_gang_apis``)."""
+        if self.binary is not None:
+            return scenario.peer_gang_apis.get(self.name, self.gang_api)
+        return self.gang_api
+
     @property
     def ready_path(self) -> str:
         # koord-scheduler serves no /readyz; /healthz is the nearest it has.
@@ -109,7 +116,7 @@ class SchedulerUnderTest:
             return None
         if scenario.koordgang_only and self.name not in scenario.peers:
             return scenario.koordgang_only
-        if scenario.gangs and self.gang_api is GangApi.NONE:
+        if scenario.gangs and self.gang_api_for(scenario) is GangApi.NONE:
             return "no gang API"
         return None
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.cluster import BenchCluster
 from bench.console import Ticker, say
-from bench.gang_api import pod_groups
+from bench.gang_api import GangApi, pod_groups
 from bench.procstats import OTHERS, CpuSampler, describe_cores
 from bench.results import KOORDGANG, CeilingResult
 from bench.schedulers import SchedulerUnderTest
@@ -77,10 +77,16 @@ async def set_stage(
     fill: str = "",
     *,
     create_pods: bool = True,
+    gang_api: GangApi | None = None,
+    keep_dra: bool = False,
 ) -> None:
     """Nodes, fillers (in ``fill``) and, unless they are to be streamed later, the pods under
-    test, gangs declared in the measured scheduler's own API. Fillers left by the same
-    scenario on another scheduler are kept when the nodes have not changed meanwhile."""
+    test, gangs declared in the measured scheduler's own API (or ``gang_api``). Fillers left
+    by the same scenario on another scheduler are kept when the nodes have not changed
+    meanwhile. With DRA (``workload.dra``): the DeviceClass and ResourceSlices are kept from
+    one run to the next like the nodes, the pods' ResourceClaims are made afresh, before the
+    pods; ``keep_dra`` leaves the DeviceClass and slices as they are (the ceiling: no
+    scheduler runs, and the DRA scenario after it finds its slices there)."""
     cluster = ctx.cluster
     reuse = ""
     # The very pods of this workload (a run of another layout may have left as many).
@@ -91,6 +97,8 @@ async def set_stage(
     ):
         reuse = fill
     await cluster.delete_bench_pods(keep_namespace=reuse)
+    # Before their namespaces: a claim outliving its namespace keeps its devices allocated.
+    await cluster.delete_bench_claims()
     await cluster.delete_bench_groups()
     await cluster.delete_bench_namespaces(keep=reuse)
     if await cluster.reconcile_nodes(workload.nodes) and reuse:
@@ -99,6 +107,8 @@ async def set_stage(
         await cluster.delete_bench_pods()
         await cluster.delete_bench_namespaces()
     await cluster.set_topology(workload.topology)
+    if not keep_dra:
+        await cluster.reconcile_dra(workload.dra)
     await cluster.create_namespace(namespace)
     if any(p.priority_class for p in [*workload.pods, *workload.fillers]):
         await cluster.ensure_priority_classes(PRIORITY_CLASSES)
@@ -111,10 +121,13 @@ async def set_stage(
         await cluster.wait_pods_running(
             fill, len(workload.fillers), timeout=max(600.0, len(workload.fillers) / 50)
         )
-    gang_api = ctx.scheduler.gang_api
+    if gang_api is None:
+        gang_api = ctx.scheduler.gang_api
     groups = pod_groups(workload.gangs, gang_api)
     if groups:
         await cluster.create_objects(namespace, groups)
+    if workload.dra is not None:
+        await cluster.create_claims(namespace, workload.dra.claim_manifests())
     if create_pods:
         await cluster.create_pods(namespace, workload.pods, "creating pods", gang_api)
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controlplane import NodeSpec
+
+if TYPE_CHECKING:
+    from bench.dra import DraPlan
 
 #: Our scheduler; the daemon schedules only pods naming it.
 SCHEDULER = "koord-scheduler"
@@ -60,6 +63,15 @@ class GangRef:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimUse:
+    """A ResourceClaim the pod uses: ``name`` in its ``spec.resourceClaims`` (and its
+    container's ``resources.claims``), ``claim`` the ResourceClaim's own name."""
+
+    name: str
+    claim: str
+
+
+@dataclass(frozen=True, slots=True)
 class PodPlan:
     """One pod to create. ``node_name`` set means it is created already bound."""
 
@@ -71,6 +83,8 @@ class PodPlan:
     #: A PriorityClass (see ``PRIORITY_CLASSES``); "" for none.
     priority_class: str = ""
     annotations: Mapping[str, str] = field(default_factory=dict)
+    #: ResourceClaims (made beforehand, by name) that the pod's one container uses.
+    claims: tuple[ClaimUse, ...] = ()
 
     def manifest(self) -> dict[str, Any]:
         metadata: dict[str, Any] = {"name": self.name, "labels": {BENCH_LABEL: "1"}}
@@ -91,6 +105,11 @@ class PodPlan:
                 }
             ],
         }
+        if self.claims:
+            spec["resourceClaims"] = [
+                {"name": c.name, "resourceClaimName": c.claim} for c in self.claims
+            ]
+            spec["containers"][0]["resources"]["claims"] = [{"name": c.name} for c in self.claims]
         if self.node_name:
             spec["nodeName"] = self.node_name
         if self.priority_class:
@@ -115,6 +134,9 @@ class Workload:
     notes: Mapping[str, Any] = field(default_factory=dict)
     #: The ClusterNetworkTopology to create (None: there is none).
     topology: Mapping[str, Any] | None = None
+    #: Dynamic Resource Allocation: the DeviceClass and ResourceSlices of the cluster (set-up)
+    #: and the ResourceClaims the pods use (made afresh before each measurement); None: none.
+    dra: DraPlan | None = None
 
     @property
     def gangs(self) -> dict[str, int]:

@@ -92,6 +92,23 @@ def _switch_on_job_features(profile: dict[str, Any]) -> None:
     plugins["postFilter"] = dict(KOORD_POST_FILTER)
 
 
-def peer_flags(peer: str, *, job_features: bool = False) -> tuple[str, ...]:
-    """Command-line flags a peer needs beyond its configuration file."""
-    return KOORD_FLAGS if peer == "koord-scheduler" and job_features else ()
+#: kube-scheduler's gang scheduling (Kubernetes 1.36, alpha): GenericWorkload makes it watch
+#: ``scheduling.k8s.io/v1alpha2`` PodGroups and schedule the pods naming one
+#: (``spec.schedulingGroup.podGroupName``) a group at a time; GangScheduling (which requires
+#: it) adds the GangScheduling plugin (PreEnqueue: wait for minCount pods; Permit: hold the
+#: members until minCount are assumed). The API server serves the PodGroup with GenericWorkload
+#: (controlplane FEATURE_GATES); GangScheduling is the scheduler's own gate.
+KUBE_SCHEDULER_GANG_GATES = "GenericWorkload=true,GangScheduling=true"
+
+
+def peer_flags(
+    peer: str, *, job_features: bool = False, upstream_gangs: bool = False
+) -> tuple[str, ...]:
+    """Command-line flags a peer needs beyond its configuration file. ``upstream_gangs``: the
+    scenario declares its gangs as upstream PodGroups, which kube-scheduler reads only with
+    its gang gates on."""
+    if peer == "koord-scheduler" and job_features:
+        return KOORD_FLAGS
+    if peer == "kube-scheduler" and upstream_gangs:
+        return (f"--feature-gates={KUBE_SCHEDULER_GANG_GATES}",)
+    return ()

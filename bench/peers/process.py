@@ -25,6 +25,7 @@ class PeerProcess(SchedulerProcess):
         ready_path: str,
         *,
         job_features: bool = False,
+        upstream_gangs: bool = False,
     ) -> None:
         super().__init__(log_path)
         self.name = peer
@@ -33,6 +34,7 @@ class PeerProcess(SchedulerProcess):
         self.kubeconfig = kubeconfig
         self.config_path = log_path.with_suffix(".config.yaml")
         self.job_features = job_features
+        self.upstream_gangs = upstream_gangs
         self.config = bench_config(peer, source, kubeconfig, qps, job_features=job_features)
 
     @property
@@ -50,5 +52,7 @@ class PeerProcess(SchedulerProcess):
             f"--secure-port={self.port}",
             f"--cert-dir={certs}",
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-            *peer_flags(self.name, job_features=self.job_features),
+            *peer_flags(
+                self.name, job_features=self.job_features, upstream_gangs=self.upstream_gangs
+            ),
         ]
