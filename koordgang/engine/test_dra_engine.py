@@ -691,3 +691,53 @@ async def test_a_claim_created_after_its_pod_lets_that_pod_go(
     claims.observe(sched)  # created now
     await sched.run()  # no time passes: the pod is tried again at once, not after a backoff
     assert api.binds() == [("p", "n0")]
+
+
+async def test_a_nonstrict_member_held_for_its_gang_holds_its_devices(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    # m1 wants 2 devices where there is 1: it waits, m0 is placed and held (NonStrict).
+    claims = Claims(
+        api, [claim_json("m0", count=1), claim_json("m1", count=2), claim_json("solo", 1)]
+    )
+    annotations = gang_annotations("g", 2, mode="NonStrict")
+    members = [gpu_pod(f"m{i}", f"m{i}", annotations=annotations) for i in range(2)]
+    sched.list(
+        nodes=[node("n0", cpu="8")],
+        pods=members,
+        resource_slices=[gpu_slice("n0", devices=1)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert api.binds() == []
+    assert [w.pod.name for w in sched.waiting] == ["m0"]
+    # A pod alone wants the node's only device: held for m0, it is not given to it.
+    sched.add(gpu_pod("solo", "solo"))
+    await sched.run()
+    assert api.binds() == []
+    condition = api.condition("solo")
+    assert condition is not None and "Insufficient devices of class gpu" in condition["message"]
+    assert claim_writes(api) == []
+
+
+async def test_a_request_for_a_feature_not_implemented_waits_naming_it(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    admin = claim_json("admin", count=1)
+    admin["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+    claims = Claims(api, [admin])
+    sched.list(
+        nodes=[node("n0")],
+        pods=[gpu_pod("p", "admin")],
+        resource_slices=[gpu_slice("n0")],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    condition = api.condition("p")
+    assert condition is not None
+    assert "admin access to devices (adminAccess)" in condition["message"]
+    assert "koordgang does not allocate yet" in condition["message"]
