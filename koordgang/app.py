@@ -83,26 +83,19 @@ class App:
                 sink=budget_feed(intake),
             ),
             # Dynamic Resource Allocation: a cluster that does not serve it has no devices.
-            Informer(
-                self.api,
-                f"/apis/{DRA_API_VERSION}/resourceslices",
-                name="resourceslices",
-                sink=resource_slice_feed(intake),
-                optional=True,
-            ),
-            Informer(
-                self.api,
-                f"/apis/{DRA_API_VERSION}/deviceclasses",
-                name="deviceclasses",
-                sink=device_class_feed(intake),
-                optional=True,
-            ),
-            Informer(
-                self.api,
-                f"/apis/{DRA_API_VERSION}/resourceclaims",
-                name="resourceclaims",
-                sink=resource_claim_feed(intake),
-                optional=True,
+            *(
+                Informer(
+                    self.api,
+                    f"/apis/{DRA_API_VERSION}/{plural}",
+                    name=plural,
+                    sink=feed(intake),
+                    optional=True,
+                )
+                for plural, feed in (
+                    ("resourceslices", resource_slice_feed),
+                    ("deviceclasses", device_class_feed),
+                    ("resourceclaims", resource_claim_feed),
+                )
             ),
         )
         self.supervisor = Supervisor(on_fatal=self._fatal, clock=time.monotonic)

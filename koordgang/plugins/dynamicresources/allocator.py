@@ -290,62 +290,20 @@ class _Search:
         done.clear()
 
     def shortfall(self) -> Shortfall:
-        """The first request that is short on its own; else the claims do not fit together
-        (constraints, or requests competing for the same devices)."""
+        """The first request that is short on its own (the nearest of its alternatives);
+        else the claims do not fit together (constraints, or requests competing for the same
+        devices)."""
         for key, spec in self.claims:
             for request in spec.requests:
-                best: Shortfall | None = None
-                for alternative in request.alternatives:
-                    if alternative.unsupported:
-                        continue
-                    matching = self.matching(alternative)
-                    free = sum(1 for d in matching if self.free(d.id))
-                    if alternative.mode == ALLOCATION_MODE_ALL:
-                        incomplete = next(
-                            (d.pool for d in self.devices if not d.pool.complete), None
-                        )
-                        if incomplete is not None:
-                            return Shortfall(
-                                key,
-                                request.name,
-                                alternative.device_class,
-                                len(matching),
-                                free,
-                                len(matching),
-                                reason=f"it asks for all devices, and pool {incomplete.label} "
-                                "is being updated (not all of its slices are published)",
-                            )
-                        if not matching:
-                            return Shortfall(key, request.name, alternative.device_class, 1, 0, 0)
-                        if free < len(matching):
-                            return Shortfall(
-                                key,
-                                request.name,
-                                alternative.device_class,
-                                len(matching),
-                                free,
-                                len(matching),
-                            )
-                        best = None
-                        break
-                    if free >= alternative.count:
-                        best = None
-                        break
-                    candidate = Shortfall(
-                        key,
-                        request.name,
-                        alternative.device_class,
-                        alternative.count,
-                        free,
-                        len(matching),
-                    )
-                    if best is None:
-                        best = candidate
-                else:
-                    if best is None:
-                        best = Shortfall(key, request.name, "", 1, 0, 0)
-                if best is not None:
-                    return best
+                found = [
+                    self._alone(key, request, alternative)
+                    for alternative in request.alternatives
+                    if not alternative.unsupported
+                ]
+                if not found:
+                    return Shortfall(key, request.name, "", 1, 0, 0)
+                if all(s is not None for s in found):
+                    return next(s for s in found if s is not None)
         key = self.claims[0][0] if self.claims else ""
         return Shortfall(
             key,
@@ -357,3 +315,25 @@ class _Search:
             reason="its requests cannot be served together on this node "
             "(their constraints, or requests competing for the same devices)",
         )
+
+    def _alone(self, key: str, request: DeviceRequest, alternative: SubRequest) -> Shortfall | None:
+        """Why ``alternative`` cannot be served even alone on this node; None if it can."""
+        matching = self.matching(alternative)
+        free = sum(1 for d in matching if self.free(d.id))
+        total = len(matching)
+        name, device_class = request.name, alternative.device_class
+        if alternative.mode != ALLOCATION_MODE_ALL:
+            wanted = alternative.count
+            return (
+                None if free >= wanted else Shortfall(key, name, device_class, wanted, free, total)
+            )
+        incomplete = next((d.pool for d in self.devices if not d.pool.complete), None)
+        if incomplete is not None:
+            reason = (
+                f"it asks for all devices, and pool {incomplete.label} is being updated (not "
+                "all of its slices are published)"
+            )
+            return Shortfall(key, name, device_class, total, free, total, reason=reason)
+        if not matching:
+            return Shortfall(key, name, device_class, 1, 0, 0)
+        return None if free == total else Shortfall(key, name, device_class, total, free, total)
