@@ -4,16 +4,54 @@ from __future__ import annotations
 
 import random
 
-from koordgang.engine.conftest import gpu_class, gpu_slice, node, parse, pod_json
 from koordgang.framework.cycle import run_cycle
 from koordgang.framework.group import SchedulingGroup
-from koordgang.model.dra import ResourceClaimInfo, parse_resource_claim
-from koordgang.model.pod import PodInfo
+from koordgang.model.dra import (
+    DeviceClassInfo,
+    ResourceClaimInfo,
+    ResourceSliceInfo,
+    parse_device_class,
+    parse_resource_claim,
+    parse_resource_slice,
+)
+from koordgang.model.node import NodeInfo, parse_node
+from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import GangRegistry
 from koordgang.state.snapshot import Snapshot
+
+
+def node(name: str) -> NodeInfo:
+    return parse_node(
+        {
+            "metadata": {"name": name},
+            "status": {
+                "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
+
+
+def gpu_slice(node_name: str, devices: int) -> ResourceSliceInfo:
+    return parse_resource_slice(
+        {
+            "metadata": {"name": f"{node_name}-gpus"},
+            "spec": {
+                "driver": "gpu.example.com",
+                "nodeName": node_name,
+                "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": f"gpu-{i}"} for i in range(devices)],
+            },
+        }
+    )
+
+
+def gpu_class() -> DeviceClassInfo:
+    selector = {"cel": {"expression": 'device.driver == "gpu.example.com"'}}
+    return parse_device_class({"metadata": {"name": "gpu"}, "spec": {"selectors": [selector]}})
 
 
 def claim(name: str, count: int = 1) -> ResourceClaimInfo:
@@ -32,15 +70,22 @@ def claim(name: str, count: int = 1) -> ResourceClaimInfo:
 
 
 def with_claim(name: str, claim_name: str) -> PodInfo:
-    obj = pod_json(name, cpu="100m")
-    obj["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
-    return parse(obj)
+    return parse_pod(
+        {
+            "metadata": {"name": name, "namespace": "ns", "uid": name},
+            "spec": {
+                "schedulerName": "koord-scheduler",
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": claim_name}],
+            },
+        }
+    )
 
 
 def test_pods_whose_claims_ask_alike_share_the_node_index_and_others_do_not() -> None:
     cache = SchedulerCache()
     for i in range(20):
-        cache.upsert_node(node(f"n{i}", cpu="8"))
+        cache.upsert_node(node(f"n{i}"))
     cache.replace_resource_slices([gpu_slice(f"n{i}", 4) for i in range(20)])
     cache.replace_device_classes([gpu_class()])
     claims = [claim(f"one-{i}") for i in range(6)] + [claim(f"two-{i}", 2) for i in range(6)]
