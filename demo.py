@@ -410,8 +410,13 @@ def dra_act(cluster: Cluster) -> None:
     create_workload(cluster, described(job, "second GPU gang: no GPU left"))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
+        # Told why once their claims exist (until the controller makes them, they say so).
         waiting = cluster.pods(NAMESPACE, "job-name=dra-eval")
-        if len(waiting) == 2 and all(scheduled_condition(p) is not None for p in waiting):
+        conditions = [scheduled_condition(p) for p in waiting]
+        if len(waiting) == 2 and all(
+            c is not None and "resourceclaim controller" not in (c.message or "")
+            for c in conditions
+        ):
             break
         time.sleep(1)
     print()
