@@ -741,3 +741,23 @@ async def test_a_request_for_a_feature_not_implemented_waits_naming_it(
     assert condition is not None
     assert "admin access to devices (adminAccess)" in condition["message"]
     assert "koordgang does not allocate yet" in condition["message"]
+
+
+async def test_the_best_node_named_is_one_with_devices_of_the_class(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    claims = Claims(api, [claim_json("busy", count=2), claim_json("c", count=2)])
+    claims.set_allocation("busy", "gpu-node", ["gpu-0", "gpu-1"], ["other"])
+    sched.list(
+        # "a-cpu" comes first and has no devices; "gpu-node" has 2, both in use.
+        nodes=[node("a-cpu", cpu="8"), node("gpu-node", cpu="8")],
+        pods=[gpu_pod("p", "c")],
+        resource_slices=[gpu_slice("gpu-node", devices=2)],
+        device_classes=[gpu_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    condition = api.condition("p")
+    assert condition is not None
+    assert "the best node, gpu-node, has 0 of 2 free" in condition["message"]

@@ -32,11 +32,12 @@ def refusal(shortfall: Shortfall) -> Status:
     return Status.unresolvable(PLUGIN, reason)
 
 
-def missing(shortfall: Shortfall) -> int:
-    """How far a node is from serving the claims (smaller is better)."""
+def missing(shortfall: Shortfall) -> tuple[int, int]:
+    """How far a node is from serving the claims (smaller is better): devices missing, then
+    the more matching devices it has at all (in use ones may be freed), the nearer."""
     if shortfall.reason:
-        return 10**6
-    return shortfall.wanted - shortfall.free
+        return (10**6, 0)
+    return (shortfall.wanted - shortfall.free, -shortfall.total)
 
 
 def describe(shortfall: Shortfall, node: str, problems: Iterable[CelProblem]) -> str:
