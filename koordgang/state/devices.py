@@ -32,7 +32,7 @@ from koordgang.model.dra import (
 )
 from koordgang.model.pod import PodInfo
 
-__all__ = ["Device", "DeviceLedger", "LedgerChange", "Pool"]
+__all__ = ["Device", "DeviceLedger", "Elsewhere", "LedgerChange", "Pool"]
 
 
 class Device:
@@ -51,10 +51,6 @@ class Device:
         self.answers: dict[str, bool | str] = {}
         #: What CEL reads of the device, made when first asked for (by the selector's owner).
         self.facts: Any = None
-
-    @property
-    def unsupported(self) -> str:
-        return self.spec.unsupported
 
     def __repr__(self) -> str:
         return f"Device({self.id}, node={self.node})"
@@ -78,6 +74,16 @@ class Pool:
     @property
     def label(self) -> str:
         return f"{self.driver}/{self.name}"
+
+
+@dataclass(slots=True, eq=False)
+class Elsewhere:
+    """A pool whose devices are not local to one node: why koordgang does not allocate them
+    yet, and its devices (node ""), for the selectors to say whether they would have served."""
+
+    pool: Pool
+    reason: str
+    devices: list[Device] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -111,7 +117,7 @@ class DeviceLedger:
         self._by_node: dict[str, tuple[Device, ...]] = {}
         self._devices: dict[DeviceId, Device] = {}
         #: Pools not local to one node, by label, with why their devices are not used.
-        self._elsewhere: dict[str, str] = {}
+        self._elsewhere: dict[str, Elsewhere] = {}
         #: device -> the claims whose allocation (written, or assumed) names it.
         self._holders: dict[DeviceId, set[str]] = {}
         #: claim key -> this scheduler's allocation of it, not yet seen written.
@@ -130,9 +136,6 @@ class DeviceLedger:
     def device(self, device_id: DeviceId) -> Device | None:
         return self._devices.get(device_id)
 
-    def nodes_with_devices(self) -> Iterable[str]:
-        return self._by_node.keys()
-
     def device_class(self, name: str) -> DeviceClassInfo | None:
         return self._classes.get(name)
 
@@ -148,9 +151,10 @@ class DeviceLedger:
     def pools(self) -> Iterable[Pool]:
         return self._pools.values()
 
-    def pools_elsewhere(self) -> Mapping[str, str]:
-        """Pools whose devices are not local to one node, with why they are not used."""
-        return self._elsewhere
+    def pools_elsewhere(self) -> Iterable[Elsewhere]:
+        """Pools whose devices are not local to one node (never allocated here, yet), with
+        their devices, so that a pod those devices might serve can be told why not."""
+        return self._elsewhere.values()
 
     def allocation(self, key: str) -> ClaimAllocation | None:
         """The claim's allocation: as written, or as assumed by this scheduler."""
@@ -267,8 +271,13 @@ class DeviceLedger:
         for info in current:
             if info.node_name:
                 touched.add(info.node_name)
-            elif info.unsupported and not pool.invalid:
-                self._elsewhere[label] = info.unsupported
+            elif info.unsupported:
+                known = self._elsewhere.setdefault(label, Elsewhere(pool, info.unsupported))
+                known.devices.extend(
+                    Device(DeviceId(info.driver, info.pool, spec.name), "", spec, pool)
+                    for spec in info.devices
+                )
+                self._elsewhere[label] = known
             for device in info.devices:
                 if device.name in seen and not pool.invalid:
                     pool.invalid = f"duplicate device name {device.name!r}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -28,6 +28,7 @@ from koordgang.model.cel.values import (
     quantity_value,
     semver_value,
 )
+from koordgang.model.dra.base import split_qualified
 from koordgang.model.errors import show
 from koordgang.model.quantity import QuantityError
 
@@ -76,28 +77,8 @@ def device_facts(driver: str, device: Mapping[str, Any]) -> DeviceFacts:
     evaluation against the device then fails naming it, as Kubernetes fails the device.
     """
     problems: list[str] = []
-    attributes: dict[str, dict[str, Any]] = {}
-    capacity: dict[str, dict[str, Any]] = {}
-    raw_attributes = device.get("attributes")
-    if isinstance(raw_attributes, Mapping):
-        for name, raw in raw_attributes.items():
-            domain, key = _qualified(str(name), driver)
-            try:
-                attributes.setdefault(domain, {})[key] = _attribute_value(raw)
-            except ValueError as exc:
-                problems.append(f"attribute {show(f'{domain}/{key}')}: {exc}")
-    elif raw_attributes is not None:
-        problems.append(f"attributes: expected an object, got {show(raw_attributes)}")
-    raw_capacity = device.get("capacity")
-    if isinstance(raw_capacity, Mapping):
-        for name, raw in raw_capacity.items():
-            domain, key = _qualified(str(name), driver)
-            try:
-                capacity.setdefault(domain, {})[key] = _capacity_value(raw)
-            except ValueError as exc:
-                problems.append(f"capacity {show(f'{domain}/{key}')}: {exc}")
-    elif raw_capacity is not None:
-        problems.append(f"capacity: expected an object, got {show(raw_capacity)}")
+    attributes = _by_domain(device, "attributes", driver, _attribute_value, problems)
+    capacity = _by_domain(device, "capacity", driver, _capacity_value, problems)
     multiple = device.get("allowMultipleAllocations")
     if multiple is not None and not isinstance(multiple, bool):
         problems.append(f"allowMultipleAllocations: expected a bool, got {show(multiple)}")
@@ -116,10 +97,30 @@ def _activation(data: Mapping[str, Any]) -> Any:
     return device_env().Activation({"device": data})
 
 
-def _qualified(name: str, driver: str) -> tuple[str, str]:
-    # "domain/id" goes to its domain; a bare id belongs to the driver's own domain.
-    domain, slash, key = name.partition("/")
-    return (domain, key) if slash else (driver, name)
+def _by_domain(
+    device: Mapping[str, Any],
+    member: str,
+    driver: str,
+    value_of: Callable[[Any], Any],
+    problems: list[str],
+) -> dict[str, dict[str, Any]]:
+    """The device's ``attributes`` or ``capacity`` as domain -> id -> CEL value; a value CEL
+    cannot be given is added to ``problems``, named."""
+    raw_map = device.get(member)
+    found: dict[str, dict[str, Any]] = {}
+    if raw_map is None:
+        return found
+    if not isinstance(raw_map, Mapping):
+        problems.append(f"{member}: expected an object, got {show(raw_map)}")
+        return found
+    kind = "attribute" if member == "attributes" else member
+    for name, raw in raw_map.items():
+        domain, key = split_qualified(str(name), driver)
+        try:
+            found.setdefault(domain, {})[key] = value_of(raw)
+        except ValueError as exc:
+            problems.append(f"{kind} {show(f'{domain}/{key}')}: {exc}")
+    return found
 
 
 def _attribute_value(raw: Any) -> Any:

@@ -20,7 +20,6 @@ from koordgang.model.dra.base import (
     CLAIM_FINALIZER,
     MAX_ALLOCATED_DEVICES,
     MAX_RESERVED_FOR,
-    POD_CLAIM_NAME_ANNOTATION,
     DeviceId,
 )
 from koordgang.model.dra.claims import (
@@ -53,7 +52,6 @@ __all__ = [
     "CLAIM_FINALIZER",
     "MAX_ALLOCATED_DEVICES",
     "MAX_RESERVED_FOR",
-    "POD_CLAIM_NAME_ANNOTATION",
     "AllocatedDevice",
     "AttributeValue",
     "ClaimAllocation",

@@ -13,14 +13,19 @@ API_VERSION = "resource.k8s.io/v1"
 #: Put on a claim before its allocation is written: the resourceclaim controller removes it
 #: once the claim is deallocated, so a claim in use is never deleted under its pod.
 CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"
-#: On claims made from a template: which ``spec.resourceClaims`` entry of the pod it is for.
-POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 ALLOCATION_MODE_EXACT = "ExactCount"
 ALLOCATION_MODE_ALL = "All"
 #: The API's limit of devices in one claim's allocation.
 MAX_ALLOCATED_DEVICES = 32
 #: The API's limit of consumers a claim may be reserved for.
 MAX_RESERVED_FOR = 256
+
+
+def split_qualified(name: str, driver: str) -> tuple[str, str]:
+    """A device attribute's or capacity's name as (domain, id): ``domain/id`` goes to its
+    domain, a bare id belongs to the driver's own."""
+    domain, slash, key = name.partition("/")
+    return (domain, key) if slash else (driver, name)
 
 
 class DeviceId(NamedTuple):

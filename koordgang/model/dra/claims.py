@@ -90,9 +90,6 @@ class ClaimSpec:
     def __hash__(self) -> int:
         return hash(self.signature)
 
-    def request(self, name: str) -> DeviceRequest | None:
-        return next((r for r in self.requests if r.name == name), None)
-
 
 def _sub_request(raw: Mapping[str, Any], name: str, path: str, admin: bool) -> SubRequest:
     device_class = _fields.string(raw, "deviceClassName", f"{path}.deviceClassName")

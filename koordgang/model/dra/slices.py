@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from koordgang.model import _fields
-from koordgang.model.dra.base import read_selectors
+from koordgang.model.dra.base import read_selectors, split_qualified
 from koordgang.model.errors import ModelError
 
 #: Taint effects that keep a device from being allocated (``None`` only informs).
@@ -70,10 +70,6 @@ def _attribute_value(raw: Any, path: str) -> AttributeValue | None:
     return None
 
 
-def _qualified(name: str, driver: str) -> str:
-    return name if "/" in name else f"{driver}/{name}"
-
-
 def _device_unsupported(raw: Mapping[str, Any], slice_selects_per_device: bool) -> str:
     taints = raw.get("taints")
     if isinstance(taints, list) and any(
@@ -131,7 +127,7 @@ def parse_resource_slice(obj: Mapping[str, Any]) -> ResourceSliceInfo:
         for attr_name, attr in raw_attributes.items():
             value = _attribute_value(attr, f"{path}.attributes[{attr_name}]")
             if value is not None:
-                attributes[_qualified(str(attr_name), driver)] = value
+                attributes["/".join(split_qualified(str(attr_name), driver))] = value
         devices.append(
             SliceDevice(
                 name=device_name,

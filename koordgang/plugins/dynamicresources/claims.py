@@ -8,7 +8,7 @@ very pod) the pod waits, and is told which one it waits for.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from koordgang.model.dra import MAX_RESERVED_FOR, PodClaimRef, ResourceClaimInfo
@@ -87,13 +87,3 @@ def _missing(ref: PodClaimRef, name: str) -> str:
             f'spec.resourceClaims "{ref.name}") to be seen'
         )
     return f'resourceclaim "{name}" not found (spec.resourceClaims "{ref.name}")'
-
-
-def claim_keys(pod: PodInfo) -> Sequence[str]:
-    """The keys of the claims ``pod`` names, as far as they are known from the pod alone."""
-    keys: list[str] = []
-    for ref in pod.resource_claims:
-        name = ref.claim_name or pod.claim_statuses.get(ref.name) or ""
-        if name:
-            keys.append(f"{pod.namespace}/{name}")
-    return keys

@@ -115,7 +115,6 @@ class _PodState:
     to_allocate: list[tuple[str, ClaimSpec]] = field(default_factory=list)
     #: The best shortfall seen over the nodes (fewest devices missing), for the note.
     best: Shortfall | None = None
-    best_node: str = ""
     notes: list[str] | None = None
 
 
@@ -280,7 +279,7 @@ class DynamicResources:
         result = self._allocate(prepared, node, snapshot)
         if isinstance(result, Allocation):
             return SUCCESS
-        self._note(state, prepared, result, node.name)
+        self._note(state, prepared, result, node.name, snapshot.cache.devices)
         return refusal(result)
 
     def _allocate(
@@ -320,14 +319,22 @@ class DynamicResources:
         )
 
     def _note(
-        self, state: CycleState, prepared: _PodState, shortfall: Shortfall, node: str
+        self,
+        state: CycleState,
+        prepared: _PodState,
+        shortfall: Shortfall,
+        node: str,
+        ledger: DeviceLedger,
     ) -> None:
         """Keeps the best node's shortfall (fewest devices missing) as the pod's note."""
         best = prepared.best
         if best is not None and missing(shortfall) >= missing(best):
             return
-        prepared.best, prepared.best_node = shortfall, node
+        prepared.best = shortfall
         text = describe(shortfall, node, self._problems(prepared))
+        elsewhere = self._elsewhere(prepared, shortfall, ledger)
+        if elsewhere:
+            text = f"{text}; {elsewhere}"
         if prepared.notes is None:
             notes = state.read(POD_NOTES, list)
             if notes is None:
@@ -338,6 +345,42 @@ class DynamicResources:
         else:
             index = len(prepared.notes) - 1
             prepared.notes[index] = text
+
+    def _elsewhere(self, prepared: _PodState, shortfall: Shortfall, ledger: DeviceLedger) -> str:
+        """Devices that would serve the short request but are in pools not local to one node:
+        said, with why koordgang does not allocate them yet."""
+        if shortfall.reason:
+            return ""
+        spec = next((s for key, s in prepared.to_allocate if key == shortfall.claim), None)
+        request = None
+        if spec is not None:
+            request = next((r for r in spec.requests if r.name == shortfall.request), None)
+        if request is None:
+            return ""
+        said: list[str] = []
+        for pool in ledger.pools_elsewhere():
+            count = 0
+            for alternative in request.alternatives:
+                device_class = ledger.device_class(alternative.device_class)
+                if device_class is None:
+                    continue
+                name = request.result_name(alternative)
+                count = max(
+                    count,
+                    sum(
+                        1
+                        for device in pool.devices
+                        if serves(
+                            self.selectors, device, device_class, alternative, shortfall.claim, name
+                        )
+                    ),
+                )
+            if count:
+                said.append(
+                    f"{count} matching device(s) of pool {pool.pool.label} are not used: "
+                    f"koordgang does not allocate {pool.reason} yet"
+                )
+        return "; ".join(said[:2])
 
     def _problems(self, prepared: _PodState) -> list[CelProblem]:
         """Selector problems met on the devices of this pod's classes or requests: they may
