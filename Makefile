@@ -8,16 +8,21 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
+# The Kubernetes release of the local control plane: 1.37, or 1.36 (`make cluster-up KUBE=1.36`);
+# each has its own pins (controlplane/gomod/v<release>/) and cached binaries.
+KUBE ?= 1.37
+export KUBE
 PYTEST_ARGS ?=
 # The product, its tests, and the tools: the local control plane, the bench, the soak, the demo.
 PYTHON_TREES := koordgang tests e2e controlplane bench soak demo.py
 
-.PHONY: help venv build-controlplane cluster-up cluster-down run lint unit coverage e2e test demo clean
+.PHONY: help venv build-controlplane cluster-up cluster-down run lint unit coverage e2e e2e-upstream-1.36 test demo clean
 
 help:
 	@echo "make demo          local control plane + koordgang + example jobs, then a report"
 	@echo "make test          install what the tests need, then lint, unit and e2e tests"
 	@echo "make cluster-up    start the local control plane (kubeconfig: .cluster/kubeconfig)"
+	@echo "                   Kubernetes 1.37; KUBE=1.36 for 1.36 (any target takes KUBE)"
 	@echo "make cluster-down  stop it"
 	@echo "make run           run koordgang against \$$KUBECONFIG (default .cluster/kubeconfig)"
 
@@ -65,7 +70,14 @@ e2e: $(STAMP) build-controlplane
 	@echo "==> e2e tests on the local control plane (started and stopped by the suite)"
 	@$(PY) -m pytest e2e -q $(PYTEST_ARGS)
 
-test: lint unit e2e
+# Clusters in the field run 1.36 and 1.37 side by side for a year, and the upstream gang API
+# differs between them (v1alpha2 and v1beta1): its tests run again on a 1.36 plane.
+e2e-upstream-1.36: $(STAMP)
+	@echo "==> the upstream gang API on Kubernetes 1.36 (KUBE=1.36)"
+	@KUBE=1.36 $(PY) -m controlplane build
+	@KUBE=1.36 $(PY) -m pytest e2e -q -m upstream $(PYTEST_ARGS)
+
+test: lint unit e2e e2e-upstream-1.36
 
 demo: $(STAMP)
 	@$(PY) -m demo

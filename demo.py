@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from controlplane import DEFAULT_NODES_FILE, LocalControlPlane
 from controlplane.crds import install_crds
+from controlplane.releases import selected_release
 from e2e.daemon import LocalDaemon
 from e2e.kube import Cluster, deployment_body, job_body, pod_body, scheduled_condition
 from koordgang.gangs_view import fetch, render_table
@@ -503,8 +504,9 @@ def report_preemption(cluster: Cluster) -> None:
 
 def report_upstream_podgroup(cluster: Cluster) -> None:
     """What the Job controller's PodGroup says (the condition kube-scheduler would write)."""
+    version = selected_release().podgroup_version
     listed = cluster.custom.list_namespaced_custom_object(
-        "scheduling.k8s.io", "v1alpha2", NAMESPACE, "podgroups"
+        "scheduling.k8s.io", version, NAMESPACE, "podgroups"
     )
     for item in listed["items"]:
         owners = ", ".join(
@@ -513,7 +515,7 @@ def report_upstream_podgroup(cluster: Cluster) -> None:
         conditions = (item.get("status") or {}).get("conditions") or []
         shown = "; ".join(f"{c['type']}={c['status']} ({c.get('reason', '')})" for c in conditions)
         say(
-            f"PodGroup scheduling.k8s.io/v1alpha2 {item['metadata']['name']} (owned by "
+            f"PodGroup scheduling.k8s.io/{version} {item['metadata']['name']} (owned by "
             f"{owners}): {shown or 'no condition yet'}"
         )
 

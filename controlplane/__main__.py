@@ -7,10 +7,11 @@ import signal
 import sys
 from pathlib import Path
 
-from .build import BuildError, ensure_built
+from .build import BuildError, control_plane_binaries, ensure_built
 from .cluster import ControlPlaneError, LocalControlPlane
 from .layout import DEFAULT_NODES_FILE, DEFAULT_STATE_DIR
 from .nodes import NodeSpecError
+from .releases import UnknownRelease
 
 # `status` exit code when the control plane is down, as `systemctl status` uses it.
 EXIT_NOT_RUNNING = 3
@@ -19,7 +20,10 @@ EXIT_NOT_RUNNING = 3
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m controlplane",
-        description="A local etcd + kube-apiserver + kwok for e2e tests and the demo.",
+        description=(
+            "A local etcd + kube-apiserver + kwok for e2e tests and the demo; "
+            "Kubernetes 1.37, or 1.36 with KUBE=1.36."
+        ),
     )
     parser.add_argument(
         "--state-dir",
@@ -46,10 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     # Treat SIGTERM (a CI timeout, `kill`) like Ctrl-C, so that an interrupted `up` stops
     # what it already started instead of leaving half a cluster running.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    plane = LocalControlPlane(args.state_dir)
+    try:
+        plane = LocalControlPlane(args.state_dir)
+    except UnknownRelease as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
         if args.command == "build":
-            ensure_built(plane.reporter)
+            plane.reporter.line(f"Kubernetes {plane.release.name}")
+            ensure_built(plane.reporter, binaries=control_plane_binaries(plane.release))
         elif args.command == "up":
             plane.up(nodes_file=None if args.nodes == "none" else Path(args.nodes))
         elif args.command == "down":

@@ -1,5 +1,6 @@
 """Build kube-apiserver, kube-controller-manager, etcd and kwok (and helm, for the chart) from
-the pinned Go modules under `gomod/`.
+the pinned Go modules under `gomod/` (the two Kubernetes components under `gomod/v<release>/`,
+one folder per release the plane runs: see `releases.py`).
 
 Each binary is cached as `<cache>/bin/<name>-<fingerprint>`, where the fingerprint covers the
 module's go.mod, go.sum and main file plus the build recipe below. Changing a pin therefore
@@ -25,6 +26,7 @@ from pathlib import Path
 from .layout import GOMOD_DIR, cache_dir
 from .locking import exclusive_lock
 from .progress import Reporter, format_seconds
+from .releases import KubeRelease, selected_release
 
 HEARTBEAT_SECONDS = 15.0
 
@@ -100,14 +102,17 @@ class GoBinary:
         return bin_dir / f"{self.name}-{self.fingerprint()}"
 
 
-BINARIES: tuple[GoBinary, ...] = (
-    GoBinary("etcd", "main.go", ".", "go.etcd.io/etcd/server/v3"),
-    GoBinary("kube-apiserver", "main.go", ".", "k8s.io/kubernetes"),
-    GoBinary("kube-controller-manager", "main.go", ".", "k8s.io/kubernetes"),
-    GoBinary("kwok", "tools.go", "sigs.k8s.io/kwok/cmd/kwok", "sigs.k8s.io/kwok"),
-    # Not part of the control plane: lints and renders charts/koordgang in `make test`.
-    GoBinary("helm", "tools.go", "helm.sh/helm/v3/cmd/helm", "helm.sh/helm/v3"),
-)
+def control_plane_binaries(release: KubeRelease | None = None) -> tuple[GoBinary, ...]:
+    """What the plane of `release` (by default the one `KUBE` selects) runs, plus helm."""
+    release = release or selected_release()
+    return (
+        GoBinary("etcd", "main.go", ".", "go.etcd.io/etcd/server/v3"),
+        GoBinary("kube-apiserver", "main.go", ".", "k8s.io/kubernetes", release.gomod_dir),
+        GoBinary("kube-controller-manager", "main.go", ".", "k8s.io/kubernetes", release.gomod_dir),
+        GoBinary("kwok", "tools.go", "sigs.k8s.io/kwok/cmd/kwok", "sigs.k8s.io/kwok"),
+        # Not part of the control plane: lints and renders charts/koordgang in `make test`.
+        GoBinary("helm", "tools.go", "helm.sh/helm/v3/cmd/helm", "helm.sh/helm/v3"),
+    )
 
 
 def required_version(go_mod: Path, module: str) -> str:
@@ -123,23 +128,25 @@ def bin_dir() -> Path:
     return cache_dir() / "bin"
 
 
-def binary_paths() -> dict[str, Path]:
+def binary_paths(release: KubeRelease | None = None) -> dict[str, Path]:
     """Where each binary is (or would be) cached; does not build."""
     directory = bin_dir()
-    return {b.name: b.cached_path(directory) for b in BINARIES}
+    return {b.name: b.cached_path(directory) for b in control_plane_binaries(release)}
 
 
-def missing_binaries() -> list[str]:
-    return [name for name, path in binary_paths().items() if not os.access(path, os.X_OK)]
+def missing_binaries(release: KubeRelease | None = None) -> list[str]:
+    return [name for name, path in binary_paths(release).items() if not os.access(path, os.X_OK)]
 
 
 def ensure_built(
     reporter: Reporter | None = None,
     names: Iterable[str] | None = None,
-    binaries: Sequence[GoBinary] = BINARIES,
+    binaries: Sequence[GoBinary] | None = None,
 ) -> dict[str, Path]:
-    """Build whatever is missing from the cache, one binary at a time; return all paths."""
+    """Build whatever is missing from the cache, one binary at a time; return all paths.
+    `binaries` defaults to the control plane of the release `KUBE` selects."""
     reporter = reporter or Reporter()
+    binaries = control_plane_binaries() if binaries is None else binaries
     wanted = set(names) if names is not None else {b.name for b in binaries}
     directory = bin_dir()
     directory.mkdir(parents=True, exist_ok=True)

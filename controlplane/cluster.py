@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import probes
-from .build import binary_paths, ensure_built
+from .build import binary_paths, control_plane_binaries, ensure_built
 from .crds import install_crds
 from .credentials import apiserver_ca_bundle, generate_service_account_key, write_admin_token
 from .kubeconfig import write_kubeconfig
@@ -40,6 +40,7 @@ from .processes import (
     stop_process,
 )
 from .progress import Reporter
+from .releases import KubeRelease, selected_release
 
 ETCD = "etcd"
 APISERVER = "kube-apiserver"
@@ -50,7 +51,7 @@ STOP_ORDER = tuple(reversed(START_ORDER))
 
 #: The controllers a user's workloads need here: Jobs, Deployments, StatefulSets, DaemonSets
 #: and CronJobs make pods (an Indexed Job with parallelism == completions > 1 also gets a
-#: Workload and a gang PodGroup, see FEATURE_GATES), PodDisruptionBudgets get their status,
+#: Workload and a gang PodGroup, see releases.py), PodDisruptionBudgets get their status,
 #: deleted namespaces are emptied, owners' deletions cascade, and the
 #: scheduling.k8s.io/podgroup-protection finalizer (stamped on every PodGroup by the
 #: PodGroupProtection admission plugin) is removed once no unfinished pod names the group, so
@@ -76,17 +77,6 @@ CONTROLLERS = (
     "statefulset-controller",
     "ttl-after-finished-controller",
 )
-
-#: The alpha gang API of Kubernetes 1.36, for kube-apiserver and kube-controller-manager alike.
-#: GenericWorkload serves Workload and PodGroup (scheduling.k8s.io/v1alpha2, which also needs
-#: ALPHA_APIS) and the pod field spec.schedulingGroup.podGroupName; WorkloadWithJob (requires
-#: GenericWorkload) makes the Job controller create a Workload and a PodGroup for gang-shaped
-#: Jobs and point their pods at the PodGroup.
-FEATURE_GATES = "GenericWorkload=true,WorkloadWithJob=true"
-#: Alpha API versions are served only when asked for.
-ALPHA_APIS = "scheduling.k8s.io/v1alpha2=true"
-#: What `_health` asks for to tell a plane started with ALPHA_APIS from one started without.
-ALPHA_API_PATH = "/apis/scheduling.k8s.io/v1alpha2"
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 # Pod IPs kwok hands out. Not the service range: a pod IP equal to a ClusterIP (10.0.0.1 is
@@ -186,8 +176,12 @@ class LocalControlPlane:
         reporter: Reporter | None = None,
         controllers: bool = True,
         audit: bool = True,
+        release: KubeRelease | None = None,
     ) -> None:
         self.state = StateDir(Path(state_dir or DEFAULT_STATE_DIR).resolve())
+        #: The Kubernetes release to run (default: the one `KUBE` selects); a plane running
+        #: another one is not reused but started afresh (its etcd data is not kept).
+        self.release = release or selected_release()
         self.reporter = reporter or Reporter()
         #: Run kube-controller-manager (a running plane without it is restarted with it).
         self.controllers = controllers
@@ -208,7 +202,7 @@ class LocalControlPlane:
         return self.state.kubeconfig
 
     def ensure_built(self) -> dict[str, Path]:
-        return ensure_built(self.reporter, self.processes)
+        return ensure_built(self.reporter, self.processes, control_plane_binaries(self.release))
 
     def is_up(self) -> bool:
         return self.status().up
@@ -299,7 +293,7 @@ class LocalControlPlane:
         endpoints = Endpoints.load(self.state.cluster_file)
         if endpoints is None:
             raise ControlPlaneError(f"no {self.state.cluster_file}: the plane was never up")
-        binaries = binary_paths()
+        binaries = binary_paths(self.release)
         argv, extra_env, ready = self._process_spec(name, endpoints)
         with exclusive_lock(self.state.lock_file), self.reporter.step(f"starting {name}") as out:
             record = self._spawn(name, [str(binaries[name]), *argv], extra_env=extra_env)
@@ -517,8 +511,8 @@ class LocalControlPlane:
             # we do not run clears it. Priority stays on: preemption needs spec.priority.
             "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
             "--allow-privileged=true",
-            f"--feature-gates={FEATURE_GATES}",
-            f"--runtime-config={ALPHA_APIS}",
+            f"--feature-gates={self.release.feature_gates}",
+            f"--runtime-config={self.release.runtime_config}",
             *(
                 [
                     f"--audit-policy-file={self.state.audit_policy}",
@@ -558,7 +552,7 @@ class LocalControlPlane:
         return [
             f"--kubeconfig={self.kubeconfig}",
             f"--controllers={','.join(CONTROLLERS)}",
-            f"--feature-gates={FEATURE_GATES}",
+            f"--feature-gates={self.release.feature_gates}",
             "--leader-elect=false",
             "--bind-address=127.0.0.1",
             f"--secure-port={e.controller_manager_port}",
@@ -647,7 +641,7 @@ class LocalControlPlane:
     def _health(self) -> tuple[bool, str]:
         """(healthy, why): every process ours and alive, and each answering its probe."""
         records = self._records()
-        expected = binary_paths()
+        expected = binary_paths(self.release)
         for name in self.processes:
             if name not in records or not is_running(records[name]):
                 return False, f"{name} is not running"
@@ -665,14 +659,15 @@ class LocalControlPlane:
                 endpoints.apiserver_port, endpoints.token, endpoints.tls_context()
             ):
                 return False, "kube-apiserver is not ready"
-            # A plane started before the alpha gang API was switched on must not be reused.
+            # A plane started before the gang API was switched on must not be reused.
+            gang_api = self.release.podgroup_path
             served, _ = probes.http_get(
-                endpoints.apiserver_url + ALPHA_API_PATH,
+                endpoints.apiserver_url + gang_api,
                 token=endpoints.token,
                 context=endpoints.tls_context(),
             )
             if served != 200:
-                return False, f"kube-apiserver does not serve {ALPHA_API_PATH}"
+                return False, f"kube-apiserver does not serve {gang_api}"
         except (ssl.SSLError, OSError) as error:
             return False, f"kube-apiserver TLS check failed: {error}"
         if not probes.kwok_healthy(endpoints.kwok_port):

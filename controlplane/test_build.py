@@ -5,7 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from controlplane.build import BINARIES, go_env, required_version
+import pytest
+
+from controlplane.build import control_plane_binaries, go_env, required_version
+from controlplane.releases import RELEASES, UnknownRelease, selected_release
+
+BINARIES = control_plane_binaries()
 
 
 def test_each_binary_is_named_after_its_pinned_release() -> None:
@@ -14,6 +19,26 @@ def test_each_binary_is_named_after_its_pinned_release() -> None:
     # The controller manager comes from the same Kubernetes release as the API server.
     assert versions["kube-controller-manager"] == versions["kube-apiserver"]
     assert all(re.fullmatch(r"v\d+\.\d+\.\d+", v) for v in versions.values()), versions
+
+
+@pytest.mark.parametrize("name", sorted(RELEASES))
+def test_each_release_builds_its_components_from_its_own_pins(name: str) -> None:
+    binaries = {b.name: b for b in control_plane_binaries(RELEASES[name])}
+    for component in ("kube-apiserver", "kube-controller-manager"):
+        assert binaries[component].version.startswith(f"v{name}."), binaries[component]
+    other = next(r for r in RELEASES if r != name)
+    theirs = {b.name: b for b in control_plane_binaries(RELEASES[other])}
+    # Both stay cached side by side: the two builds have different file names.
+    assert binaries["kube-apiserver"].fingerprint() != theirs["kube-apiserver"].fingerprint()
+    assert binaries["etcd"].fingerprint() == theirs["etcd"].fingerprint()
+
+
+def test_kube_selects_the_release_and_defaults_to_1_37() -> None:
+    assert selected_release({}).name == "1.37"
+    assert selected_release({"KUBE": "1.36"}).name == "1.36"
+    assert selected_release({"KUBE": "v1.36.3"}).name == "1.36"
+    with pytest.raises(UnknownRelease, match=r"KUBE=1\.30: the control plane runs 1\.36, 1\.37"):
+        selected_release({"KUBE": "1.30"})
 
 
 def test_the_cached_file_name_is_stable_and_carries_a_12_digit_fingerprint() -> None:

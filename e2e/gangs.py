@@ -25,6 +25,7 @@ from typing import Any, Literal
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from controlplane.releases import selected_release
 from e2e.invariants import assert_invariants, unexplained_pending
 from e2e.kube import SCHEDULER, Cluster, pod_body, scheduled_condition, unique, wait_until
 
@@ -56,7 +57,13 @@ TIMEOUT = PREFIX + "timeout"
 #: where the pod names it.
 X_K8S = ("scheduling.x-k8s.io", "v1alpha1")
 X_K8S_LABEL = "scheduling.x-k8s.io/pod-group"
-UPSTREAM = ("scheduling.k8s.io", "v1alpha2")
+#: Upstream's PodGroup, in the version the plane's release serves (v1beta1 on Kubernetes 1.37,
+#: v1alpha2 on 1.36: ``KUBE=1.36``).
+UPSTREAM = ("scheduling.k8s.io", selected_release().podgroup_version)
+#: The condition kube-scheduler writes on it when the gang is placed: renamed in v1beta1.
+UPSTREAM_CONDITION = (
+    "PodGroupScheduled" if UPSTREAM[1] == "v1alpha2" else "PodGroupInitiallyScheduled"
+)
 VOLCANO = ("scheduling.volcano.sh", "v1beta1")
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
 KUEUE_LABEL = "kueue.x-k8s.io/pod-group-name"
@@ -425,14 +432,16 @@ def _other_api_gang(
     group = getattr(pod.spec, "scheduling_group", None)
     upstream_name = group.pod_group_name if group is not None else None
     path: tuple[str, ...]
+    # Upstream's last: from 1.37 the Job controller names a PodGroup of its own on every Job's
+    # pods, whatever gang they declare elsewhere.
     if X_K8S_LABEL in labels:
         api, name, path = X_K8S, labels[X_K8S_LABEL], ("minMember",)
-    elif upstream_name:
-        api, name, path = UPSTREAM, upstream_name, ("schedulingPolicy", "gang", "minCount")
     elif VOLCANO_ANNOTATION in annotations:
         api, name, path = VOLCANO, annotations[VOLCANO_ANNOTATION], ("minMember",)
     elif KUEUE_LABEL in labels:
         return f"{namespace}/{labels[KUEUE_LABEL]}", _int_or_none(annotations.get(KUEUE_TOTAL))
+    elif upstream_name:
+        api, name, path = UPSTREAM, upstream_name, ("schedulingPolicy", "gang", "minCount")
     else:
         return None
     if (api, f"{namespace}/{name}") not in objects:
@@ -451,8 +460,8 @@ def _other_api_gang(
 def observed_gangs(cluster: Cluster, namespaces: Iterable[str]) -> dict[str, SeenGang]:
     """Every gang our pods declare in ``namespaces``, with its minimum and bound members, as the
     contract defines them (first matching declaration; pod annotations override the PodGroup;
-    Koordinator's declarations first, then scheduler-plugins', upstream's, Volcano's and
-    Kueue's)."""
+    Koordinator's declarations first, then scheduler-plugins', Volcano's, Kueue's and
+    upstream's)."""
     seen: dict[str, SeenGang] = {}
     podgroups: dict[str, dict[str, Any] | None] = {}
     others: dict[tuple[tuple[str, str], str], dict[str, Any] | None] = {}

@@ -19,6 +19,7 @@ from e2e.gangs import (
     KUEUE_LABEL,
     KUEUE_TOTAL,
     UPSTREAM,
+    UPSTREAM_CONDITION,
     VOLCANO,
     VOLCANO_ANNOTATION,
     X_K8S,
@@ -118,8 +119,12 @@ def worker(cpu: str = "2", **pod_args: Any) -> dict[str, Any]:
 
 
 def indexed_job(name: str, pods: int, pod: Mapping[str, Any]) -> dict[str, Any]:
+    """An Indexed Job the Job controller makes a gang of: on 1.36 any with parallelism ==
+    completions > 1; from 1.37 one that asks for it (``spec.scheduling``, alpha)."""
     body = job_body(name, pods, pod)
     body["spec"]["completionMode"] = "Indexed"
+    if UPSTREAM[1] != "v1alpha2":
+        body["spec"]["scheduling"] = {"schedulingPolicy": {"gang": {}}}
     return body
 
 
@@ -143,12 +148,13 @@ def upstream_podgroup_of(cluster: Cluster, namespace: str, job: str) -> dict[str
 
 def scheduled_condition_of(podgroup: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for condition in (podgroup.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "PodGroupScheduled":
+        if condition.get("type") == UPSTREAM_CONDITION:
             found: Mapping[str, Any] = condition
             return found
     return None
 
 
+@pytest.mark.upstream
 def test_an_indexed_job_from_the_upstream_job_controller_binds_whole_or_not_at_all(
     clean_nodes: Cluster, namespace: str, daemon: Daemon, upstream_api: None, api_check: None
 ) -> None:
@@ -172,7 +178,7 @@ def test_an_indexed_job_from_the_upstream_job_controller_binds_whole_or_not_at_a
             and c
         ),
         timeout=30,
-        what="PodGroupScheduled=False on the PodGroup",
+        what=f"{UPSTREAM_CONDITION}=False on the PodGroup",
     )
     assert waiting["reason"] == "Unschedulable" and "min 4" in waiting["message"]
 
@@ -185,11 +191,12 @@ def test_an_indexed_job_from_the_upstream_job_controller_binds_whole_or_not_at_a
             and c
         ),
         timeout=30,
-        what="PodGroupScheduled=True on the PodGroup",
+        what=f"{UPSTREAM_CONDITION}=True on the PodGroup",
     )
     assert scheduled["reason"] == "Scheduled"
 
 
+@pytest.mark.upstream
 def test_upstream_pods_whose_podgroup_never_appears_wait_and_say_so(
     clean_nodes: Cluster, namespace: str, daemon: Daemon, upstream_api: None, api_check: None
 ) -> None:
@@ -411,7 +418,11 @@ def apply_example(cluster: Cluster, namespace: str, file: str) -> list[str]:
 
 @pytest.mark.parametrize(
     "example",
-    ["scheduler-plugins-gang.yaml", "volcano-gang.yaml", "upstream-indexed-job.yaml"],
+    [
+        "scheduler-plugins-gang.yaml",
+        "volcano-gang.yaml",
+        pytest.param("upstream-indexed-job.yaml", marks=pytest.mark.upstream),
+    ],
 )
 def test_each_gang_api_example_binds_whole(
     example: str,

@@ -10,6 +10,7 @@ from typing import Any
 
 import structlog
 
+from koordgang.adapters.discovery import resolve_versions
 from koordgang.adapters.feeds import (
     budget_feed,
     claim_feed,
@@ -36,6 +37,7 @@ from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.engine.leader import LeaderElector, LeaseConfig
 from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
+from koordgang.framework.report import WatchedResource
 from koordgang.model.dra import API_VERSION as DRA_API_VERSION
 from koordgang.plugins.coscheduling import gang_rows
 from koordgang.plugins.networktopology import NetworkTopology
@@ -128,6 +130,8 @@ class App:
         self.stop_flag = asyncio.Event()
         self.failed = False
         self.leading = False
+        #: The kinds plugins watch, at the versions the API server serves (set by ``run``).
+        self.watched: list[WatchedResource] = []
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
             self.elector = LeaderElector(
@@ -158,7 +162,7 @@ class App:
         exists (and a job placed meanwhile would not be gathered). kopf's own events follow
         and change nothing that was read here."""
         intake = self.scheduler.intake
-        for resource in self.scheduler.framework.watched_resources():
+        for resource in self.watched:
             try:
                 items = await custom.list_all(self.api, resource.path)
             except ApiError as error:
@@ -252,11 +256,14 @@ class App:
     async def run(self) -> int:
         quiet_kopf_logs()
         intake = self.scheduler.intake
+        self.watched = await resolve_versions(
+            self.api, self.scheduler.framework.watched_resources()
+        )
         hooks = OperatorHooks(
             connection=self.connection,
             start=self.start,
             stop=self.stop,
-            resources=self.scheduler.framework.watched_resources(),
+            resources=self.watched,
             on_object=intake.on_object,
         )
         await run_operator(build_registry(hooks), self.stop_flag)

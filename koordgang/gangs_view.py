@@ -51,6 +51,7 @@ def from_cluster(
     listed and their gangs worked out as the daemon does after a restart; a gang that waits
     shows the explanation its pending members carry (their PodScheduled message). Works
     wherever kubectl works (the kubeconfig's rights to list pods and PodGroups suffice)."""
+    from koordgang.adapters.discovery import resolve_versions
     from koordgang.clients import custom
     from koordgang.clients.api import KubeApi
     from koordgang.clients.config import ConfigError, load_connection
@@ -86,8 +87,9 @@ def from_cluster(
             for gang_api in GANG_APIS:
                 if gang_api.resource is None:
                     continue
+                (resource,) = await resolve_versions(api, [gang_api.resource])
                 try:
-                    items = await custom.list_all(api, gang_api.resource.path)
+                    items = await custom.list_all(api, resource.path)
                 except ApiError as error:
                     if not error.not_found:  # each API's group objects are optional
                         raise

@@ -60,6 +60,7 @@ def ask_daemon(url: str, text: str, timeout: float = 30.0) -> dict[str, Any]:
 
 def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[str, Any]:
     """The answer worked out here, on a state listed from the API server."""
+    from koordgang.adapters.discovery import resolve_versions
     from koordgang.clients.api import KubeApi
     from koordgang.clients.config import ConfigError, load_connection
     from koordgang.clients.errors import ApiError, ApiUnavailable
@@ -90,7 +91,8 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
         try:
             needed = priority_class_names(parsed.pods)
             priorities, warning = await read_priorities(api, needed)
-            cluster = await read_cluster(api, watched, settings.scheduler_name)
+            served = await resolve_versions(api, watched)
+            cluster = await read_cluster(api, served, settings.scheduler_name)
             return cluster, priorities, warning
         finally:
             await api.close()

@@ -36,7 +36,9 @@ async def patch_status(
 
 
 async def list_all(api: KubeApi, path: str, page: int = 500) -> list[dict[str, Any]]:
-    """Every item of a collection, page by page (a plain GET, not a watch)."""
+    """Every item of a collection, page by page (a plain GET, not a watch). Each item carries
+    the ``apiVersion`` it was read in: the API server leaves it out of the items of built-in
+    kinds, and a reader of several versions of one kind needs it."""
     items: list[dict[str, Any]] = []
     token = ""
     while True:
@@ -44,7 +46,11 @@ async def list_all(api: KubeApi, path: str, page: int = 500) -> list[dict[str, A
         if token:
             params["continue"] = token
         reply = await api.request("GET", path, params=params)
-        items += reply.get("items") or []
+        version = reply.get("apiVersion")
+        for item in reply.get("items") or []:
+            if isinstance(version, str) and isinstance(item, dict):
+                item.setdefault("apiVersion", version)
+            items.append(item)
         token = (reply.get("metadata") or {}).get("continue") or ""
         if not token:
             return items

@@ -175,6 +175,60 @@ async def test_an_upstream_gang_writes_podgroupscheduled_false_then_true_never_b
     assert "fell below its minimum: 3 of 4" in event["message"]
 
 
+def beta_group(name: str, min_count: int, **status: Any) -> dict[str, Any]:
+    """A PodGroup as Kubernetes 1.37 serves it (``v1beta1``)."""
+    spec = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    return group_object("scheduling.k8s.io/v1beta1", name, spec, status)
+
+
+async def test_a_v1beta1_gang_writes_podgroupinitiallyscheduled_in_v1beta1(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    sched.intake.on_object(UPSTREAM, "ADDED", beta_group("job-b", 3))
+    members = [upstream_member(f"job-b-{i}", "job-b", cpu="2") for i in range(3)]
+    sched.list(nodes=[node("n1", cpu="4")], pods=members)
+    await sched.run()
+    assert api.binds() == []
+    await publish(sched, clock)
+    assert status_patches(api, "scheduling.k8s.io/v1alpha2", "job-b") == []
+    [*_, waiting] = status_patches(api, "scheduling.k8s.io/v1beta1", "job-b")
+    [condition] = waiting["conditions"]
+    assert condition["type"] == "PodGroupInitiallyScheduled"
+    assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+    sched.intake.on_object(UPSTREAM, "MODIFIED", beta_group("job-b", 3, **waiting))
+
+    sched.intake.on_node_upsert(node("n2", cpu="4"))
+    clock.advance(30.0)
+    await sched.run()
+    assert len(api.binds()) == 3
+    sched.observe_binds()
+    await publish(sched, clock)
+    [*_, scheduled] = status_patches(api, "scheduling.k8s.io/v1beta1", "job-b")
+    [condition] = scheduled["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "PodGroupInitiallyScheduled",
+        "True",
+        "Scheduled",
+    )
+
+
+async def test_a_lowered_min_count_is_taken_up_by_a_gang_not_yet_placed(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    sched.intake.on_object(UPSTREAM, "ADDED", beta_group("job-c", 4))
+    members = [upstream_member(f"job-c-{i}", "job-c", cpu="2") for i in range(4)]
+    sched.list(nodes=[node("n1", cpu="6")], pods=members)
+    await sched.run()
+    assert api.binds() == []
+    # minCount is mutable in v1beta1: 3 of the 4 fit, and 3 is now enough.
+    changed = beta_group("job-c", 3)
+    changed["metadata"]["resourceVersion"] = "2"
+    sched.intake.on_object(UPSTREAM, "MODIFIED", changed)
+    clock.advance(30.0)
+    await sched.run()
+    assert len(api.binds()) == 3
+
+
 async def test_upstream_pods_whose_podgroup_is_missing_wait_and_say_so(
     sched: Harness, api: FakeApi
 ) -> None:

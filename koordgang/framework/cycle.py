@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from koordgang.framework.cycle_state import UNPLACED_MESSAGES, CycleState
 from koordgang.framework.framework import Framework
-from koordgang.framework.group import GroupPlan, SchedulingGroup
+from koordgang.framework.group import GroupPlan, PodResult, SchedulingGroup
 from koordgang.framework.prebind import ObjectWrite
 from koordgang.framework.results import Decision, UnreserveReason
 from koordgang.framework.status import SUCCESS, Code, Status
@@ -89,6 +89,7 @@ def run_cycle(
     work = snapshot if not group.key and group.size == 1 else snapshot.fork()
     plan = framework.run_group_placement(state, group, work)
     outcome.plan = plan
+    _take_back_extras(plan, work)
     messages: dict[str, str] = {}
     placements = plan.placements()
     complete = plan.complete
@@ -160,6 +161,25 @@ def run_cycle(
             pod.uid: messages.get(pod.uid) or own.get(pod.uid, "") for pod in plan.unplaced()
         }
     return outcome
+
+
+def _take_back_extras(plan: GroupPlan, work: Snapshot) -> None:
+    """A group of gangs of gangs whose need is met binds its satisfied parts; what it placed of
+    a part left short is taken back (each part all or nothing), and that part's members wait
+    to be placed whole later."""
+    for part in plan.extra_parts():
+        if not part.placed:
+            continue
+        missing = part.short
+        reason = (
+            f"{part.part.key} is not placed whole with the others ({missing} more "
+            f"member{'s' if missing != 1 else ''} did not fit); it is placed later, whole"
+        )
+        status = Status(Code.UNSCHEDULABLE, (reason,))
+        for placement in part.placed:
+            work.remove(placement.pod)
+            part.failed.append(PodResult(placement.pod, None, status, None, monotone=False))
+        part.placed = []
 
 
 def _failure(plan: GroupPlan) -> Status:

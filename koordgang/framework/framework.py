@@ -202,11 +202,16 @@ class Framework:
     def run_group_placement(
         self, state: CycleState, group: SchedulingGroup, snapshot: Snapshot
     ) -> GroupPlan:
+        plan = None
         for plugin in self.group_placements:
             plan = plugin.place_group(state, group, snapshot, self.pods)
             if plan is not None:
-                return plan
-        return place_members(group, snapshot, self.pods)
+                break
+        if plan is None:
+            plan = place_members(group, snapshot, self.pods)
+        plan.need = group.need
+        plan.settled = group.settled
+        return plan
 
     def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> dict[str, int]:
         total: dict[str, int] = {}

@@ -8,7 +8,7 @@ as soon as it cannot reach its minimum (Strict).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -67,6 +67,60 @@ class GroupPart:
         return chosen + rest[: max(0, need - len(chosen))]
 
 
+@dataclass(frozen=True, slots=True)
+class GroupNeed:
+    """Gangs of gangs: at least ``minimum`` of ``children`` must be satisfied for the group to
+    be, where a child is a part (by key) or a need of its own. A group without a need wants
+    every part satisfied; with one, parts beyond what it needs are placed whole or not at all
+    (the cycle takes back what it placed of a part left short)."""
+
+    #: What users call it (``ns/cpg``), for explanations.
+    name: str
+    minimum: int
+    children: tuple[GroupNeed | str, ...]
+
+    def met(self, satisfied: Callable[[str], bool]) -> bool:
+        done = sum(
+            1
+            for child in self.children
+            if (child.met(satisfied) if isinstance(child, GroupNeed) else satisfied(child))
+        )
+        return done >= self.minimum
+
+    def chosen(self, short: Callable[[str], int]) -> set[str]:
+        """The parts to make room for: at each level, the ``minimum`` children that are
+        missing the fewest members (satisfied ones first)."""
+        ranked = sorted(
+            self.children,
+            key=lambda child: (self._missing(child, short), _child_name(child)),
+        )
+        keys: set[str] = set()
+        for child in ranked[: self.minimum]:
+            if isinstance(child, GroupNeed):
+                keys |= child.chosen(short)
+            else:
+                keys.add(child)
+        return keys
+
+    def _missing(self, child: GroupNeed | str, short: Callable[[str], int]) -> int:
+        if isinstance(child, str):
+            return short(child)
+        return sum(child._missing(k, short) for k in child.chosen(short))
+
+    def describe(self, satisfied: Callable[[str], bool]) -> str:
+        """``ns/cpg: 1 of min 2 children whole``."""
+        done = sum(
+            1
+            for child in self.children
+            if (child.met(satisfied) if isinstance(child, GroupNeed) else satisfied(child))
+        )
+        return f"{self.name}: {done} of min {self.minimum} children whole"
+
+
+def _child_name(child: GroupNeed | str) -> str:
+    return child.name if isinstance(child, GroupNeed) else child
+
+
 @dataclass(slots=True)
 class SchedulingGroup:
     #: Identifies the group across cycles (held placements are filed under it); "" for a pod
@@ -81,6 +135,10 @@ class SchedulingGroup:
     #: What the grouping plugin tells placement plugins about the group as a whole (the
     #: network-topology spec, by its annotation key).
     hints: dict[str, str] = field(default_factory=dict)
+    #: Gangs of gangs: which parts must be satisfied (None: all of them).
+    need: GroupNeed | None = None
+    #: Keys of the need's children satisfied before this cycle that are not parts of it.
+    settled: frozenset[str] = frozenset()
 
     @staticmethod
     def single(pod: PodInfo) -> SchedulingGroup:
@@ -193,10 +251,34 @@ class GroupPlan:
 
     snapshot: Snapshot
     parts: list[PartPlan]
+    #: The group's need and settled keys (set by the framework from the group).
+    need: GroupNeed | None = None
+    settled: frozenset[str] = frozenset()
 
     @property
     def satisfied(self) -> bool:
-        return all(plan.short == 0 for plan in self.parts)
+        if self.need is None:
+            return all(plan.short == 0 for plan in self.parts)
+        return self.need.met(self.part_satisfied)
+
+    def part_satisfied(self, key: str) -> bool:
+        if key in self.settled:
+            return True
+        plan = self.part(key)
+        return plan is not None and plan.short == 0
+
+    def _short(self, key: str) -> int:
+        if key in self.settled:
+            return 0
+        plan = self.part(key)
+        return plan.short if plan is not None else 1 << 30
+
+    def extra_parts(self) -> list[PartPlan]:
+        """Parts left short although the group's need is met: placed whole later, or not at
+        all (what the cycle placed of them is taken back)."""
+        if self.need is None or not self.satisfied:
+            return []
+        return [plan for plan in self.parts if plan.short > 0]
 
     @property
     def complete(self) -> bool:
@@ -207,8 +289,12 @@ class GroupPlan:
 
     def needed(self) -> list[PodInfo]:
         """The members to make or hold room for: per part, enough to reach its minimum (and
-        each task's) beyond what already counts (running or held); never more."""
-        return [pod for plan in self.parts for pod in plan.part.needed()]
+        each task's) beyond what already counts (running or held); never more. With a need,
+        only of the parts it needs (the closest to whole at each level)."""
+        if self.need is None:
+            return [pod for plan in self.parts for pod in plan.part.needed()]
+        chosen = self.need.chosen(self._short)
+        return [pod for plan in self.parts if plan.part.key in chosen for pod in plan.part.needed()]
 
     def unplaced(self) -> Iterator[PodInfo]:
         for plan in self.parts:

@@ -3,8 +3,8 @@ engine's writers carry them out (coalesced, in order, off the scheduling path)."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from koordgang.model.objects import ObjectRef
@@ -99,6 +99,23 @@ class WatchedResource:
     kind: str
     #: Whether the kind has a ``status`` subresource (Volcano's PodGroup has none).
     status_subresource: bool = True
+    #: Other versions of the kind that are read where ``version`` is not served, best first
+    #: (upstream's PodGroup is ``v1beta1`` from Kubernetes 1.37, ``v1alpha2`` on 1.36). Which
+    #: one is watched is decided by what the API server serves (:meth:`served_as`).
+    older_versions: tuple[str, ...] = ()
+
+    @property
+    def versions(self) -> tuple[str, ...]:
+        """Every version read, best first."""
+        return (self.version, *self.older_versions)
+
+    def served_as(self, served: Collection[str]) -> WatchedResource | None:
+        """This kind at the best of its versions among ``served`` (the versions the API server
+        lists for the group), None when it serves none of them."""
+        for version in self.versions:
+            if version in served:
+                return replace(self, version=version, older_versions=())
+        return None
 
     @property
     def api_version(self) -> str:

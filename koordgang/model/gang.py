@@ -267,10 +267,34 @@ class PodGroupInfo:
     status: Mapping[str, Any] = field(default_factory=dict, hash=False)
     #: Fields of the spec the scheduler reads but does not act on (Volcano's queue), for users.
     ignored: Mapping[str, str] = field(default_factory=dict, hash=False)
+    #: The version the object was read in (``scheduling.k8s.io/v1beta1``): status is written
+    #: back in it, in its own terms. Not part of the value: the same object read in another
+    #: version says the same.
+    api_version: str = field(default="", compare=False)
+    #: What the group object says of the group as a whole (upstream's PodGroup: its priority,
+    #: preemption and disruption policy, its parent CompositePodGroup, its topology keys).
+    policy: GroupPolicy = field(default_factory=lambda: GroupPolicy())
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPolicy:
+    """A group object's policy for the group as a whole, where its API has one."""
+
+    #: The group's priority (``spec.priority``); None: its pods' priority orders it.
+    priority: int | None = None
+    #: ``spec.preemptionPolicy: Never``: it waits for room, and preempts nobody.
+    preempt_never: bool = False
+    #: ``spec.disruptionMode: {all: {}}``: as a victim, evicted whole or not at all.
+    disrupt_all: bool = False
+    #: ``spec.parentCompositePodGroupName``: the CompositePodGroup it is a child of.
+    parent: str = ""
+    #: ``spec.schedulingConstraints.topology[].key``: node labels whose one value must hold
+    #: every member.
+    topology_keys: tuple[str, ...] = ()
 
 
 def parse_podgroup(obj: Mapping[str, Any]) -> PodGroupInfo:
@@ -306,6 +330,7 @@ def podgroup_info(
     is_gang: bool = True,
     task_minimums: Mapping[str, int] | None = None,
     ignored: Mapping[str, str] | None = None,
+    policy: GroupPolicy | None = None,
 ) -> PodGroupInfo:
     """A :class:`PodGroupInfo` with the metadata and status of ``obj`` and the given spec."""
     metadata = _mapping(obj.get("metadata"))
@@ -337,6 +362,8 @@ def podgroup_info(
         task_minimums=task_minimums or {},
         status=_mapping(obj.get("status")),
         ignored=ignored or {},
+        api_version=_str(obj.get("apiVersion")),
+        policy=policy or GroupPolicy(),
     )
 
 

@@ -36,6 +36,7 @@ from koordgang.model.gang import (
     resolve_gang_spec,
 )
 from koordgang.model.pod import PodInfo
+from koordgang.state.composites import CompositeForest
 from koordgang.state.waiting import WaitingPods
 
 #: The pod annotation naming a member's task (Volcano); task minimums count per task.
@@ -374,6 +375,8 @@ class GangRegistry:
         self._podgroups: dict[tuple[str, str], PodGroupInfo] = {}
         #: Pods that name gangs in more than one API: uid -> the refs, the one used first.
         self.conflicts: dict[str, tuple[GangRef, ...]] = {}
+        #: Gangs of gangs: the CompositePodGroups, and which PodGroups hang under them.
+        self.composites = CompositeForest()
 
     def read_with(self, resolve: GangResolver) -> None:
         """Which gang APIs are read (the grouping plugin says, before the first pod)."""

@@ -132,5 +132,19 @@ def test_the_scheduler_may_read_every_gang_api_and_write_its_status_and_no_more(
             and v not in ("get", "list", "watch")
             and (r, v) != (status, "patch")
             and (r, v) != (status, "update")
+            and (r, v) not in {(f"{x.plural}/status", "patch") for x in api.related}
         }
         assert not written, (api.name, written)
+    for api in GANG_APIS:
+        for related in api.related:
+            for verb in ("get", "list", "watch"):
+                assert (related.group, related.plural, verb) in grants, (related.id, verb)
+            assert (related.group, f"{related.plural}/status", "patch") in grants, related.id
+            others = {
+                (r, v)
+                for g, r, v in grants
+                if g == related.group
+                and r.startswith(related.plural)
+                and v not in ("get", "list", "watch")
+            }
+            assert others == {(f"{related.plural}/status", "patch")}, (related.id, others)

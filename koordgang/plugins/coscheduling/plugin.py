@@ -27,6 +27,7 @@ import structlog
 from koordgang.framework.cycle_state import UNPLACED_MESSAGES, CycleState
 from koordgang.framework.group import (
     RUNNING_NODES_HINT,
+    GroupNeed,
     GroupPart,
     GroupPlan,
     PartPlan,
@@ -54,11 +55,14 @@ from koordgang.model.gang import (
 )
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo
+from koordgang.plugins.coscheduling import composite
 from koordgang.plugins.coscheduling import messages as say
 from koordgang.plugins.coscheduling.apis import GANG_APIS, GangApi, Resolve
+from koordgang.plugins.coscheduling.apis.kubernetes import API as KUBERNETES
+from koordgang.plugins.coscheduling.composite import Composites, Hierarchy
 from koordgang.plugins.coscheduling.enqueue import enqueue, promised
 from koordgang.plugins.coscheduling.min_resources import free_in_cluster, shortfall
-from koordgang.plugins.coscheduling.readiness import check_group
+from koordgang.plugins.coscheduling.readiness import check_group, own_problem
 from koordgang.plugins.coscheduling.sort import gang_sort_key
 from koordgang.state.gangs import Gang, GangRegistry, GangState
 from koordgang.state.snapshot import Placement, Snapshot
@@ -111,6 +115,8 @@ class Coscheduling:
         #: Group key -> the gangs it was built from (Unreserve names groups by key); the
         #: most recent ones, as the key itself spells the gangs out too.
         self._groups: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        #: Gangs of gangs (CompositePodGroups): which hierarchy a gang is placed in.
+        self.composites = Composites(gangs, gangs.composites)
 
     def attach(self, handle: Handle) -> None:
         self._handle = handle
@@ -176,8 +182,18 @@ class Coscheduling:
         refs = self.gangs.conflicts.get(pod.uid)
         if not refs or pod.uid in self._told_conflict or pod.node_name:
             return
-        self._told_conflict.add(pod.uid)
         used, *others = refs
+        # The Job controller's own PodGroup (1.37 makes one for every Job), when it is no
+        # gang, is no conflict: the pod's other gang is the one meant.
+        others = [
+            ref
+            for ref in others
+            if ref.api != KUBERNETES
+            or ((known := self.gangs.podgroup(KUBERNETES, ref.key)) is not None and known.is_gang)
+        ]
+        if not others:
+            return
+        self._told_conflict.add(pod.uid)
         named = ", ".join(f"{ref.key} ({ref.api})" for ref in others)
         self.handle.report(
             Report.for_pod(
@@ -230,7 +246,7 @@ class Coscheduling:
             podgroup.namespace,
             podgroup.name,
             podgroup.uid,
-            api_version=api.resource.api_version,
+            api_version=podgroup.api_version or api.resource.api_version,
         )
 
     def _pod_deleted(self, uid: str) -> None:
@@ -248,13 +264,22 @@ class Coscheduling:
             self.handle.request_move()
 
     def watches(self) -> Sequence[WatchedResource]:
-        return [api.resource for api in self.apis if api.resource is not None]
+        resources = [api.resource for api in self.apis if api.resource is not None]
+        return resources + [related for api in self.apis for related in api.related]
 
     def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
+        if kind == composite.RESOURCE.id and KUBERNETES in self._api_named:
+            return self._on_composite(event, obj)
         api = self._api_of_resource.get(kind)
         if api is None:
             return False
         podgroup = api.parse(obj)
+        if api.name == KUBERNETES:
+            forest = self.gangs.composites
+            if event == "DELETED":
+                forest.unlink_podgroup(podgroup.key)
+            else:
+                forest.link_podgroup(podgroup.key, podgroup.namespace, podgroup.policy.parent)
         before = self.gangs.podgroup(api.name, podgroup.key)
         if event != "DELETED" and before is not None and _same_but_status(before, podgroup):
             # Most updates are status writes (ours among them): keep the newest status, and
@@ -305,10 +330,55 @@ class Coscheduling:
                 )
         return True
 
+    def _on_composite(self, event: str, obj: Mapping[str, Any]) -> bool:
+        info = composite.parse_composite(obj)
+        forest = self.gangs.composites
+        before = forest.get(info.key)
+        if event == "DELETED":
+            forest.delete(info.key)
+            self.composites.last_message.pop(info.key, None)
+        else:
+            forest.upsert(info)
+            if before is not None and before == info:
+                return False  # its status only (ours among it)
+            if info.issues:
+                message = "; ".join(issue.message() for issue in info.issues)
+                self.handle.report(
+                    Report(self._composite_ref(info), "Warning", "InvalidGangConfig", message)
+                )
+        # Its PodGroups' members may be tried (or told) differently now.
+        for key in forest.leaves(info.key):
+            gang = self.gangs.get(key)
+            if gang is not None:
+                self._dirty.add(gang.key)
+                self.handle.activate(gang.pending_members())
+        return True
+
+    @staticmethod
+    def _composite_ref(info: Any) -> ObjectRef:
+        return ObjectRef(
+            composite.RESOURCE.kind,
+            info.namespace,
+            info.name,
+            info.uid,
+            api_version=info.api_version,
+        )
+
     # -- grouping ------------------------------------------------------------------------------
 
     def _active_gangs(self, gang: Gang) -> list[Gang]:
-        """The gangs of ``gang``'s group that still constrain their members."""
+        """The gangs of ``gang``'s group that still constrain their members (under a
+        CompositePodGroup: the PodGroups of its hierarchy that can be tried now)."""
+        tree = self.composites.hierarchy_of(gang)
+        if tree is not None:
+            return [
+                g
+                for key in tree.leaves
+                if (g := self.gangs.get(key)) is not None
+                and not g.satisfied
+                and not g.timed_out
+                and not own_problem(g)
+            ]
         return [g for _, g in self.gangs.group(gang) if g is not None and not g.exempt()]
 
     def group_members(self, pod: PodInfo) -> Sequence[PodInfo] | None:
@@ -372,7 +442,12 @@ class Coscheduling:
         self._groups.move_to_end(key)
         if len(self._groups) > _GROUPS_REMEMBERED:
             self._groups.popitem(last=False)
-        return SchedulingGroup(key, parts, pod, hints=hints)
+        group = SchedulingGroup(key, parts, pod, hints=hints)
+        tree = self.composites.hierarchy_of(gang)
+        if tree is not None and tree.need is not None:
+            group.need = tree.need
+            group.settled = tree.settled
+        return group
 
     def _part(self, gang: Gang, pending: list[PodInfo]) -> GroupPart:
         part = GroupPart(
@@ -412,7 +487,14 @@ class Coscheduling:
         gang = self.gangs.gang_of(group.trigger.uid)
         if gang is None:
             return SKIP
-        partners = self.gangs.group(gang)
+        tree = self.composites.hierarchy_of(gang)
+        if tree is not None:
+            status = self._composite_ready(state, gang, tree, group)
+            if status is not None:
+                return status
+            partners: list[tuple[str, Gang | None]] = [(gang.key, gang)]
+        else:
+            partners = self.gangs.group(gang)
         verdict = check_group(gang, partners)
         if not verdict.ready:
             # Each member hears it from its own gang's side ("gang a waits for b ...").
@@ -443,6 +525,44 @@ class Coscheduling:
                 return Status.unschedulable(self.name, say.with_notes(gang, problem))
         return SUCCESS
 
+    def _composite_ready(
+        self, state: CycleState, gang: Gang, tree: Hierarchy, group: SchedulingGroup
+    ) -> Status | None:
+        """None when the hierarchy can be tried now; else why not, told to every member."""
+        if tree.problem or tree.need is None or tree.root is None:
+            message = f"gang {gang.key}: its CompositePodGroups cannot be used: {tree.problem}"
+        else:
+            ready = {g.key for g in self._active_gangs(gang)}
+            if gang.key not in ready:
+                return None  # its own problem is said by check_group
+            if tree.need.met(lambda k: k in ready or k in tree.settled):
+                return None
+            waiting = []
+            for key in tree.leaves:
+                other = self.gangs.get(key)
+                if key in ready or key in tree.settled:
+                    continue
+                if other is None:
+                    waiting.append(f"{key}: no member exists yet")
+                elif other.timed_out:
+                    waiting.append(f"{key}: timed out")
+                else:
+                    waiting.append(f"{key}: {own_problem(other)}")
+            message = (
+                f"gang {gang.key} waits for its {tree.need.describe(lambda k: k in tree.settled)}"
+                f" ({len(ready)} PodGroup{'s' if len(ready) != 1 else ''} ready"
+                + (f"; {'; '.join(waiting)}" if waiting else "")
+                + ")"
+            )
+            self.composites.last_message[tree.root.key] = message
+        told = {}
+        for member in group.members():
+            told[member.uid] = message
+        state.write(UNPLACED_MESSAGES, told)
+        gang.last_message = message
+        self._dirty.add(gang.key)
+        return Status.unschedulable(self.name, message)
+
     def _min_resources_problem(self, gang: Gang, group: SchedulingGroup, snapshot: Snapshot) -> str:
         podgroup = gang.podgroup
         if podgroup is None or podgroup.min_resources is None:
@@ -462,7 +582,9 @@ class Coscheduling:
     ) -> PostFilterResult:
         if not group.key or plan.satisfied:
             return PostFilterResult(SKIP)
-        strict = any(part.part.strict for part in plan.parts)
+        # A hierarchy of CompositePodGroups holds nothing while short: its parts are placed
+        # whole, together, or not at all.
+        strict = group.need is not None or any(part.part.strict for part in plan.parts)
         messages = self._explain(plan, keep=not strict)
         return PostFilterResult(
             Status.unschedulable(self.name), drop_placements=strict, messages=messages
@@ -482,6 +604,11 @@ class Coscheduling:
             held = waiting.in_part(gang.key)
             holding = len(held) + (len(part.placed) if keep else 0)
             message = say.unsatisfied(plan, part, gang, other or gang, holding)
+            if plan.need is not None:
+                message = f"{message}; {_need_said(plan.need, plan)}"
+                tree = self.composites.hierarchy_of(gang)
+                if tree is not None and tree.root is not None:
+                    self.composites.last_message[tree.root.key] = message
             gang.last_message = message
             self._dirty.add(gang.key)
             text = say.with_notes(gang, message)
@@ -551,6 +678,8 @@ class Coscheduling:
         gangs = self._gangs_of(group.key)
         waiting = self.handle.waiting
         if plan.satisfied:
+            # Under a CompositePodGroup, the parts beyond its need were taken back.
+            gangs = [g for g in gangs if plan.part_satisfied(g.key)]
             held = tuple(w.pod.uid for g in gangs for w in waiting.in_part(g.key))
             for gang in gangs:
                 if not gang.satisfied:
@@ -565,7 +694,7 @@ class Coscheduling:
             )
             return PermitResult(Decision.ALLOW, also_allow=held, plugin=self.name)
         messages = self._explain(plan, keep=True)
-        if any(part.part.strict for part in plan.parts):
+        if group.need is not None or any(part.part.strict for part in plan.parts):
             return PermitResult(Decision.REJECT, messages=messages, plugin=self.name)
         deadline = waiting.deadline(group.key)
         if deadline is None:
@@ -611,7 +740,8 @@ class Coscheduling:
                 continue
             updates.append(
                 StatusUpdate(
-                    api.resource.api_version,
+                    # Back in the version it was read in (what the API server serves).
+                    gang.podgroup.api_version or api.resource.api_version,
                     api.resource.plural,
                     gang.podgroup.namespace,
                     gang.podgroup.name,
@@ -621,6 +751,8 @@ class Coscheduling:
                 )
             )
         self._dirty.clear()
+        if KUBERNETES in self._api_named:
+            updates += self.composites.status_updates(now)
         return updates
 
     def _enqueue(self) -> None:
@@ -658,3 +790,12 @@ def _all_pods(part: PartPlan) -> Iterable[PodInfo]:
     for result in part.failed:
         yield result.pod
     yield from part.skipped
+
+
+def _need_said(need: GroupNeed, plan: GroupPlan) -> str:
+    """Which level of a hierarchy is short: the top one, and any below it that is."""
+    said = [need.describe(plan.part_satisfied)]
+    for child in need.children:
+        if isinstance(child, GroupNeed) and not child.met(plan.part_satisfied):
+            said.append(child.describe(plan.part_satisfied))
+    return "; ".join(said)

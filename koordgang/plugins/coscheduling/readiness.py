@@ -19,7 +19,8 @@ class GroupVerdict:
 READY = GroupVerdict(True)
 
 
-def _own_problem(gang: Gang) -> str:
+def own_problem(gang: Gang) -> str:
+    """Why ``gang`` itself cannot be tried yet ("" when it can)."""
     spec = gang.spec
     if gang.needs_podgroup() and "/" not in gang.ref.name:
         if gang.api == KOORDINATOR:
@@ -60,7 +61,7 @@ def _own_problem(gang: Gang) -> str:
 
 
 def check_group(gang: Gang, group: list[tuple[str, Gang | None]]) -> GroupVerdict:
-    problem = _own_problem(gang)
+    problem = own_problem(gang)
     if problem:
         sep = " " if problem.startswith("cannot") else ": "
         return GroupVerdict(False, f"gang {gang.key}{sep}{problem}")
@@ -78,7 +79,7 @@ def check_group(gang: Gang, group: list[tuple[str, Gang | None]]) -> GroupVerdic
             )
         if other.exempt():
             continue
-        problem = _own_problem(other)
+        problem = own_problem(other)
         if problem:
             return GroupVerdict(
                 False, f"gang {gang.key} waits for {key} in its group: {key} {problem}"

@@ -1,6 +1,10 @@
 """The gang APIs the scheduler reads, in the order that decides which gang a pod belongs to
 when it names gangs in more than one (the first wins, and the pod is warned): a new API is one
-module here and one line in :data:`GANG_APIS`."""
+module here and one line in :data:`GANG_APIS`.
+
+Upstream's comes last: from Kubernetes 1.37 the Job controller points the pods of every Job at
+a PodGroup of its own (``basic``, no gang, unless the Job asks for one), so a Job whose pods
+declare a gang in another API names two; the other API's gang is the one meant."""
 
 from __future__ import annotations
 
@@ -18,9 +22,9 @@ from koordgang.plugins.coscheduling.apis.volcano import VolcanoApi
 GANG_APIS: tuple[GangApi, ...] = (
     KoordinatorApi(),
     SchedulerPluginsApi(),
-    KubernetesApi(),
     VolcanoApi(),
     KueueApi(),
+    KubernetesApi(),
 )
 
 

@@ -19,6 +19,9 @@ class GangApi(Protocol):
     name: str
     #: The group object's resource; None for an API of pod labels and annotations only.
     resource: WatchedResource | None
+    #: Other kinds of the API that group its groups (upstream's CompositePodGroup): read,
+    #: and their status written through the status subresource.
+    related: tuple[WatchedResource, ...]
 
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         """The gang ``pod`` names in this API, None if it names none."""

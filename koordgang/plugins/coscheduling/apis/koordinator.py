@@ -20,6 +20,8 @@ class KoordinatorApi:
         "scheduling.sigs.k8s.io", "v1alpha1", "podgroups", "PodGroup"
     )
 
+    related: tuple[WatchedResource, ...] = ()
+
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         return gang_ref_of(pod.namespace, pod.labels, pod.annotations)
 

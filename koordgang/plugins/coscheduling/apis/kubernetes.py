@@ -1,12 +1,24 @@
-"""Upstream Kubernetes (1.36, alpha): a ``scheduling.k8s.io/v1alpha2`` PodGroup named by the
-pod's ``spec.schedulingGroup.podGroupName``; ``spec.schedulingPolicy.gang.minCount`` makes it a
-gang (a ``basic`` policy is not one). The Job controller writes it, with a Workload, for an
-Indexed Job with ``parallelism == completions > 1``. Status: the ``PodGroupScheduled``
-condition as kube-scheduler writes it, True/``Scheduled`` or False/``Unschedulable``, and never
-back from True to False.
+"""Upstream Kubernetes: a ``scheduling.k8s.io`` PodGroup named by the pod's
+``spec.schedulingGroup.podGroupName``; ``spec.schedulingPolicy.gang.minCount`` makes it a gang
+(a ``basic`` policy is not one). The Job controller writes it, with a Workload, for an Indexed
+Job with ``parallelism == completions > 1``.
 
-Kubernetes 1.37 moves the API to ``v1beta1``; a version is the resource and the field paths
-here, nothing else."""
+Kubernetes 1.37 serves it as the beta ``v1beta1`` (and no longer ``v1alpha2``), 1.36 as the
+alpha ``v1alpha2``: the daemon reads the version the API server serves, and writes status back
+in the version it read, in that version's terms:
+
+- ``v1beta1``: the ``PodGroupInitiallyScheduled`` condition, True/``Scheduled`` once the gang's
+  minimum is bound, False/``Unschedulable`` with the reason while it waits; True is terminal.
+  ``spec.disruptionMode`` is ``{single: {}}`` or ``{all: {}}``; ``spec.preemptionPolicy``
+  (``Never`` or ``PreemptLowerPriority``) and ``spec.parentCompositePodGroupName`` (its
+  CompositePodGroup, ``v1alpha3``) are new.
+- ``v1alpha2``: the ``PodGroupScheduled`` condition, with the same reasons and the same rule
+  (never back from True to False); ``spec.disruptionMode`` is ``Pod`` or ``PodGroup``.
+
+Both carry ``spec.priority`` (the group's priority, set by admission from
+``priorityClassName``) and ``spec.schedulingConstraints.topology[].key`` (a node label whose one
+value must hold the whole group). ``spec.schedulingPolicy.gang.minCount`` may change: gangs not
+yet placed take the new minimum up."""
 
 from __future__ import annotations
 
@@ -18,6 +30,7 @@ from koordgang.model.gang import (
     ConfigIssue,
     GangRef,
     GangSource,
+    GroupPolicy,
     PodGroupInfo,
     mapping,
     parse_minimum,
@@ -28,18 +41,34 @@ from koordgang.plugins.coscheduling.apis.base import condition, conditions_of
 from koordgang.state.gangs import Gang
 
 API = "kubernetes"
+GROUP = "scheduling.k8s.io"
 MIN_COUNT_FIELD = "spec.schedulingPolicy.gang.minCount"
 POD_FIELD = "spec.schedulingGroup.podGroupName"
-CONDITION = "PodGroupScheduled"
+#: The condition of ``v1beta1`` (Kubernetes 1.37) and of ``v1alpha2`` (1.36).
+CONDITION = "PodGroupInitiallyScheduled"
+ALPHA_CONDITION = "PodGroupScheduled"
+ALPHA_VERSION = f"{GROUP}/v1alpha2"
 SCHEDULED = "Scheduled"
 UNSCHEDULABLE = "Unschedulable"
+#: The largest priority a user may give (Kubernetes' HighestUserDefinablePriority).
+_MAX_PRIORITY = 1_000_000_000
+
+
+def condition_type(api_version: str) -> str:
+    """The scheduled condition of the PodGroup version ``api_version``."""
+    return ALPHA_CONDITION if api_version == ALPHA_VERSION else CONDITION
+
+
+#: Gangs of gangs (Kubernetes 1.37, alpha): see ``plugins/coscheduling/composite.py``.
+COMPOSITE_RESOURCE = WatchedResource(GROUP, "v1alpha3", "compositepodgroups", "CompositePodGroup")
 
 
 class KubernetesApi:
     name = API
     resource: WatchedResource | None = WatchedResource(
-        "scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup"
+        GROUP, "v1beta1", "podgroups", "PodGroup", older_versions=("v1alpha2",)
     )
+    related: tuple[WatchedResource, ...] = (COMPOSITE_RESOURCE,)
 
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         if not pod.scheduling_group:
@@ -49,24 +78,38 @@ class KubernetesApi:
         )
 
     def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
-        policy = mapping(mapping(obj.get("spec")).get("schedulingPolicy"))
+        spec = mapping(obj.get("spec"))
+        policy = mapping(spec.get("schedulingPolicy"))
         issues: list[ConfigIssue] = []
+        group_policy = parse_group_policy(spec, issues)
         gang = policy.get("gang")
         if gang is None and "basic" in policy:
             return podgroup_info(
-                obj, min_member=1, issues=issues, api=API, min_field=MIN_COUNT_FIELD, is_gang=False
+                obj,
+                min_member=1,
+                issues=issues,
+                api=API,
+                min_field=MIN_COUNT_FIELD,
+                is_gang=False,
+                policy=group_policy,
             )
         minimum = parse_minimum(mapping(gang).get("minCount"), MIN_COUNT_FIELD, issues)
         return podgroup_info(
-            obj, min_member=minimum, issues=issues, api=API, min_field=MIN_COUNT_FIELD
+            obj,
+            min_member=minimum,
+            issues=issues,
+            api=API,
+            min_field=MIN_COUNT_FIELD,
+            policy=group_policy,
         )
 
     def status(self, gang: Gang, now: float) -> dict[str, Any] | None:
         podgroup = gang.podgroup
         if podgroup is None or not podgroup.is_gang:
             return None
+        kind = condition_type(podgroup.api_version)
         conditions = conditions_of(podgroup.status)
-        current = next((c for c in conditions if c.get("type") == CONDITION), None)
+        current = next((c for c in conditions if c.get("type") == kind), None)
         if current is not None and current.get("status") == "True":
             return None  # never back from True to False; nothing more to say once True
         if gang.satisfied:
@@ -85,8 +128,78 @@ class KubernetesApi:
             == wanted
         ):
             return None
-        others = [c for c in conditions if c.get("type") != CONDITION]
-        return {"conditions": [*others, condition(CONDITION, *wanted, conditions, now)]}
+        others = [c for c in conditions if c.get("type") != kind]
+        return {"conditions": [*others, condition(kind, *wanted, conditions, now)]}
 
     def awaits_enqueue(self, podgroup: PodGroupInfo) -> bool:
         return False  # its clients make their pods at once
+
+
+def parse_group_policy(spec: Mapping[str, Any], issues: list[ConfigIssue]) -> GroupPolicy:
+    """Priority, preemption policy, disruption mode, parent and topology keys of an upstream
+    PodGroup's or CompositePodGroup's spec (any version); a bad value is an issue naming its
+    field, and the default is used."""
+    priority = None
+    raw = spec.get("priority")
+    if raw is not None:
+        if type(raw) is int and -(2**31) <= raw <= _MAX_PRIORITY:
+            priority = raw
+        else:
+            issues.append(
+                ConfigIssue(
+                    "spec.priority", str(raw), "is not a priority", "its pods' priority is used"
+                )
+            )
+    never = False
+    raw = spec.get("preemptionPolicy")
+    if raw is not None:
+        if raw == "Never":
+            never = True
+        elif raw != "PreemptLowerPriority":
+            issues.append(
+                ConfigIssue(
+                    "spec.preemptionPolicy",
+                    str(raw),
+                    "is neither Never nor PreemptLowerPriority",
+                    "PreemptLowerPriority is used",
+                )
+            )
+    disrupt_all = False
+    raw = spec.get("disruptionMode")
+    if isinstance(raw, Mapping):
+        disrupt_all = "all" in raw
+    elif raw in ("PodGroup", "Pod"):  # v1alpha2
+        disrupt_all = raw == "PodGroup"
+    elif raw is not None:
+        issues.append(
+            ConfigIssue(
+                "spec.disruptionMode",
+                str(raw),
+                "is not {single: {}} nor {all: {}}",
+                "its pods are disrupted one at a time",
+            )
+        )
+    parent = spec.get("parentCompositePodGroupName")
+    keys: list[str] = []
+    constraints = mapping(spec.get("schedulingConstraints")).get("topology")
+    if isinstance(constraints, list):
+        for index, entry in enumerate(constraints):
+            key = mapping(entry).get("key")
+            if isinstance(key, str) and key:
+                keys.append(key)
+            else:
+                issues.append(
+                    ConfigIssue(
+                        f"spec.schedulingConstraints.topology[{index}].key",
+                        str(key),
+                        "is not a node label key",
+                        "this constraint is not applied",
+                    )
+                )
+    return GroupPolicy(
+        priority=priority,
+        preempt_never=never,
+        disrupt_all=disrupt_all,
+        parent=parent if isinstance(parent, str) else "",
+        topology_keys=tuple(keys),
+    )

@@ -22,6 +22,8 @@ class KueueApi:
     name = API
     resource: WatchedResource | None = None
 
+    related: tuple[WatchedResource, ...] = ()
+
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         name = nonblank(pod.labels.get(GROUP_NAME_LABEL))
         if name is None:

@@ -25,6 +25,8 @@ class SchedulerPluginsApi:
         "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup"
     )
 
+    related: tuple[WatchedResource, ...] = ()
+
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         name = nonblank(pod.labels.get(POD_GROUP_LABEL))
         if name is None:

@@ -51,6 +51,8 @@ class VolcanoApi:
         "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", status_subresource=False
     )
 
+    related: tuple[WatchedResource, ...] = ()
+
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         for key in GROUP_NAME_ANNOTATIONS:
             name = nonblank(pod.annotations.get(key))

@@ -1,0 +1,69 @@
+"""Which version of each watched kind the API server serves, asked once at start.
+
+A kind can be read in more than one version (upstream's PodGroup: ``v1beta1`` on Kubernetes
+1.37, ``v1alpha2`` on 1.36, which 1.37 no longer serves). The daemon, the gang view and the
+what-if all watch or list each kind at the best version served; a kind whose group is not
+served at all keeps its preferred version (kopf watches it once its CRD appears)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import structlog
+
+from koordgang.clients.api import KubeApi
+from koordgang.clients.errors import ApiError, ApiUnavailable
+from koordgang.framework.report import WatchedResource
+
+log = structlog.get_logger("koordgang.discovery")
+
+
+async def served_versions(api: KubeApi, group: str) -> set[str] | None:
+    """The versions the API server serves for ``group`` (empty when it serves none); None when
+    it could not be asked (the caller keeps its preference)."""
+    path = f"/apis/{group}" if group else "/api"
+    try:
+        reply = await api.request("GET", path)
+    except ApiError as error:
+        if error.not_found:
+            return set()
+        log.warning("API discovery failed", group=group, error=str(error))
+        return None
+    except ApiUnavailable as error:
+        log.warning("API discovery failed", group=group, error=str(error))
+        return None
+    if not group:
+        return {v for v in reply.get("versions") or [] if isinstance(v, str)}
+    versions = reply.get("versions") or []
+    return {v["version"] for v in versions if isinstance(v, dict) and "version" in v}
+
+
+async def resolve_versions(
+    api: KubeApi, resources: Sequence[WatchedResource]
+) -> list[WatchedResource]:
+    """``resources`` at the version each is served in; kinds read in one version only are
+    returned as they are (kopf and the listings find out themselves whether they are served)."""
+    asked: dict[str, set[str] | None] = {}
+    resolved = []
+    for resource in resources:
+        if not resource.older_versions:
+            resolved.append(resource)
+            continue
+        if resource.group not in asked:
+            asked[resource.group] = await served_versions(api, resource.group)
+        served = asked[resource.group]
+        chosen = resource.served_as(served) if served is not None else None
+        if chosen is None:
+            chosen = resource.served_as({resource.version})
+            assert chosen is not None
+            if served is not None:
+                log.info(
+                    "no readable version served; watching the preferred one",
+                    resource=resource.id,
+                    read=list(resource.versions),
+                    served=sorted(served),
+                )
+        else:
+            log.info("reading", resource=resource.id, version=chosen.version)
+        resolved.append(chosen)
+    return resolved

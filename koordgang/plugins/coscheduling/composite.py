@@ -1,0 +1,229 @@
+"""CompositePodGroups (Kubernetes 1.37, ``scheduling.k8s.io/v1alpha3``) as gangs of gangs.
+
+A PodGroup that names a parent composite is placed with its siblings: the group of a cycle is
+every PodGroup under the highest composite above it that is not yet satisfied, and its need
+(:class:`~koordgang.framework.group.GroupNeed`) asks for ``minGroupCount`` children whole at
+each level. A composite is satisfied once that many of its children were (a child PodGroup
+once its gang was; the condition ``CompositePodGroupInitiallyScheduled=True`` keeps it so across
+restarts); children beyond the minimum are then placed later, each whole, on their own.
+
+A composite with a ``basic`` policy groups nothing: its children are placed independently (and
+under a gang composite, it counts as whole when all of its children are). A hierarchy with a
+cycle, more than :data:`MAX_COMPOSITE_LEVELS` composites, a missing parent or a composite whose
+minimum cannot be used places nothing, and says why on the pods and the composite."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from koordgang.framework.group import GroupNeed
+from koordgang.framework.report import StatusUpdate
+from koordgang.model.composite import MAX_COMPOSITE_LEVELS, CompositeInfo
+from koordgang.model.gang import ConfigIssue, mapping, parse_minimum
+from koordgang.plugins.coscheduling.apis.base import condition, conditions_of
+from koordgang.plugins.coscheduling.apis.kubernetes import (
+    COMPOSITE_RESOURCE,
+    GROUP,
+    parse_group_policy,
+)
+from koordgang.state.composites import CompositeForest
+from koordgang.state.gangs import Gang, GangRegistry
+
+RESOURCE = COMPOSITE_RESOURCE
+MIN_FIELD = "spec.schedulingPolicy.gang.minGroupCount"
+CONDITION = "CompositePodGroupInitiallyScheduled"
+SCHEDULED = "Scheduled"
+UNSCHEDULABLE = "Unschedulable"
+INVALID = "Invalid"
+
+
+def parse_composite(obj: Mapping[str, Any]) -> CompositeInfo:
+    metadata = mapping(obj.get("metadata"))
+    spec = mapping(obj.get("spec"))
+    issues: list[ConfigIssue] = []
+    policy = parse_group_policy(spec, issues)
+    scheduling = mapping(spec.get("schedulingPolicy"))
+    is_gang = not ("basic" in scheduling and scheduling.get("gang") is None)
+    minimum = None
+    if is_gang:
+        minimum = parse_minimum(
+            mapping(scheduling.get("gang")).get("minGroupCount"), MIN_FIELD, issues
+        )
+    workload = mapping(spec.get("workloadRef")).get("workloadName")
+    return CompositeInfo(
+        namespace=str(metadata.get("namespace") or "default"),
+        name=str(metadata.get("name") or ""),
+        uid=str(metadata.get("uid") or ""),
+        resource_version=str(metadata.get("resourceVersion") or ""),
+        min_groups=minimum,
+        is_gang=is_gang,
+        policy=policy,
+        workload=workload if isinstance(workload, str) else "",
+        issues=tuple(issues),
+        status=mapping(obj.get("status")),
+        api_version=str(obj.get("apiVersion") or f"{GROUP}/v1alpha3"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Hierarchy:
+    """The composite a gang is placed under now, and what it needs."""
+
+    #: The highest composite above the gang that is not yet satisfied (None: the hierarchy is
+    #: unusable, see ``problem``).
+    root: CompositeInfo | None
+    need: GroupNeed | None
+    #: Every PodGroup (gang key) under ``root``.
+    leaves: tuple[str, ...] = ()
+    #: Children of the need already satisfied (gangs, composites).
+    settled: frozenset[str] = frozenset()
+    problem: str = ""
+    #: Topology keys from the root down (the root's first): each level's members must share one
+    #: value of each.
+    topology_keys: tuple[str, ...] = ()
+
+
+class Composites:
+    """Answers, for a gang, which hierarchy it is placed in; for a composite, its status."""
+
+    def __init__(self, gangs: GangRegistry, forest: CompositeForest) -> None:
+        self.gangs = gangs
+        self.forest = forest
+        #: What each composite's pods were last told while it could not be placed.
+        self.last_message: dict[str, str] = {}
+
+    def hierarchy_of(self, gang: Gang) -> Hierarchy | None:
+        """None for a gang under no composite, or whose composites are satisfied or basic."""
+        podgroup = gang.podgroup
+        if podgroup is None or not podgroup.policy.parent:
+            return None
+        ancestry = self.forest.ancestry(podgroup.namespace, podgroup.policy.parent)
+        if ancestry.problem:
+            return Hierarchy(None, None, problem=ancestry.problem)
+        broken = next((c for c in ancestry.chain if c.is_gang and c.min_groups is None), None)
+        if broken is not None:
+            reason = "; ".join(issue.message() for issue in broken.issues) or "no minimum"
+            return Hierarchy(None, None, problem=f"CompositePodGroup {broken.key}: {reason}")
+        root: CompositeInfo | None = None
+        for composite in ancestry.chain:
+            if not composite.is_gang or self.satisfied(composite):
+                break
+            root = composite
+        if root is None:
+            return None
+        settled: set[str] = set()
+        need = self._need(root, settled, set())
+        keys = tuple(c.policy.topology_keys[0] for c in ancestry.chain if c.policy.topology_keys)
+        return Hierarchy(
+            root,
+            need,
+            tuple(self.forest.leaves(root.key)),
+            frozenset(settled),
+            topology_keys=keys,
+        )
+
+    def _need(self, composite: CompositeInfo, settled: set[str], seen: set[str]) -> GroupNeed:
+        seen.add(composite.key)
+        children: list[GroupNeed | str] = []
+        for key in self.forest.child_composites(composite.key):
+            child = self.forest.get(key)
+            if child is None or key in seen:
+                continue
+            if self.satisfied(child):
+                settled.add(key)
+                children.append(key)
+            else:
+                children.append(self._need(child, settled, seen))
+        for key in self.forest.child_podgroups(composite.key):
+            gang = self.gangs.get(key)
+            if gang is not None and gang.satisfied:
+                settled.add(key)
+            children.append(key)
+        minimum = composite.min_groups if composite.is_gang else len(children)
+        return GroupNeed(f"CompositePodGroup {composite.key}", minimum or 0, tuple(children))
+
+    def satisfied(self, composite: CompositeInfo, seen: frozenset[str] = frozenset()) -> bool:
+        """At least its minimum of children were satisfied (a basic one: all of them), or it
+        says so itself."""
+        current = next(
+            (c for c in conditions_of(composite.status) if c.get("type") == CONDITION), None
+        )
+        if current is not None and current.get("status") == "True":
+            return True
+        if composite.key in seen:
+            return False
+        seen = seen | {composite.key}
+        done = total = 0
+        for key in self.forest.child_podgroups(composite.key):
+            total += 1
+            gang = self.gangs.get(key)
+            done += 1 if gang is not None and gang.satisfied else 0
+        for key in self.forest.child_composites(composite.key):
+            child = self.forest.get(key)
+            total += 1
+            done += 1 if child is not None and self.satisfied(child, seen) else 0
+        minimum = composite.min_groups if composite.is_gang else total
+        return minimum is not None and total > 0 and done >= minimum
+
+    # -- status ----------------------------------------------------------------------------
+
+    def status_updates(self, now: float) -> list[StatusUpdate]:
+        updates = []
+        for composite in sorted(self.forest.composites(), key=lambda c: c.key):
+            status = self._status(composite, now)
+            if status is not None:
+                updates.append(
+                    StatusUpdate(
+                        composite.api_version,
+                        RESOURCE.plural,
+                        composite.namespace,
+                        composite.name,
+                        status,
+                        observed=composite.status,
+                    )
+                )
+        return updates
+
+    def _status(self, composite: CompositeInfo, now: float) -> dict[str, Any] | None:
+        conditions = conditions_of(composite.status)
+        current = next((c for c in conditions if c.get("type") == CONDITION), None)
+        if current is not None and current.get("status") == "True":
+            return None  # terminal, as upstream keeps it
+        problem = self.problem_of(composite)
+        if problem:
+            wanted = ("False", INVALID, problem)
+        elif self.satisfied(composite):
+            wanted = ("True", SCHEDULED, "the minimum of its groups was placed and bound")
+        elif self.last_message.get(composite.key):
+            wanted = ("False", UNSCHEDULABLE, self.last_message[composite.key])
+        else:
+            return None
+        if (
+            current is not None
+            and (
+                current.get("status"),
+                current.get("reason"),
+                current.get("message"),
+            )
+            == wanted
+        ):
+            return None
+        others = [c for c in conditions if c.get("type") != CONDITION]
+        return {"conditions": [*others, condition(CONDITION, *wanted, conditions, now)]}
+
+    def problem_of(self, composite: CompositeInfo) -> str:
+        """Why the hierarchy of ``composite`` cannot be used ("" when it can)."""
+        fatal = [i for i in composite.issues if i.fatal]
+        if fatal:
+            return "; ".join(i.message() for i in fatal)
+        ancestry = self.forest.ancestry(composite.namespace, composite.policy.parent)
+        if ancestry.problem:
+            return ancestry.problem
+        if len(ancestry.chain) >= MAX_COMPOSITE_LEVELS:
+            return (
+                f"it is nested under {len(ancestry.chain)} CompositePodGroups: a hierarchy has "
+                f"at most {MAX_COMPOSITE_LEVELS}"
+            )
+        return ""
