@@ -14,10 +14,10 @@ Each API, as a pod of gang ``job-000`` with minimum 20 carries it:
   ``gang.scheduling.koordinator.sh/min-available: "20"``; no object.
 - scheduler-plugins: label ``scheduling.x-k8s.io/pod-group: job-000``; a
   ``scheduling.x-k8s.io/v1alpha1`` PodGroup with ``spec.minMember: 20``.
-- kubernetes: ``spec.schedulingGroup.podGroupName: job-000``; a ``scheduling.k8s.io/v1alpha2``
-  PodGroup with ``spec.schedulingPolicy.gang.minCount: 20`` (served only with the
-  GenericWorkload feature gate and that alpha version switched on; no ``podGroupTemplateRef``
-  needed).
+- kubernetes: ``spec.schedulingGroup.podGroupName: job-000``; a ``scheduling.k8s.io/v1beta1``
+  PodGroup (``v1alpha2`` on Kubernetes 1.36) with ``spec.schedulingPolicy.gang.minCount: 20``
+  (served only with the GenericWorkload feature gate and that version switched on; no
+  ``workloadRef`` needed).
 - volcano: annotation ``scheduling.k8s.io/group-name: job-000``; a
   ``scheduling.volcano.sh/v1beta1`` PodGroup with ``spec.minMember: 20``.
 - kueue: label ``kueue.x-k8s.io/pod-group-name: job-000`` and annotation
@@ -32,11 +32,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench.workload import BENCH_LABEL, GANG_MIN, GANG_NAME, PodPlan
+from controlplane.releases import selected_release
 
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
 COSCHEDULING_GROUP = "scheduling.x-k8s.io"
 COSCHEDULING_VERSION = "v1alpha1"
-UPSTREAM_API_VERSION = "scheduling.k8s.io/v1alpha2"
+#: The version the plane's release serves (``KUBE``): v1beta1 on 1.37, v1alpha2 on 1.36.
+UPSTREAM_API_VERSION = f"scheduling.k8s.io/{selected_release().podgroup_version}"
 UPSTREAM_POD_FIELD = "schedulingGroup"
 VOLCANO_API_VERSION = "scheduling.volcano.sh/v1beta1"
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -56,7 +58,7 @@ class GangApi(enum.Enum):
     KOORDINATOR = "koordinator annotations"
     #: A ``podgroups.scheduling.x-k8s.io`` object and the ``scheduling.x-k8s.io/pod-group`` label.
     SCHEDULER_PLUGINS = "scheduling.x-k8s.io PodGroup"
-    #: A ``podgroups.scheduling.k8s.io`` (v1alpha2) object and ``spec.schedulingGroup``.
+    #: A ``podgroups.scheduling.k8s.io`` object and ``spec.schedulingGroup``.
     UPSTREAM = "scheduling.k8s.io PodGroup"
     #: A ``podgroups.scheduling.volcano.sh`` object and the ``scheduling.k8s.io/group-name``
     #: annotation.

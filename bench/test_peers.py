@@ -15,12 +15,12 @@ from bench.peers.reasons import peer_reasons
 from bench.scenarios import SCENARIOS
 from bench.schedulers import RAISED_QPS, parse_qps, select_schedulers
 from bench.workload import GANG_MIN, GANG_NAME, SCHEDULER, gang_pods, plain_pods
-from controlplane.build import BINARIES, required_version
+from controlplane.build import control_plane_binaries, required_version
 
 
 def test_each_peer_is_pinned_to_an_exact_release() -> None:
     versions = {b.name: b.version for b in PEER_BINARIES}
-    apiserver = next(b for b in BINARIES if b.name == "kube-apiserver")
+    apiserver = next(b for b in control_plane_binaries() if b.name == "kube-apiserver")
     assert versions["kube-scheduler"] == apiserver.version
     assert all(re.fullmatch(r"v\d+\.\d+\.\d+", v) for v in versions.values()), versions
     # scheduler-plugins' own pin of Kubernetes is replaced by a served patch release of the

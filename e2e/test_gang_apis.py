@@ -214,6 +214,45 @@ def test_upstream_pods_whose_podgroup_never_appears_wait_and_say_so(
     )
 
 
+@pytest.mark.upstream
+def test_a_hand_written_upstream_podgroup_and_its_job_bind_whole_and_its_condition_follows(
+    clean_nodes: Cluster, namespace: str, daemon: Daemon, upstream_api: None, api_check: None
+) -> None:
+    """A PodGroup written by hand in the version the server serves (v1beta1 on 1.37), named by
+    the pods of a Job of the user's own (the Job controller then makes none)."""
+    cluster = clean_nodes
+    cluster.add_nodes(["hw-1"], {"cpu": "4", "memory": "32Gi"})
+    create_group(
+        cluster,
+        UPSTREAM,
+        namespace,
+        {"metadata": {"name": "mine"}, "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}},
+    )
+    body = job_body("mine", 3, worker())
+    body["spec"]["template"]["spec"]["schedulingGroup"] = {"podGroupName": "mine"}
+    create_job(cluster, namespace, body)
+    wait_all_pending_explained(cluster, namespace, "mine", 3, f"gang {namespace}/mine")
+    holds(lambda: not bound(job_pods(cluster, namespace, "mine")), 2, what="nothing bound")
+    wait_until(
+        lambda: (
+            (c := scheduled_condition_of(group_object(cluster, UPSTREAM, namespace, "mine") or {}))
+            and c.get("status") == "False"
+        ),
+        timeout=30,
+        what=f"{UPSTREAM_CONDITION}=False on the PodGroup",
+    )
+    cluster.add_nodes(["hw-2"], {"cpu": "4", "memory": "32Gi"})
+    wait_all_bound(cluster, namespace, "mine", 3)
+    wait_until(
+        lambda: (
+            (c := scheduled_condition_of(group_object(cluster, UPSTREAM, namespace, "mine") or {}))
+            and c.get("status") == "True"
+        ),
+        timeout=30,
+        what=f"{UPSTREAM_CONDITION}=True on the PodGroup",
+    )
+
+
 # -- scheduler-plugins ------------------------------------------------------------------------
 
 

@@ -256,9 +256,11 @@ class App:
     async def run(self) -> int:
         quiet_kopf_logs()
         intake = self.scheduler.intake
-        self.watched = await resolve_versions(
-            self.api, self.scheduler.framework.watched_resources()
-        )
+        declared = self.scheduler.framework.watched_resources()
+        self.watched = await resolve_versions(self.api, declared)
+        for before, chosen in zip(declared, self.watched, strict=True):
+            if before.older_versions:
+                log.info("reading", resource=chosen.id, version=chosen.version)
         hooks = OperatorHooks(
             connection=self.connection,
             start=self.start,

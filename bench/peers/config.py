@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from bench.workload import SCHEDULER
+from controlplane.releases import selected_release
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 #: Where each release keeps the configuration it ships, under its module's source.
@@ -92,13 +93,21 @@ def _switch_on_job_features(profile: dict[str, Any]) -> None:
     plugins["postFilter"] = dict(KOORD_POST_FILTER)
 
 
-#: kube-scheduler's gang scheduling (Kubernetes 1.36, alpha): GenericWorkload makes it watch
+#: kube-scheduler's gang scheduling, by release. 1.36 (alpha): GenericWorkload makes it watch
 #: ``scheduling.k8s.io/v1alpha2`` PodGroups and schedule the pods naming one
 #: (``spec.schedulingGroup.podGroupName``) a group at a time; GangScheduling (which requires
 #: it) adds the GangScheduling plugin (PreEnqueue: wait for minCount pods; Permit: hold the
-#: members until minCount are assumed). The API server serves the PodGroup with GenericWorkload
-#: (controlplane FEATURE_GATES); GangScheduling is the scheduler's own gate.
-KUBE_SCHEDULER_GANG_GATES = "GenericWorkload=true,GangScheduling=true"
+#: members until minCount are assumed). 1.37 (beta, off by default): GenericWorkload alone
+#: covers gang scheduling and workload-aware preemption (``v1beta1`` PodGroups);
+#: CompositePodGroup (with TopologyAwareWorkloadScheduling) adds gangs of gangs. The API server
+#: serves the objects with the same gates (controlplane/releases.py).
+KUBE_SCHEDULER_GANG_GATES = {
+    "1.36": "GenericWorkload=true,GangScheduling=true",
+    "1.37": (
+        "GenericWorkload=true,CompositePodGroup=true,TopologyAwareWorkloadScheduling=true,"
+        "PodGroupPreemptionPolicy=true"
+    ),
+}
 
 
 def peer_flags(
@@ -110,5 +119,6 @@ def peer_flags(
     if peer == "koord-scheduler" and job_features:
         return KOORD_FLAGS
     if peer == "kube-scheduler" and upstream_gangs:
-        return (f"--feature-gates={KUBE_SCHEDULER_GANG_GATES}",)
+        gates = KUBE_SCHEDULER_GANG_GATES[selected_release().name]
+        return (f"--feature-gates={gates}",)
     return ()

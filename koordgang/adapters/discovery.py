@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import structlog
-
 from koordgang.clients.api import KubeApi
 from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.framework.report import WatchedResource
-
-log = structlog.get_logger("koordgang.discovery")
 
 
 async def served_versions(api: KubeApi, group: str) -> set[str] | None:
@@ -25,12 +21,8 @@ async def served_versions(api: KubeApi, group: str) -> set[str] | None:
     try:
         reply = await api.request("GET", path)
     except ApiError as error:
-        if error.not_found:
-            return set()
-        log.warning("API discovery failed", group=group, error=str(error))
-        return None
-    except ApiUnavailable as error:
-        log.warning("API discovery failed", group=group, error=str(error))
+        return set() if error.not_found else None
+    except ApiUnavailable:
         return None
     if not group:
         return {v for v in reply.get("versions") or [] if isinstance(v, str)}
@@ -56,14 +48,5 @@ async def resolve_versions(
         if chosen is None:
             chosen = resource.served_as({resource.version})
             assert chosen is not None
-            if served is not None:
-                log.info(
-                    "no readable version served; watching the preferred one",
-                    resource=resource.id,
-                    read=list(resource.versions),
-                    served=sorted(served),
-                )
-        else:
-            log.info("reading", resource=resource.id, version=chosen.version)
         resolved.append(chosen)
     return resolved

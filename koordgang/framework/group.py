@@ -45,6 +45,12 @@ class GroupPart:
     #: How long the part may hold room while short (its gang's waiting time; None: the
     #: daemon's default).
     waiting_time: float | None = None
+    #: Node labels whose one value must hold every member of the part (upstream's
+    #: ``schedulingConstraints.topology[].key``).
+    keys: tuple[str, ...] = ()
+    #: Values some of those labels (or those of a group the part belongs to) must have: where
+    #: the rest of its group already runs.
+    pinned: dict[str, str] = field(default_factory=dict)
 
     def needed(self) -> list[PodInfo]:
         """The pending members the part cannot do without, in placement order: of each task
@@ -78,6 +84,15 @@ class GroupNeed:
     name: str
     minimum: int
     children: tuple[GroupNeed | str, ...]
+    #: Node labels whose one value must hold every member of this level.
+    keys: tuple[str, ...] = ()
+    #: Values of those labels fixed by children that already run (label, value).
+    pinned: tuple[tuple[str, str], ...] = ()
+
+    def has_keys(self) -> bool:
+        return bool(self.keys) or any(
+            isinstance(child, GroupNeed) and child.has_keys() for child in self.children
+        )
 
     def met(self, satisfied: Callable[[str], bool]) -> bool:
         done = sum(

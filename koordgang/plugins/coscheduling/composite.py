@@ -14,7 +14,7 @@ minimum cannot be used places nothing, and says why on the pods and the composit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,12 +85,20 @@ class Hierarchy:
     topology_keys: tuple[str, ...] = ()
 
 
+#: A node's labels by node name (empty for a node not known).
+NodeLabels = Callable[[str], Mapping[str, str]]
+
+
 class Composites:
     """Answers, for a gang, which hierarchy it is placed in; for a composite, its status."""
 
-    def __init__(self, gangs: GangRegistry, forest: CompositeForest) -> None:
+    def __init__(
+        self, gangs: GangRegistry, forest: CompositeForest, labels: NodeLabels | None = None
+    ) -> None:
         self.gangs = gangs
         self.forest = forest
+        #: Where running members are, for the topology keys of composites (set by the plugin).
+        self.labels: NodeLabels = labels or (lambda _: {})
         #: What each composite's pods were last told while it could not be placed.
         self.last_message: dict[str, str] = {}
 
@@ -142,7 +150,46 @@ class Composites:
                 settled.add(key)
             children.append(key)
         minimum = composite.min_groups if composite.is_gang else len(children)
-        return GroupNeed(f"CompositePodGroup {composite.key}", minimum or 0, tuple(children))
+        keys = composite.policy.topology_keys
+        return GroupNeed(
+            f"CompositePodGroup {composite.key}",
+            minimum or 0,
+            tuple(children),
+            keys=keys,
+            pinned=tuple(sorted(self._running_in(composite.key, keys).items())),
+        )
+
+    def _running_in(self, key: str, labels: tuple[str, ...], but: str = "") -> dict[str, str]:
+        """The values of ``labels`` where members of composite ``key``'s PodGroups (other
+        than ``but``) run: a later child is placed with its siblings."""
+        pins: dict[str, str] = {}
+        if not labels:
+            return pins
+        for leaf in self.forest.leaves(key):
+            gang = self.gangs.get(leaf)
+            if gang is None or leaf == but:
+                continue
+            for member in gang.bound_members():
+                node_labels = self.labels(member.node_name)
+                for label in labels:
+                    if label in node_labels and label not in pins:
+                        pins[label] = node_labels[label]
+        return pins
+
+    def pins_for(self, gang: Gang) -> dict[str, str]:
+        """Label values ``gang``'s members must have: each composite above it with topology
+        keys whose other members run already holds it to their domain."""
+        podgroup = gang.podgroup
+        if podgroup is None or not podgroup.policy.parent:
+            return {}
+        ancestry = self.forest.ancestry(podgroup.namespace, podgroup.policy.parent)
+        pins: dict[str, str] = {}
+        for composite in ancestry.chain:
+            for label, value in self._running_in(
+                composite.key, composite.policy.topology_keys, but=gang.key
+            ).items():
+                pins.setdefault(label, value)
+        return pins
 
     def satisfied(self, composite: CompositeInfo, seen: frozenset[str] = frozenset()) -> bool:
         """At least its minimum of children were satisfied (a basic one: all of them), or it

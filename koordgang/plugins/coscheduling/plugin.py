@@ -120,6 +120,11 @@ class Coscheduling:
 
     def attach(self, handle: Handle) -> None:
         self._handle = handle
+        self.composites.labels = self._node_labels
+
+    def _node_labels(self, name: str) -> Mapping[str, str]:
+        node = self.handle.cache.node(name)
+        return node.info.labels if node is not None and node.info is not None else {}
 
     @property
     def handle(self) -> Handle:
@@ -447,6 +452,11 @@ class Coscheduling:
         if tree is not None and tree.need is not None:
             group.need = tree.need
             group.settled = tree.settled
+            # What the need cannot do without is placed first (at each level, the children
+            # missing the fewest members); the others fill what room is left.
+            missing = {p.key: max(0, p.minimum - p.counted) for p in parts}
+            first = tree.need.chosen(lambda k: 0 if k in tree.settled else missing.get(k, 1 << 30))
+            group.parts.sort(key=lambda p: p.key not in first)
         return group
 
     def _part(self, gang: Gang, pending: list[PodInfo]) -> GroupPart:
@@ -457,6 +467,8 @@ class Coscheduling:
             counted=gang.counted(),
             strict=gang.spec.mode is GangMode.STRICT,
             waiting_time=gang.spec.waiting_time,
+            keys=gang.podgroup.policy.topology_keys if gang.podgroup is not None else (),
+            pinned=self.composites.pins_for(gang),
         )
         tasks = gang.podgroup.task_minimums if gang.podgroup is not None else {}
         if tasks:

@@ -50,6 +50,7 @@ from koordgang.plugins.networktopology.gather import (
     fill_order,
     node_offers,
 )
+from koordgang.plugins.networktopology.levels import has_levels, place_levels
 from koordgang.state.snapshot import Placement, Snapshot
 
 log = structlog.get_logger("koordgang.topology")
@@ -279,6 +280,10 @@ class NetworkTopology:
     def place_group(
         self, state: CycleState, group: SchedulingGroup, snapshot: Snapshot, placer: Placer
     ) -> GroupPlan | None:
+        if has_levels(group):
+            # Upstream's topology keys, at each level of the group (and where its running
+            # members hold it); a Koordinator spec of the same gangs is not combined with them.
+            return place_levels(group, snapshot, placer)
         text = group.hints.get(NETWORK_TOPOLOGY_SPEC_KEY)
         rules = gather_rules(text)
         if not rules:
