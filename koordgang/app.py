@@ -51,6 +51,9 @@ from koordgang.whatif.service import WhatIfService
 
 log = structlog.get_logger("koordgang.app")
 
+#: How often the versions the API server serves are asked again (a cluster upgrade).
+VERSION_CHECK_SECONDS = 60.0
+
 
 class App:
     def __init__(self, settings: Settings) -> None:
@@ -175,6 +178,28 @@ class App:
             for obj in items:
                 intake.on_object(resource.id, "ADDED", obj)
 
+    async def _watch_versions(self) -> None:
+        """A cluster upgraded under the daemon may serve a kind in another version now (1.37
+        serves upstream's PodGroup as v1beta1, and v1alpha2 no more): asked again every
+        minute; on a change the daemon stops (non-zero) and, restarted, reads the new one."""
+        declared = self.scheduler.framework.watched_resources()
+        while True:
+            await asyncio.sleep(VERSION_CHECK_SECONDS)
+            now = await resolve_versions(self.api, declared, keep=self.watched)
+            changed = [
+                f"{before.id}: {before.version} -> {after.version}"
+                for before, after in zip(self.watched, now, strict=True)
+                if before.version != after.version
+            ]
+            if changed:
+                log.error(
+                    "the API server serves a watched kind in another version now: restarting "
+                    "to read it",
+                    changed=changed,
+                )
+                self._fatal("api-versions", "; ".join(changed))
+                return
+
     async def _lead(self) -> None:
         """This replica took the lease: it schedules and writes from now on (its caches are
         warm; gang state is rebuilt from them as after a restart)."""
@@ -226,6 +251,8 @@ class App:
         await self._read_watched()
         for informer in self.informers:
             self.supervisor.spawn(f"informer:{informer.name}", informer.run)
+        if any(r.older_versions for r in self.scheduler.framework.watched_resources()):
+            self.supervisor.spawn("api-versions", self._watch_versions)
         trimmer = AllocatorTrim()
         self.supervisor.spawn("memory-release", lambda: release_free_memory(trimmer))
         if self.elector is None:

@@ -31,13 +31,17 @@ async def served_versions(api: KubeApi, group: str) -> set[str] | None:
 
 
 async def resolve_versions(
-    api: KubeApi, resources: Sequence[WatchedResource]
+    api: KubeApi,
+    resources: Sequence[WatchedResource],
+    keep: Sequence[WatchedResource] | None = None,
 ) -> list[WatchedResource]:
     """``resources`` at the version each is served in; kinds read in one version only are
-    returned as they are (kopf and the listings find out themselves whether they are served)."""
+    returned as they are (kopf and the listings find out themselves whether they are served).
+    Where the API server cannot be asked, a kind keeps its version in ``keep`` (the answer of
+    an earlier call, in the same order), else its preferred one."""
     asked: dict[str, set[str] | None] = {}
     resolved = []
-    for resource in resources:
+    for index, resource in enumerate(resources):
         if not resource.older_versions:
             resolved.append(resource)
             continue
@@ -45,6 +49,8 @@ async def resolve_versions(
             asked[resource.group] = await served_versions(api, resource.group)
         served = asked[resource.group]
         chosen = resource.served_as(served) if served is not None else None
+        if chosen is None and served is None and keep is not None:
+            chosen = keep[index]
         if chosen is None:
             chosen = resource.served_as({resource.version})
             assert chosen is not None

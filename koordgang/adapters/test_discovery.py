@@ -61,3 +61,18 @@ async def test_kinds_of_one_version_are_not_asked_about() -> None:
     api = Discovery({})
     [resolved] = await resolve_versions(cast(KubeApi, api), [CNT])
     assert resolved == CNT and api.asked == []
+
+
+async def test_a_kind_keeps_its_version_while_the_api_server_cannot_be_asked() -> None:
+    class Down(Discovery):
+        async def request(self, method: str, path: str, **_: Any) -> Any:
+            raise ApiError(503, "ServiceUnavailable", "try again")
+
+    earlier = [PODGROUPS.served_as({"v1alpha2"})]
+    assert earlier[0] is not None
+    [kept] = await resolve_versions(cast(KubeApi, Down({})), [PODGROUPS], keep=earlier)
+    assert kept.path == "/apis/scheduling.k8s.io/v1alpha2/podgroups"
+    # Once it answers, an upgraded cluster's version is read.
+    served = Discovery({"scheduling.k8s.io": ["v1", "v1beta1"]})
+    [now] = await resolve_versions(cast(KubeApi, served), [PODGROUPS], keep=earlier)
+    assert now.path == "/apis/scheduling.k8s.io/v1beta1/podgroups"

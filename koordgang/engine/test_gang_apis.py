@@ -596,3 +596,104 @@ async def test_what_a_deleted_podgroup_was_told_is_forgotten(sched: Harness, api
     assert "uid-pg" in reporter._last
     sched.intake.on_object(VOLCANO, "DELETED", group)
     assert "uid-pg" not in reporter._last
+
+
+# -- upstream's group policy: priority, preemption policy --------------------------------------
+
+
+def policy_group(name: str, min_count: int, **spec: Any) -> dict[str, Any]:
+    body = {"schedulingPolicy": {"gang": {"minCount": min_count}}, **spec}
+    obj = group_object("scheduling.k8s.io/v1beta1", name, body)
+    obj["metadata"]["creationTimestamp"] = spec.pop("created", "2024-01-01T00:00:00Z")
+    return obj
+
+
+async def test_the_podgroup_priority_orders_gangs_over_their_pods_priority(
+    sched: Harness, api: FakeApi
+) -> None:
+    # "early" is older and its pods' priority higher; "urgent"'s PodGroup outranks it.
+    sched.intake.on_object(UPSTREAM, "ADDED", policy_group("early", 2, priority=10))
+    late = policy_group("urgent", 2, priority=1000)
+    late["metadata"]["creationTimestamp"] = "2024-06-01T00:00:00Z"
+    sched.intake.on_object(UPSTREAM, "ADDED", late)
+    pods = []
+    for group, priority in (("early", 500), ("urgent", 0)):
+        for i in range(2):
+            obj = pod_json(f"{group}-{i}", cpu="2", priority=priority)
+            obj["spec"]["schedulingGroup"] = {"podGroupName": group}
+            pods.append(parse(obj))
+    sched.list(nodes=[node("n1", cpu="4")], pods=pods)
+    await sched.run()
+    assert sorted(name for name, _ in api.binds()) == ["urgent-0", "urgent-1"]
+
+
+async def test_a_podgroup_that_never_preempts_evicts_nobody_and_says_so(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    sched.intake.on_object(
+        UPSTREAM, "ADDED", policy_group("polite", 2, priority=1000, preemptionPolicy="Never")
+    )
+    members = []
+    for i in range(2):
+        obj = pod_json(f"polite-{i}", cpu="2", priority=1000)
+        obj["spec"]["schedulingGroup"] = {"podGroupName": "polite"}
+        members.append(parse(obj))
+    running = [
+        parse(pod_json(f"low-{i}", cpu="2", priority=0, node_name="n1", phase="Running"))
+        for i in range(2)
+    ]
+    sched.list(nodes=[node("n1", cpu="4")], pods=running + members)
+    await sched.run()
+    clock.advance(5)
+    await sched.run()
+    assert [c for c in api.landed() if c.method == "DELETE"] == []
+    assert api.binds() == []
+    condition = api.condition("polite-0")
+    assert condition is not None and "preemptionPolicy is Never" in condition["message"]
+
+
+async def evictions_for(
+    sched: Harness, api: FakeApi, clock: FakeClock, mode: dict[str, Any], priorities: list[int]
+) -> list[str]:
+    """A running upstream gang of two (one pod per node, ``priorities``) in disruption
+    ``mode``, and a pod of priority 1000 that needs one node: which pods are evicted."""
+    sched.intake.on_object(UPSTREAM, "ADDED", policy_group("victim", 2, disruptionMode=mode))
+    running = []
+    for i, priority in enumerate(priorities):
+        obj = pod_json(
+            f"victim-{i}", cpu="2", priority=priority, node_name=f"n{i}", phase="Running"
+        )
+        obj["spec"]["schedulingGroup"] = {"podGroupName": "victim"}
+        running.append(parse(obj))
+    urgent = parse(pod_json("urgent", cpu="2", priority=1000))
+    sched.list(nodes=[node("n0", cpu="2"), node("n1", cpu="2")], pods=[*running, urgent])
+    await sched.run()
+    clock.advance(1)
+    await sched.run()
+    return sorted(
+        call.path.rsplit("/", 1)[1]
+        for call in api.landed()
+        if call.method == "DELETE" and "/pods/victim-" in call.path
+    )
+
+
+async def test_a_victim_podgroup_disrupted_all_is_evicted_whole(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    assert await evictions_for(sched, api, clock, {"all": {}}, [0, 0]) == [
+        "victim-0",
+        "victim-1",
+    ]
+
+
+async def test_a_victim_podgroup_disrupted_one_at_a_time_loses_one_pod(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    assert len(await evictions_for(sched, api, clock, {"single": {}}, [0, 0])) == 1
+
+
+async def test_a_victim_podgroup_disrupted_all_with_a_member_out_of_reach_is_not_touched(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    # victim-1's priority is not below the preemptor's: the PodGroup cannot go whole.
+    assert await evictions_for(sched, api, clock, {"all": {}}, [0, 1000]) == []

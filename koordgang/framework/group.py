@@ -154,6 +154,17 @@ class SchedulingGroup:
     need: GroupNeed | None = None
     #: Keys of the need's children satisfied before this cycle that are not parts of it.
     settled: frozenset[str] = frozenset()
+    #: The group's own priority, where its gang API gives one (upstream's PodGroup
+    #: ``spec.priority``): it orders the group as a preemptor instead of its pods'.
+    priority: int | None = None
+    #: Its gang API says it preempts nobody (upstream's ``spec.preemptionPolicy: Never``).
+    preempt_never: bool = False
+
+    def lowest_priority(self) -> int:
+        """The priority the group preempts with: its own, else its lowest member's."""
+        if self.priority is not None:
+            return self.priority
+        return min((p.priority for p in self.members()), default=0)
 
     @staticmethod
     def single(pod: PodInfo) -> SchedulingGroup:

@@ -16,6 +16,9 @@ class JobRef:
     minimum: int = 0
     #: Members running now.
     running: int = 1
+    #: Disrupted whole or not at all (upstream's ``disruptionMode: {all: {}}``): evicting one
+    #: member means evicting every running one.
+    whole: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -448,7 +448,15 @@ class Coscheduling:
         if len(self._groups) > _GROUPS_REMEMBERED:
             self._groups.popitem(last=False)
         group = SchedulingGroup(key, parts, pod, hints=hints)
+        # Upstream's PodGroup (and CompositePodGroup) carry the group's priority and whether
+        # it may preempt: the group is ordered and preempts as they say.
+        policies = [g.podgroup.policy for g in gangs if g.podgroup is not None]
         tree = self.composites.hierarchy_of(gang)
+        if tree is not None and tree.root is not None:
+            policies.append(tree.root.policy)
+        priorities = [p.priority for p in policies if p.priority is not None]
+        group.priority = max(priorities) if priorities else None
+        group.preempt_never = any(p.preempt_never for p in policies)
         if tree is not None and tree.need is not None:
             group.need = tree.need
             group.settled = tree.settled
@@ -734,7 +742,8 @@ class Coscheduling:
         if gang is None:
             return None
         running = sum(1 for _ in gang.bound_members())
-        return JobRef(gang.key, minimum=gang.spec.min_available or 0, running=running)
+        whole = gang.podgroup is not None and gang.podgroup.policy.disrupt_all
+        return JobRef(gang.key, minimum=gang.spec.min_available or 0, running=running, whole=whole)
 
     def status_updates(self) -> list[StatusUpdate]:
         self._enqueue()

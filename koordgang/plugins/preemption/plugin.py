@@ -24,6 +24,7 @@ from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.diagnosis import counted, plural
 from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
+from koordgang.framework.jobs import JobRef
 from koordgang.framework.results import PostFilterResult
 from koordgang.framework.status import SKIP, SUCCESS, Code, Status
 from koordgang.model.pod import PodInfo
@@ -111,9 +112,9 @@ class Preemption:
 
     def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
         members = list(group.members())
-        if not self.enabled or not members or _never(members):
+        if not self.enabled or not members or _never(members) or group.preempt_never:
             return {}
-        below = min(p.priority for p in members)
+        below = group.lowest_priority()
         return snapshot.requested_by(
             lambda pod: pod.is_terminating or bool(pod.node_name and not not_a_victim(pod, below))
         )
@@ -130,7 +131,7 @@ class Preemption:
             return PostFilterResult(SKIP)  # nothing to make room for, or nowhere to make it
         members = list(group.members())
         job = group.job_name()
-        if _never(members):
+        if _never(members) or group.preempt_never:
             return self._refuse(members, "preemptionPolicy is Never")
         key = group.key or group.trigger.uid
         now = self.handle.now()
@@ -183,7 +184,7 @@ class Preemption:
             at=now,
             evicted=len(dry_run.victims),
         )
-        lowest = min(p.priority for p in members)
+        lowest = group.lowest_priority()
         dropped = [
             n.pod.uid
             for n in self.handle.nominations.on_nodes(nodes)
@@ -252,7 +253,7 @@ class Preemption:
         candidates: set[str],
         within: frozenset[str] | None,
     ) -> tuple[DryRun | None, str]:
-        below = min(p.priority for p in group.members())
+        below = group.lowest_priority()
         nominations = self.handle.nominations
         evicting = {uid for attempt in self._attempts.values() for uid in attempt.victims}
         lowest = self.handle.cache.lowest_priority()
@@ -290,6 +291,16 @@ class Preemption:
                         protected = True
             if pods:
                 eligible[name] = sorted(pods, key=model.eviction_order)
+        whole = self._whole_jobs(eligible, below)
+        if whole:
+            # A job disrupted whole or not at all: its pods are victims only if every running
+            # member of it may be evicted.
+            for name in list(eligible):
+                eligible[name] = [
+                    p for p in eligible[name] if whole.get(_job_key(self.handle.job_of(p))) != []
+                ]
+                if not eligible[name]:
+                    del eligible[name]
         if not eligible and not anything:
             if protected:
                 return None, (
@@ -307,7 +318,43 @@ class Preemption:
             gone,
             within,
         )
+        if whole and not run.failure:
+            chosen = {p.pod.uid for p in run.victims}
+            for placement in list(run.victims):
+                for member in whole.get(_job_key(self.handle.job_of(placement.pod))) or ():
+                    if member.pod.uid not in chosen:
+                        chosen.add(member.pod.uid)
+                        run.victims.append(member)
+            run.cost = model.cost(p.pod for p in run.victims)
         return run, run.failure
+
+    def _whole_jobs(
+        self, eligible: Mapping[str, list[PodInfo]], below: int
+    ) -> dict[str, list[Placement]]:
+        """The jobs of eligible pods that are disrupted whole, with every running member (an
+        empty list: a member may not be evicted, so none of them may)."""
+        keys = set()
+        for pods in eligible.values():
+            for pod in pods:
+                job = self.handle.job_of(pod)
+                if job is not None and job.whole:
+                    keys.add(job.key)
+        if not keys:
+            return {}
+        members: dict[str, list[Placement]] = {key: [] for key in keys}
+        blocked: set[str] = set()
+        cache = self.handle.cache
+        for pod in cache.pods():
+            key = _job_key(self.handle.job_of(pod)) if pod.node_name else ""
+            if key not in members:
+                continue
+            if not_a_victim(pod, below):
+                blocked.add(key)
+            else:
+                members[key].append(Placement(pod, pod.node_name))
+        for key in blocked:
+            members[key] = []
+        return members
 
     def _alive_victims(self, attempt: _Attempt) -> dict[str, list[str]]:
         """Victims of ``attempt`` still in the cache, by node."""
@@ -336,6 +383,10 @@ class Preemption:
         return PostFilterResult(
             Status.unschedulable(NAME, note), notes={p.uid: note for p in members}
         )
+
+
+def _job_key(job: JobRef | None) -> str:
+    return job.key if job is not None else ""
 
 
 def _never(members: list[PodInfo]) -> bool:
