@@ -450,9 +450,7 @@ def apply_example(cluster: Cluster, namespace: str, file: str) -> list[str]:
         else:
             group, version = body["apiVersion"].split("/")
             plural = body["kind"].lower() + "s"
-            cluster.custom.create_namespaced_custom_object(
-                group, version, namespace, plural, body
-            )
+            cluster.custom.create_namespaced_custom_object(group, version, namespace, plural, body)
     return jobs
 
 
