@@ -60,9 +60,9 @@ def described(body: dict[str, Any], what: str) -> dict[str, Any]:
 
 def controller_workloads() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(PodGroups, workloads made by controllers): a training Job as a gang in upstream
-    Kubernetes' own API (an Indexed Job with parallelism == completions: the Job controller
-    writes a scheduling.k8s.io Workload and PodGroup, and points the pods at it), and a web
-    Deployment of plain pods."""
+    Kubernetes' own API (an Indexed Job with parallelism == completions that asks for a gang,
+    on 1.37 in ``spec.scheduling``: the Job controller writes a scheduling.k8s.io Workload and
+    PodGroup, and points the pods at it), and a web Deployment of plain pods."""
     train = pod_body(
         "train",
         requests={"cpu": "8", "memory": "32Gi"},
@@ -71,6 +71,9 @@ def controller_workloads() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     )
     job = job_body("train", 4, train)
     job["spec"]["completionMode"] = "Indexed"
+    if selected_release().podgroup_version != "v1alpha2":
+        # 1.37 makes a gang only of a Job that asks (1.36: of every Indexed Job of this shape).
+        job["spec"]["scheduling"] = {"schedulingPolicy": {"gang": {}}}
     web = pod_body("web", requests={"cpu": "2", "memory": "4Gi"})
     return (
         [],

@@ -30,6 +30,7 @@ from bench.peers.build import KOORD_SCHEDULER, PeerFiles
 from bench.peers.build import prepare as prepare_peers
 from bench.results import KOORDGANG
 from bench.scenarios import (
+    COMPOSITE_SCENARIOS,
     DRA_SCENARIOS,
     GROUPS,
     LARGE_SCENARIOS,
@@ -69,7 +70,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         f"{', '.join(s.name for s in SIMULATED_SCENARIOS)} runs the engine in process, "
         "without a control plane; "
         f"{', '.join(s.name for s in DRA_SCENARIOS)}: devices and a ResourceClaim per pod, "
-        "beside kube-scheduler (these two only by name; default: all)",
+        "beside kube-scheduler; "
+        f"{', '.join(s.name for s in COMPOSITE_SCENARIOS)}: gangs of gangs (Kubernetes 1.37), "
+        "beside kube-scheduler (these only by name; default: all)",
     )
     parser.add_argument(
         "--scale",

@@ -17,7 +17,7 @@ import yaml
 
 from bench import dra
 from bench.console import Ticker, say
-from bench.gang_api import GROUP_API_VERSIONS, GangApi, pod_manifest
+from bench.gang_api import COMPOSITE_API_VERSION, GROUP_API_VERSIONS, GangApi, pod_manifest
 from bench.workload import BENCH_LABEL, PodPlan
 from controlplane import NodeSpec
 from koordgang.clients.api import KubeApi
@@ -230,17 +230,21 @@ class BenchCluster:
         does not run here, sees no pod naming it: the bench clears it itself, once the pods
         are gone."""
         selector = {"labelSelector": f"{BENCH_LABEL}=1"}
-        for version in GROUP_API_VERSIONS.values():
+        kinds = [(v, "podgroups") for v in GROUP_API_VERSIONS.values()]
+        for version, plural in [*kinds, (COMPOSITE_API_VERSION, "compositepodgroups")]:
             try:
-                groups = await self._list_groups(version, selector)
+                groups = await self._list_groups(version, selector, plural)
             except ApiError as error:
                 if error.not_found:  # not served here
                     continue
                 raise
 
-            async def delete(group: dict[str, Any], version: str = version) -> None:
+            async def delete(
+                group: dict[str, Any], version: str = version, plural: str = plural
+            ) -> None:
                 meta = group["metadata"]
-                path = f"/apis/{version}/namespaces/{meta['namespace']}/podgroups/{meta['name']}"
+                namespace, name = meta["namespace"], meta["name"]
+                path = f"/apis/{version}/namespaces/{namespace}/{plural}/{name}"
                 try:
                     await with_retries(lambda: self.api.request("DELETE", path))
                     if meta.get("finalizers"):
@@ -256,11 +260,13 @@ class BenchCluster:
                     if not error.not_found:
                         raise
 
-            await run_pool(groups, delete, label=f"deleting leftover {version} PodGroups")
+            await run_pool(groups, delete, label=f"deleting leftover {version} {plural}")
 
-    async def _list_groups(self, version: str, selector: Mapping[str, str]) -> list[Any]:
+    async def _list_groups(
+        self, version: str, selector: Mapping[str, str], plural: str = "podgroups"
+    ) -> list[Any]:
         async def once() -> list[Any]:
-            items, _ = await self.list_all(f"/apis/{version}/podgroups", selector)
+            items, _ = await self.list_all(f"/apis/{version}/{plural}", selector)
             return items
 
         # A CRD just (re)installed answers 429 while its storage initializes.

@@ -4,9 +4,10 @@ koordgang reads five gang APIs (``koordgang/plugins/coscheduling/apis``); by def
 declares its gangs with Koordinator's annotations, which koord-scheduler reads too, and
 ``--gang-apis`` runs koordgang's gang scenarios once more per other API listed.
 scheduler-plugins' Coscheduling reads a ``scheduling.x-k8s.io`` PodGroup and a label on each
-member; kube-scheduler has no gang API here (gang scenarios are not run on it), but for the
-scenarios that give it upstream PodGroups (``Scenario.peer_gang_apis``: the DRA one), which it
-reads with its GenericWorkload and GangScheduling gates on (``peers/config.py``).
+member; kube-scheduler 1.37 reads upstream PodGroups (``v1beta1``) with its GenericWorkload
+gate on (``peers/config.py``) and runs every gang scenario with them; 1.36's (alpha, with
+GangScheduling) only those that give it upstream PodGroups (``Scenario.peer_gang_apis``: the
+DRA one).
 
 Each API, as a pod of gang ``job-000`` with minimum 20 carries it:
 
@@ -31,7 +32,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bench.workload import BENCH_LABEL, GANG_MIN, GANG_NAME, PodPlan
+from bench.workload import BENCH_LABEL, GANG_MIN, GANG_NAME, CompositePlan, PodPlan
 from controlplane.releases import selected_release
 
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -40,6 +41,7 @@ COSCHEDULING_VERSION = "v1alpha1"
 #: The version the plane's release serves (``KUBE``): v1beta1 on 1.37, v1alpha2 on 1.36.
 UPSTREAM_API_VERSION = f"scheduling.k8s.io/{selected_release().podgroup_version}"
 UPSTREAM_POD_FIELD = "schedulingGroup"
+COMPOSITE_API_VERSION = "scheduling.k8s.io/v1alpha3"
 VOLCANO_API_VERSION = "scheduling.volcano.sh/v1beta1"
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
 KUEUE_LABEL = "kueue.x-k8s.io/pod-group-name"
@@ -134,20 +136,48 @@ def pod_manifest(plan: PodPlan, api: GangApi) -> dict[str, Any]:
     return manifest
 
 
-def pod_groups(gangs: Mapping[str, int], api: GangApi) -> list[dict[str, Any]]:
+def pod_groups(
+    gangs: Mapping[str, int], api: GangApi, composites: Sequence[CompositePlan] = ()
+) -> list[dict[str, Any]]:
     """The group objects ``api`` needs besides the pods (gang name -> min-available), labelled
-    as the bench's so that leftovers can be found."""
+    as the bench's so that leftovers can be found; for upstream's API, the CompositePodGroups
+    first, then the PodGroups naming them."""
     if api not in GROUP_API_VERSIONS:
         return []
-    return [
-        {
-            "apiVersion": api.api_version,
-            "kind": "PodGroup",
-            "metadata": {"name": name, "labels": {BENCH_LABEL: "1"}},
-            "spec": _group_spec(api, minimum),
-        }
-        for name, minimum in sorted(gangs.items())
-    ]
+    parent = {child: c for c in composites for child in c.children}
+    objects = [composite_object(c) for c in composites] if api is GangApi.UPSTREAM else []
+    for name, minimum in sorted(gangs.items()):
+        spec = _group_spec(api, minimum)
+        if api is GangApi.UPSTREAM and name in parent:
+            composite = parent[name]
+            spec["parentCompositePodGroupName"] = composite.name
+            spec["workloadRef"] = {"workloadName": composite.name, "templateName": "child"}
+            if composite.child_key:
+                spec["schedulingConstraints"] = {"topology": [{"key": composite.child_key}]}
+        objects.append(
+            {
+                "apiVersion": api.api_version,
+                "kind": "PodGroup",
+                "metadata": {"name": name, "labels": {BENCH_LABEL: "1"}},
+                "spec": spec,
+            }
+        )
+    return objects
+
+
+def composite_object(plan: CompositePlan) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "workloadRef": {"workloadName": plan.name, "templateName": "root"},
+        "schedulingPolicy": {"gang": {"minGroupCount": plan.min_groups}},
+    }
+    if plan.key:
+        spec["schedulingConstraints"] = {"topology": [{"key": plan.key}]}
+    return {
+        "apiVersion": COMPOSITE_API_VERSION,
+        "kind": "CompositePodGroup",
+        "metadata": {"name": plan.name, "labels": {BENCH_LABEL: "1"}},
+        "spec": spec,
+    }
 
 
 def _group_spec(api: GangApi, minimum: int) -> dict[str, Any]:

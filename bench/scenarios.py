@@ -27,6 +27,7 @@ from bench.workload import (
     SCHEDULER,
     TOPOLOGY_INDEX,
     TOPOLOGY_SPEC,
+    CompositePlan,
     GangRef,
     PodPlan,
     Requests,
@@ -89,6 +90,39 @@ class Scenario:
     #: Times the window is measured, from a fresh stage each time, for every scheduler; the
     #: median one is kept (``measure._measure_repeated``). For windows of about a second.
     repeats: int = 1
+    #: The gang API every scheduler that runs it declares its gangs in (None: each its own):
+    #: gangs of gangs exist in upstream's API only.
+    gang_api: GangApi | None = None
+
+
+# -- gangs of gangs ---------------------------------------------------------------------------
+
+COMPOSITE_SPINES = 2
+COMPOSITE_BLOCKS = 8  # per spine
+COMPOSITE_NODES = 16  # per block
+
+
+def _composite(scale: float) -> Workload:
+    """8 PodGroups of 64 (1 cpu each) under one CompositePodGroup that needs all 8 in one
+    spine, each PodGroup in one block; a block (16 nodes of 4 cpu) holds exactly one."""
+    blocks = scaled(COMPOSITE_BLOCKS, scale)
+    per_block = scaled(COMPOSITE_NODES, scale)
+    nodes = []
+    for spine in range(COMPOSITE_SPINES):
+        for block in range(blocks):
+            for n in range(per_block):
+                nodes.append(
+                    NodeSpec(
+                        name=f"bench-cpg-s{spine}-b{block}-n{n:02d}",
+                        capacity={"cpu": "4", "memory": "16Gi", "pods": "110"},
+                        labels={"bench/spine": f"s{spine}", "bench/block": f"s{spine}-b{block}"},
+                    )
+                )
+    size = per_block * 4
+    pods = gang_pods("cpg", blocks, size, Requests("1", "1Gi"))
+    children = tuple(sorted({p.gang.name for p in pods if p.gang is not None}))
+    plan = CompositePlan("cpg", len(children), children, "bench/spine", "bench/block")
+    return Workload(nodes=nodes, pods=pods, composites=(plan,))
 
 
 # -- the ceiling: not a scenario (no daemon), but sized here with the others -------------------
@@ -416,6 +450,22 @@ DRA_SCENARIOS: Sequence[Scenario] = (
 )
 
 
+#: Gangs of gangs (Kubernetes 1.37): selected by name, as the DRA scenario (not on 1.36).
+COMPOSITE_SCENARIOS: Sequence[Scenario] = (
+    Scenario(
+        "composite",
+        "a CompositePodGroup of 8 PodGroups x 64 (all 8, in one spine; each in one block), on "
+        "2 spines x 8 blocks x 16 nodes",
+        _composite,
+        gangs=True,
+        koordgang_only="CompositePodGroup is upstream's (Kubernetes 1.37): only kube-scheduler "
+        "reads it",
+        peers=(KUBE_SCHEDULER.name,),
+        gang_api=GangApi.UPSTREAM,
+    ),
+)
+
+
 # -- the 5,000-node run: ``--scenarios large`` -------------------------------------------------
 
 LARGE_NODES = 5_000
@@ -498,7 +548,14 @@ def select(names: str) -> list[Scenario]:
         return list(LARGE_SCENARIOS)
     wanted = [m for n in wanted for m in GROUPS.get(n, (n,))]
     by_name = {
-        s.name: s for s in [*SCENARIOS, *LARGE_SCENARIOS, *SIMULATED_SCENARIOS, *DRA_SCENARIOS]
+        s.name: s
+        for s in [
+            *SCENARIOS,
+            *LARGE_SCENARIOS,
+            *SIMULATED_SCENARIOS,
+            *DRA_SCENARIOS,
+            *COMPOSITE_SCENARIOS,
+        ]
     }
     unknown = [n for n in wanted if n not in by_name]
     if unknown:

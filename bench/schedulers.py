@@ -16,6 +16,7 @@ from bench.peers.build import COSCHEDULING, KOORD_SCHEDULER, KUBE_SCHEDULER, PEE
 from bench.results import KOORDGANG, VIA
 from bench.scenarios import Scenario
 from controlplane.build import GoBinary
+from controlplane.releases import selected_release
 
 PEERS: tuple[str, ...] = tuple(b.name for b in PEER_BINARIES)
 #: Client QPS and burst of the "raised" runs.
@@ -68,12 +69,17 @@ class SchedulerUnderTest:
         if self.name == COSCHEDULING.name:
             return GangApi.SCHEDULER_PLUGINS
         if self.name == KUBE_SCHEDULER.name:
-            return GangApi.NONE
+            # From 1.37 kube-scheduler is a gang peer (upstream PodGroups, beta); 1.36's alpha
+            # gang scheduling is compared only where a scenario asks for it (the DRA one).
+            return GangApi.NONE if selected_release().name == "1.36" else GangApi.UPSTREAM
         return GangApi.KOORDINATOR
 
     def gang_api_for(self, scenario: Scenario) -> GangApi:
         """The API this scheduler's gangs are declared in for ``scenario``: its own, or the
-        one the scenario gives this peer (``Scenario.peer_gang_apis``)."""
+        one the scenario gives this peer (``Scenario.peer_gang_apis``), or the one the scenario
+        is written in (``Scenario.gang_api``)."""
+        if scenario.gang_api is not None:
+            return scenario.gang_api
         if self.binary is not None:
             return scenario.peer_gang_apis.get(self.name, self.gang_api)
         return self.gang_api

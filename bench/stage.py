@@ -123,7 +123,7 @@ async def set_stage(
         )
     if gang_api is None:
         gang_api = ctx.scheduler.gang_api
-    groups = pod_groups(workload.gangs, gang_api)
+    groups = pod_groups(workload.gangs, gang_api, workload.composites)
     if groups:
         await cluster.create_objects(namespace, groups)
     if workload.dra is not None:

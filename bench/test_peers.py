@@ -3,6 +3,7 @@ its gangs, which scenarios it runs, and what the report says about it."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -131,7 +132,7 @@ def test_koord_scheduler_runs_with_job_preemption_and_topology_switched_on(
     assert peer_flags("coscheduling", job_features=True) == ()
 
 
-def test_kube_scheduler_runs_plain_scenarios_only_and_peers_skip_koordgang_only_ones() -> None:
+def test_kube_scheduler_runs_gangs_from_1_37_and_peers_skip_koordgang_only_ones() -> None:
     schedulers = select_schedulers("all", parse_qps("default,5000"))
     labels = [s.label for s in schedulers]
     assert labels[0] == "koordgang" and len(labels) == 7
@@ -140,7 +141,13 @@ def test_kube_scheduler_runs_plain_scenarios_only_and_peers_skip_koordgang_only_
     scenarios = {s.name: s for s in SCENARIOS}
     kube = by_name["kube-scheduler"]
     assert kube.skip_reason(scenarios["plain"]) is None
-    assert kube.skip_reason(scenarios["gang-1k"]) == "no gang API"
+    # 1.37's kube-scheduler schedules upstream PodGroups; 1.36's gang scheduling (alpha) is
+    # compared in the DRA scenario only.
+    if os.environ.get("KUBE") == "1.36":
+        assert kube.skip_reason(scenarios["gang-1k"]) == "no gang API"
+    else:
+        assert kube.skip_reason(scenarios["gang-1k"]) is None
+        assert kube.gang_api_for(scenarios["gang-1k"]) is GangApi.UPSTREAM
     assert by_name["coscheduling"].skip_reason(scenarios["gang-1k"]) is None
     # koord-scheduler has job-level preemption and topology placement; no other peer does.
     for name in ("preemption", "topology", "topology-plain"):
@@ -164,3 +171,31 @@ def test_peer_reasons_quote_distinct_failures_once(tmp_path: Path) -> None:
     assert len(quoted) == 2
     assert "a-2" in quoted[0] and "timed out" in quoted[1]
     assert peer_reasons(tmp_path / "missing.log") == []
+
+
+def test_the_composite_scenario_writes_a_tree_both_schedulers_read() -> None:
+    from bench.gang_api import composite_object
+    from bench.scenarios import COMPOSITE_SCENARIOS
+
+    (scenario,) = COMPOSITE_SCENARIOS
+    workload = scenario.build(1.0)
+    (plan,) = workload.composites
+    assert plan.min_groups == len(plan.children) == 8
+    objects = pod_groups(workload.gangs, GangApi.UPSTREAM, workload.composites)
+    assert objects[0] == composite_object(plan)
+    assert objects[0]["spec"]["schedulingConstraints"] == {"topology": [{"key": "bench/spine"}]}
+    children = objects[1:]
+    assert len(children) == 8
+    for child in children:
+        assert child["spec"]["parentCompositePodGroupName"] == "cpg"
+        assert child["spec"]["schedulingConstraints"] == {"topology": [{"key": "bench/block"}]}
+        assert child["spec"]["schedulingPolicy"] == {"gang": {"minCount": 64}}
+    # One block holds exactly one child: 16 nodes of 4 cpu for 64 pods of 1 cpu.
+    blocks: dict[str, int] = {}
+    for spec in workload.nodes:
+        blocks[spec.labels["bench/block"]] = blocks.get(spec.labels["bench/block"], 0) + 4
+    assert set(blocks.values()) == {64} and len(blocks) == 16
+    kube = {s.name: s for s in select_schedulers("all", [None])}
+    assert kube["kube-scheduler"].skip_reason(scenario) is None
+    assert kube["coscheduling"].skip_reason(scenario)
+    assert kube["koordgang"].gang_api_for(scenario) is GangApi.UPSTREAM

@@ -63,6 +63,19 @@ class GangRef:
 
 
 @dataclass(frozen=True, slots=True)
+class CompositePlan:
+    """A CompositePodGroup over gangs of the workload: ``min_groups`` of ``children`` whole at
+    once, all of them inside one value of ``key``, each child inside one value of
+    ``child_key`` ("": no constraint)."""
+
+    name: str
+    min_groups: int
+    children: tuple[str, ...]
+    key: str = ""
+    child_key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimUse:
     """A ResourceClaim the pod uses: ``name`` in its ``spec.resourceClaims`` (and its
     container's ``resources.claims``), ``claim`` the ResourceClaim's own name."""
@@ -137,6 +150,8 @@ class Workload:
     #: Dynamic Resource Allocation: the DeviceClass and ResourceSlices of the cluster (set-up)
     #: and the ResourceClaims the pods use (made afresh before each measurement); None: none.
     dra: DraPlan | None = None
+    #: Gangs of gangs: upstream CompositePodGroups over the gangs of ``pods`` (empty: none).
+    composites: Sequence[CompositePlan] = ()
 
     @property
     def gangs(self) -> dict[str, int]:

@@ -21,6 +21,8 @@ GROUP = "scheduling.k8s.io"
 COMPOSITE_VERSION = "v1alpha3"
 CONDITION = "CompositePodGroupInitiallyScheduled"
 CHILDREN = ("train-0", "train-1", "train-2")
+#: Job pods would complete at once on kwok's nodes, giving their room back.
+KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
 
 
 @pytest.fixture
@@ -82,7 +84,7 @@ def make_tree(cluster: Cluster, namespace: str, min_groups: int = 2) -> None:
                 },
             },
         )
-        pod = pod_body("worker", requests={"cpu": "1", "memory": "1Gi"})
+        pod = pod_body("worker", requests={"cpu": "1", "memory": "1Gi"}, annotations=KEEP_RUNNING)
         body = job_body(child, 4, pod)
         # The user's own PodGroup: the Job controller makes none for this Job.
         body["spec"]["template"]["spec"]["schedulingGroup"] = {"podGroupName": child}
@@ -162,14 +164,21 @@ def test_a_composite_binds_its_minimum_of_children_whole_then_the_rest_whole(
         what="the third child bound whole",
         last=lambda: bound_counts(cluster, namespace),
     )
-    for child in CHILDREN:
+
+    def initially_scheduled(child: str) -> bool:
         podgroup = cluster.custom.get_namespaced_custom_object(
             GROUP, UPSTREAM[1], namespace, "podgroups", child
         )
         conditions = (podgroup.get("status") or {}).get("conditions") or []
-        assert any(
+        return any(
             c["type"] == "PodGroupInitiallyScheduled" and c["status"] == "True" for c in conditions
-        ), (child, conditions)
+        )
+
+    wait_until(
+        lambda: all(initially_scheduled(child) for child in CHILDREN),
+        timeout=30,
+        what="PodGroupInitiallyScheduled=True on every child",
+    )
 
 
 def test_a_composite_whose_parent_is_missing_places_nothing_and_says_so(

@@ -8,18 +8,22 @@ rule missing fails the scenario that needs it (see e2e/rbac.py).
 
 from __future__ import annotations
 
+from controlplane.releases import selected_release
 from e2e.rbac import NAMESPACE, kubectl
 from koordgang.plugins.coscheduling.apis import GANG_APIS
 from koordgang.plugins.networktopology.plugin import RESOURCE as TOPOLOGY
 
 READ = frozenset({"get", "list", "watch"})
 
-#: Granted to every authenticated user by the API server's default roles (system:basic-user).
+#: Granted to every authenticated user by the API server's default roles (system:basic-user;
+#: from Kubernetes 1.37 also system:cluster-trust-bundle-discovery).
 EVERYONE = {
     ("authentication.k8s.io", "selfsubjectreviews"): {"create"},
     ("authorization.k8s.io", "selfsubjectaccessreviews"): {"create"},
     ("authorization.k8s.io", "selfsubjectrulesreviews"): {"create"},
 }
+if selected_release().name != "1.36":
+    EVERYONE[("certificates.k8s.io", "clustertrustbundles")] = set(READ)
 
 
 def _gang_grants() -> dict[tuple[str, str], set[str]]:
@@ -27,12 +31,13 @@ def _gang_grants() -> dict[tuple[str, str], set[str]]:
     subresource, or into the object for a kind without one (koordgang/engine/status_writer.py)."""
     grants: dict[tuple[str, str], set[str]] = {}
     for api in GANG_APIS:
-        if api.resource is None:
-            continue
-        group, plural = api.resource.group, api.resource.plural
-        grants.setdefault((group, plural), set()).update(READ)
-        status = f"{plural}/status" if api.resource.status_subresource else plural
-        grants.setdefault((group, status), set()).add("patch")
+        for resource in [api.resource, *api.related]:
+            if resource is None:
+                continue
+            group, plural = resource.group, resource.plural
+            grants.setdefault((group, plural), set()).update(READ)
+            status = f"{plural}/status" if resource.status_subresource else plural
+            grants.setdefault((group, status), set()).add("patch")
     return grants
 
 
@@ -134,6 +139,7 @@ def test_the_exact_write_verbs_per_resource(scheduler_kubeconfig: str, namespace
         "podgroups.scheduling.sigs.k8s.io/status": ["patch"],
         "podgroups.scheduling.x-k8s.io/status": ["patch"],
         "podgroups.scheduling.k8s.io/status": ["patch"],
+        "compositepodgroups.scheduling.k8s.io/status": ["patch"],
         "podgroups.scheduling.volcano.sh": ["patch"],
         "clusternetworktopologies.scheduling.koordinator.sh/status": ["patch"],
         # The delete-protection finalizer; then allocation and reservedFor (the API server
