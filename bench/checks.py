@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from bench.cluster import BenchCluster
+from bench.workload import CompositePlan
 from e2e.invariants import overcommitted
 
 
@@ -34,11 +35,52 @@ def partial_gangs(bound: Mapping[str, int], gangs: Mapping[str, int]) -> dict[st
     }
 
 
+def composite_problems(
+    pods: Iterable[Mapping[str, Any]],
+    nodes: Iterable[Mapping[str, Any]],
+    members: Mapping[str, Sequence[str]],
+    composites: Sequence[CompositePlan],
+) -> list[str]:
+    """Gangs of gangs as their CompositePodGroup asks: at least ``min_groups`` children bound
+    whole, all of them on nodes of one ``key`` value, each child on one ``child_key`` value."""
+    labels = {
+        (n.get("metadata") or {}).get("name", ""): (n.get("metadata") or {}).get("labels") or {}
+        for n in nodes
+    }
+    node_of = {
+        (p.get("metadata") or {}).get("name", ""): (p.get("spec") or {}).get("nodeName") or ""
+        for p in pods
+    }
+    problems = []
+    for plan in composites:
+        whole = []
+        outer: set[str] = set()
+        for child in plan.children:
+            placed = [node_of.get(name, "") for name in members.get(child, ())]
+            bound = [n for n in placed if n]
+            if not bound:
+                continue
+            if len(bound) == len(placed):
+                whole.append(child)
+            if plan.child_key:
+                values = {labels.get(n, {}).get(plan.child_key, "") for n in bound}
+                if len(values) > 1:
+                    problems.append(f"{child} spans {plan.child_key} {sorted(values)}")
+            if plan.key:
+                outer |= {labels.get(n, {}).get(plan.key, "") for n in bound}
+        if whole and len(whole) < plan.min_groups:
+            problems.append(f"{plan.name}: {len(whole)} children whole, min {plan.min_groups}")
+        if len(outer) > 1:
+            problems.append(f"{plan.name} spans {plan.key} {sorted(outer)}")
+    return problems
+
+
 async def check_cluster(
     cluster: BenchCluster,
     namespace: str,
     members: Mapping[str, Sequence[str]],
     gangs: Mapping[str, int],
+    composites: Sequence[CompositePlan] = (),
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """Problems found (empty when all is well), and the namespace's pods as they ended."""
     ours, _ = await cluster.list_all(f"/api/v1/namespaces/{namespace}/pods")
@@ -49,6 +91,7 @@ async def check_cluster(
     if partial:
         sample = ", ".join(f"{k} {v}" for k, v in sorted(partial.items())[:10])
         problems.append(f"{len(partial)} gangs partially bound (bound/min): {sample}")
+    problems += composite_problems(ours, nodes, members, composites)
     over = overcommitted(nodes, everything)
     if over:
         sample = ", ".join(f"{k} {v}" for k, v in sorted(over.items())[:10])

@@ -235,7 +235,7 @@ async def _measure(
     if "victims_minimum" in workload.notes:
         await _preemption_figures(ctx, workload, fill, daemon.log_path, result)
     problems, final_pods = await check_cluster(
-        ctx.cluster, namespace, workload.members, workload.gangs
+        ctx.cluster, namespace, workload.members, workload.gangs, workload.composites
     )
     result.problems += problems
     dra_problems: list[str] = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -199,3 +200,28 @@ def test_the_composite_scenario_writes_a_tree_both_schedulers_read() -> None:
     assert kube["kube-scheduler"].skip_reason(scenario) is None
     assert kube["coscheduling"].skip_reason(scenario)
     assert kube["koordgang"].gang_api_for(scenario) is GangApi.UPSTREAM
+
+
+def test_the_composite_check_finds_a_child_split_and_a_tree_across_spines() -> None:
+    from bench.checks import composite_problems
+    from bench.workload import CompositePlan
+
+    plan = CompositePlan("cpg", 2, ("a", "b"), "spine", "block")
+    nodes = [
+        {"metadata": {"name": n, "labels": {"spine": s, "block": b}}}
+        for n, s, b in (("n1", "s0", "k0"), ("n2", "s0", "k1"), ("n3", "s1", "k2"))
+    ]
+    members = {"a": ["a0", "a1"], "b": ["b0", "b1"]}
+
+    def pods(**where: str) -> list[dict[str, Any]]:
+        return [{"metadata": {"name": p}, "spec": {"nodeName": n}} for p, n in where.items()]
+
+    assert (
+        composite_problems(pods(a0="n1", a1="n1", b0="n2", b1="n2"), nodes, members, [plan]) == []
+    )
+    split = composite_problems(pods(a0="n1", a1="n2", b0="n2", b1="n2"), nodes, members, [plan])
+    assert split == ["a spans block ['k0', 'k1']"]
+    across = composite_problems(pods(a0="n1", a1="n1", b0="n3", b1="n3"), nodes, members, [plan])
+    assert across == ["cpg spans spine ['s0', 's1']"]
+    short = composite_problems(pods(a0="n1", a1="n1", b0="n2"), nodes, members, [plan])
+    assert short == ["cpg: 1 children whole, min 2"]
