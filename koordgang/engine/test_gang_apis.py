@@ -697,3 +697,18 @@ async def test_a_victim_podgroup_disrupted_all_with_a_member_out_of_reach_is_not
 ) -> None:
     # victim-1's priority is not below the preemptor's: the PodGroup cannot go whole.
     assert await evictions_for(sched, api, clock, {"all": {}}, [0, 1000]) == []
+
+
+async def test_a_preempted_podgroup_says_so_in_its_disruption_target_condition(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    evicted = await evictions_for(sched, api, clock, {"all": {}}, [0, 0])
+    assert evicted
+    # The informer shows the victims marked (their DisruptionTarget condition).
+    for info in [p for p in sched.cache.pods() if p.name in evicted]:
+        sched.intake.on_pod_upsert(replace(info, preempted_by="ns/urgent", resource_version="7"))
+    await publish(sched, clock)
+    [*_, status] = status_patches(api, "scheduling.k8s.io/v1beta1", "victim")
+    [target] = [c for c in status["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
+    assert "ns/urgent" in target["message"]

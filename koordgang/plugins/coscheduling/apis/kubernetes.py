@@ -9,6 +9,7 @@ in the version it read, in that version's terms:
 
 - ``v1beta1``: the ``PodGroupInitiallyScheduled`` condition, True/``Scheduled`` once the gang's
   minimum is bound, False/``Unschedulable`` with the reason while it waits; True is terminal.
+  A PodGroup whose members preemption evicts gets ``DisruptionTarget``/``PreemptionByScheduler``.
   ``spec.disruptionMode`` is ``{single: {}}`` or ``{all: {}}``; ``spec.preemptionPolicy``
   (``Never`` or ``PreemptLowerPriority``) and ``spec.parentCompositePodGroupName`` (its
   CompositePodGroup, ``v1alpha3``) are new.
@@ -50,6 +51,9 @@ ALPHA_CONDITION = "PodGroupScheduled"
 ALPHA_VERSION = f"{GROUP}/v1alpha2"
 SCHEDULED = "Scheduled"
 UNSCHEDULABLE = "Unschedulable"
+#: What a PodGroup some of whose members were preempted says (as kube-scheduler 1.37 writes it).
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTED = "PreemptionByScheduler"
 #: The largest priority a user may give (Kubernetes' HighestUserDefinablePriority).
 _MAX_PRIORITY = 1_000_000_000
 
@@ -109,27 +113,35 @@ class KubernetesApi:
             return None
         kind = condition_type(podgroup.api_version)
         conditions = conditions_of(podgroup.status)
+        wanted: dict[str, tuple[str, str, str]] = {}
         current = next((c for c in conditions if c.get("type") == kind), None)
-        if current is not None and current.get("status") == "True":
-            return None  # never back from True to False; nothing more to say once True
-        if gang.satisfied:
-            wanted = ("True", SCHEDULED, "the gang's minimum was placed and bound")
-        elif gang.first_attempt is not None and gang.last_message:
-            wanted = ("False", UNSCHEDULABLE, gang.last_message)
-        else:
-            return None
-        if (
-            current is not None
-            and (
-                current.get("status"),
-                current.get("reason"),
-                current.get("message"),
+        # Never back from True to False; nothing more to say of it once True.
+        if current is None or current.get("status") != "True":
+            if gang.satisfied:
+                wanted[kind] = ("True", SCHEDULED, "the gang's minimum was placed and bound")
+            elif gang.first_attempt is not None and gang.last_message:
+                wanted[kind] = ("False", UNSCHEDULABLE, gang.last_message)
+        preemptor = next((p.preempted_by for p in gang.members.values() if p.preempted_by), "")
+        if preemptor:
+            wanted[DISRUPTION_TARGET] = (
+                "True",
+                PREEMPTED,
+                f"{preemptor} preempted members of the group",
             )
-            == wanted
-        ):
+        changed = {
+            key: value
+            for key, value in wanted.items()
+            if not any(
+                c.get("type") == key
+                and (c.get("status"), c.get("reason"), c.get("message")) == value
+                for c in conditions
+            )
+        }
+        if not changed:
             return None
-        others = [c for c in conditions if c.get("type") != kind]
-        return {"conditions": [*others, condition(kind, *wanted, conditions, now)]}
+        others = [c for c in conditions if c.get("type") not in changed]
+        made = [condition(key, *value, conditions, now) for key, value in changed.items()]
+        return {"conditions": [*others, *made]}
 
     def awaits_enqueue(self, podgroup: PodGroupInfo) -> bool:
         return False  # its clients make their pods at once
