@@ -18,16 +18,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koordgang.framework.group import GroupNeed
-from koordgang.framework.report import StatusUpdate
+from koordgang.framework.group import GroupNeed, GroupPlan, SchedulingGroup
+from koordgang.framework.report import Report, StatusUpdate
 from koordgang.model.composite import MAX_COMPOSITE_LEVELS, CompositeInfo
 from koordgang.model.gang import ConfigIssue, mapping, parse_minimum
+from koordgang.model.objects import ObjectRef
 from koordgang.plugins.coscheduling.apis.base import condition, conditions_of
 from koordgang.plugins.coscheduling.apis.kubernetes import (
     COMPOSITE_RESOURCE,
     GROUP,
     parse_group_policy,
 )
+from koordgang.plugins.coscheduling.readiness import own_problem
 from koordgang.state.composites import CompositeForest
 from koordgang.state.gangs import Gang, GangRegistry
 
@@ -68,6 +70,14 @@ def parse_composite(obj: Mapping[str, Any]) -> CompositeInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class CompositeChange:
+    """What a CompositePodGroup event changed: whose members to wake, what to tell."""
+
+    gangs: tuple[Gang, ...]
+    reports: tuple[Report, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Hierarchy:
     """The composite a gang is placed under now, and what it needs."""
 
@@ -101,6 +111,72 @@ class Composites:
         self.labels: NodeLabels = labels or (lambda _: {})
         #: What each composite's pods were last told while it could not be placed.
         self.last_message: dict[str, str] = {}
+
+    def on_object(self, event: str, obj: Mapping[str, Any]) -> CompositeChange | None:
+        """A CompositePodGroup event into the forest; None when only its status changed."""
+        info = parse_composite(obj)
+        before = self.forest.get(info.key)
+        reports: tuple[Report, ...] = ()
+        if event == "DELETED":
+            self.forest.delete(info.key)
+            self.last_message.pop(info.key, None)
+        else:
+            self.forest.upsert(info)
+            if before is not None and before == info:
+                return None
+            if info.issues:
+                message = "; ".join(issue.message() for issue in info.issues)
+                reports = (Report(object_ref(info), "Warning", "InvalidGangConfig", message),)
+        gangs = tuple(g for key in self.forest.leaves(info.key) if (g := self.gangs.get(key)))
+        return CompositeChange(gangs, reports)
+
+    def not_ready(self, gang: Gang, tree: Hierarchy, ready_gangs: list[Gang]) -> str:
+        """Why ``gang``'s hierarchy cannot be tried now ("" when it can): unusable, or its
+        need out of reach with the PodGroups that can be tried (``ready_gangs``)."""
+        if tree.problem or tree.need is None or tree.root is None:
+            return f"gang {gang.key}: its CompositePodGroups cannot be used: {tree.problem}"
+        ready = {g.key for g in ready_gangs}
+        if gang.key not in ready:
+            return ""  # its own problem is said by check_group
+        if tree.need.met(lambda k: k in ready or k in tree.settled):
+            return ""
+        waiting = []
+        for key in tree.leaves:
+            if key in ready or key in tree.settled:
+                continue
+            other = self.gangs.get(key)
+            if other is None:
+                waiting.append(f"{key}: no member exists yet")
+            elif other.timed_out:
+                waiting.append(f"{key}: timed out")
+            else:
+                waiting.append(f"{key}: {own_problem(other)}")
+        count = f"{len(ready)} PodGroup{'s' if len(ready) != 1 else ''} ready"
+        message = (
+            f"gang {gang.key} waits for its {tree.need.describe(tree.settled.__contains__)}"
+            f" ({'; '.join([count, *waiting])})"
+        )
+        self.last_message[tree.root.key] = message
+        return message
+
+    def shape(self, group: SchedulingGroup, gangs: list[Gang], tree: Hierarchy | None) -> None:
+        """What upstream's objects say of the group as a whole: its priority, whether it may
+        preempt, and under a CompositePodGroup its need, with what the need cannot do without
+        placed first (at each level, the children missing the fewest members)."""
+        policies = [g.podgroup.policy for g in gangs if g.podgroup is not None]
+        if tree is not None and tree.root is not None:
+            policies.append(tree.root.policy)
+        priorities = [p.priority for p in policies if p.priority is not None]
+        group.priority = max(priorities) if priorities else None
+        group.preempt_never = any(p.preempt_never for p in policies)
+        if tree is None or tree.need is None:
+            return
+        group.need = tree.need
+        group.settled = tree.settled
+        missing = {p.key: max(0, p.minimum - p.counted) for p in group.parts}
+        settled = tree.settled
+        first = tree.need.chosen(lambda k: 0 if k in settled else missing.get(k, 1 << 30))
+        group.parts.sort(key=lambda p: p.key not in first)
 
     def hierarchy_of(self, gang: Gang) -> Hierarchy | None:
         """None for a gang under no composite, or whose composites are satisfied or basic."""
@@ -274,3 +350,18 @@ class Composites:
                 f"at most {MAX_COMPOSITE_LEVELS}"
             )
         return ""
+
+
+def object_ref(info: CompositeInfo) -> ObjectRef:
+    return ObjectRef(
+        RESOURCE.kind, info.namespace, info.name, info.uid, api_version=info.api_version
+    )
+
+
+def need_said(need: GroupNeed, plan: GroupPlan) -> str:
+    """Which level of a hierarchy is short: the top one, and any below it that is."""
+    said = [need.describe(plan.part_satisfied)]
+    for child in need.children:
+        if isinstance(child, GroupNeed) and not child.met(plan.part_satisfied):
+            said.append(child.describe(plan.part_satisfied))
+    return "; ".join(said)

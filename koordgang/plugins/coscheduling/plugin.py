@@ -27,7 +27,6 @@ import structlog
 from koordgang.framework.cycle_state import UNPLACED_MESSAGES, CycleState
 from koordgang.framework.group import (
     RUNNING_NODES_HINT,
-    GroupNeed,
     GroupPart,
     GroupPlan,
     PartPlan,
@@ -336,38 +335,16 @@ class Coscheduling:
         return True
 
     def _on_composite(self, event: str, obj: Mapping[str, Any]) -> bool:
-        info = composite.parse_composite(obj)
-        forest = self.gangs.composites
-        before = forest.get(info.key)
-        if event == "DELETED":
-            forest.delete(info.key)
-            self.composites.last_message.pop(info.key, None)
-        else:
-            forest.upsert(info)
-            if before is not None and before == info:
-                return False  # its status only (ours among it)
-            if info.issues:
-                message = "; ".join(issue.message() for issue in info.issues)
-                self.handle.report(
-                    Report(self._composite_ref(info), "Warning", "InvalidGangConfig", message)
-                )
+        change = self.composites.on_object(event, obj)
+        if change is None:
+            return False  # its status only (ours among it)
+        for report in change.reports:
+            self.handle.report(report)
         # Its PodGroups' members may be tried (or told) differently now.
-        for key in forest.leaves(info.key):
-            gang = self.gangs.get(key)
-            if gang is not None:
-                self._dirty.add(gang.key)
-                self.handle.activate(gang.pending_members())
+        for gang in change.gangs:
+            self._dirty.add(gang.key)
+            self.handle.activate(gang.pending_members())
         return True
-
-    @staticmethod
-    def _composite_ref(info: Any) -> ObjectRef:
-        return ObjectRef(
-            composite.RESOURCE.kind,
-            info.namespace,
-            info.name,
-            info.uid,
-            api_version=info.api_version,
-        )
 
     # -- grouping ------------------------------------------------------------------------------
 
@@ -448,23 +425,7 @@ class Coscheduling:
         if len(self._groups) > _GROUPS_REMEMBERED:
             self._groups.popitem(last=False)
         group = SchedulingGroup(key, parts, pod, hints=hints)
-        # Upstream's PodGroup (and CompositePodGroup) carry the group's priority and whether
-        # it may preempt: the group is ordered and preempts as they say.
-        policies = [g.podgroup.policy for g in gangs if g.podgroup is not None]
-        tree = self.composites.hierarchy_of(gang)
-        if tree is not None and tree.root is not None:
-            policies.append(tree.root.policy)
-        priorities = [p.priority for p in policies if p.priority is not None]
-        group.priority = max(priorities) if priorities else None
-        group.preempt_never = any(p.preempt_never for p in policies)
-        if tree is not None and tree.need is not None:
-            group.need = tree.need
-            group.settled = tree.settled
-            # What the need cannot do without is placed first (at each level, the children
-            # missing the fewest members); the others fill what room is left.
-            missing = {p.key: max(0, p.minimum - p.counted) for p in parts}
-            first = tree.need.chosen(lambda k: 0 if k in tree.settled else missing.get(k, 1 << 30))
-            group.parts.sort(key=lambda p: p.key not in first)
+        self.composites.shape(group, gangs, self.composites.hierarchy_of(gang))
         return group
 
     def _part(self, gang: Gang, pending: list[PodInfo]) -> GroupPart:
@@ -549,36 +510,10 @@ class Coscheduling:
         self, state: CycleState, gang: Gang, tree: Hierarchy, group: SchedulingGroup
     ) -> Status | None:
         """None when the hierarchy can be tried now; else why not, told to every member."""
-        if tree.problem or tree.need is None or tree.root is None:
-            message = f"gang {gang.key}: its CompositePodGroups cannot be used: {tree.problem}"
-        else:
-            ready = {g.key for g in self._active_gangs(gang)}
-            if gang.key not in ready:
-                return None  # its own problem is said by check_group
-            if tree.need.met(lambda k: k in ready or k in tree.settled):
-                return None
-            waiting = []
-            for key in tree.leaves:
-                other = self.gangs.get(key)
-                if key in ready or key in tree.settled:
-                    continue
-                if other is None:
-                    waiting.append(f"{key}: no member exists yet")
-                elif other.timed_out:
-                    waiting.append(f"{key}: timed out")
-                else:
-                    waiting.append(f"{key}: {own_problem(other)}")
-            message = (
-                f"gang {gang.key} waits for its {tree.need.describe(lambda k: k in tree.settled)}"
-                f" ({len(ready)} PodGroup{'s' if len(ready) != 1 else ''} ready"
-                + (f"; {'; '.join(waiting)}" if waiting else "")
-                + ")"
-            )
-            self.composites.last_message[tree.root.key] = message
-        told = {}
-        for member in group.members():
-            told[member.uid] = message
-        state.write(UNPLACED_MESSAGES, told)
+        message = self.composites.not_ready(gang, tree, self._active_gangs(gang))
+        if not message:
+            return None
+        state.write(UNPLACED_MESSAGES, {member.uid: message for member in group.members()})
         gang.last_message = message
         self._dirty.add(gang.key)
         return Status.unschedulable(self.name, message)
@@ -625,7 +560,7 @@ class Coscheduling:
             holding = len(held) + (len(part.placed) if keep else 0)
             message = say.unsatisfied(plan, part, gang, other or gang, holding)
             if plan.need is not None:
-                message = f"{message}; {_need_said(plan.need, plan)}"
+                message = f"{message}; {composite.need_said(plan.need, plan)}"
                 tree = self.composites.hierarchy_of(gang)
                 if tree is not None and tree.root is not None:
                     self.composites.last_message[tree.root.key] = message
@@ -811,12 +746,3 @@ def _all_pods(part: PartPlan) -> Iterable[PodInfo]:
     for result in part.failed:
         yield result.pod
     yield from part.skipped
-
-
-def _need_said(need: GroupNeed, plan: GroupPlan) -> str:
-    """Which level of a hierarchy is short: the top one, and any below it that is."""
-    said = [need.describe(plan.part_satisfied)]
-    for child in need.children:
-        if isinstance(child, GroupNeed) and not child.met(plan.part_satisfied):
-            said.append(child.describe(plan.part_satisfied))
-    return "; ".join(said)
