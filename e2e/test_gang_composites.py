@@ -6,6 +6,7 @@ why they wait; the composite's condition says what happened."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -34,8 +35,11 @@ def composites(cluster: Cluster, namespace: str) -> Iterator[None]:
             GROUP, COMPOSITE_VERSION, "compositepodgroups", limit=1
         )
     except client.exceptions.ApiException as error:
-        if error.status == 404 and UPSTREAM[1] == "v1alpha2":
-            pytest.skip("Kubernetes 1.36 has no CompositePodGroup")
+        # The local plane of 1.37 serves them; 1.36 has none, nor a kind node image of 1.34.
+        if error.status == 404 and (
+            UPSTREAM[1] == "v1alpha2" or os.environ.get("KOORDGANG_E2E_KUBECONFIG")
+        ):
+            pytest.skip(f"{GROUP}/{COMPOSITE_VERSION} is not served by this cluster")
         raise
     yield
     try:
