@@ -348,3 +348,104 @@ async def test_a_podgroup_of_its_own_with_a_topology_key_shares_one_value(
     )
     await sched.run()
     assert set(nodes_of(api).values()) == {"b1", "b2"}
+
+
+# -- each child tried on its own, each level at its own minimum --------------------------------
+
+
+async def test_a_child_that_cannot_fit_leaves_the_room_to_the_others(
+    sched: Harness, api: FakeApi
+) -> None:
+    sched.intake.on_object(COMPOSITES, "ADDED", composite("cpg", 2))
+    pods = []
+    for name, cpu in (("g0", "100"), ("g1", "1"), ("g2", "1")):
+        sched.intake.on_object(PODGROUPS, "ADDED", podgroup(name, 2, "cpg"))
+        pods += members(name, 2, cpu=cpu)
+    sched.list(nodes=[node("n1", cpu="16")], pods=pods)
+    await sched.run()
+    assert bound_groups(api) == {"g1": 2, "g2": 2}
+
+
+async def test_a_whole_child_of_a_nested_composite_short_of_its_minimum_is_not_bound(
+    sched: Harness, api: FakeApi
+) -> None:
+    # root needs 1 of {A, b}; A needs both a0 and a1; room for five pods of two-pod groups.
+    sched.intake.on_object(COMPOSITES, "ADDED", composite("root", 1))
+    sched.intake.on_object(COMPOSITES, "ADDED", composite("A", 2, parent="root"))
+    pods = []
+    for name, parent in (("a0", "A"), ("a1", "A"), ("b", "root")):
+        sched.intake.on_object(PODGROUPS, "ADDED", podgroup(name, 2, parent))
+        pods += members(name, 2)
+    sched.list(nodes=[node("n1", cpu="5")], pods=pods)
+    await sched.run()
+    assert bound_groups(api) == {"b": 2}
+
+
+async def test_extra_children_of_a_nested_level_do_not_take_a_siblings_room(
+    sched: Harness, api: FakeApi
+) -> None:
+    # root (one rack) needs A and b; A needs 1 of {a0, a1}; the rack holds two children.
+    sched.intake.on_object(COMPOSITES, "ADDED", composite("root", 2, topology="rack"))
+    sched.intake.on_object(COMPOSITES, "ADDED", composite("A", 1, parent="root"))
+    pods = []
+    for name, parent in (("a0", "A"), ("a1", "A"), ("b", "root")):
+        sched.intake.on_object(PODGROUPS, "ADDED", podgroup(name, 2, parent))
+        pods += members(name, 2)
+    sched.list(nodes=[rack("r1-n", "r1", "4")], pods=pods)
+    await sched.run()
+    bound = bound_groups(api)
+    assert bound.get("b") == 2 and sum(bound.values()) == 4, bound
+
+
+async def test_an_unusable_composite_below_the_root_places_nothing(
+    sched: Harness, api: FakeApi
+) -> None:
+    sched.intake.on_object(COMPOSITES, "ADDED", composite("root", 2))
+    sched.intake.on_object(COMPOSITES, "ADDED", composite("bad", 0, parent="root"))
+    pods = []
+    for name, parent in (("x0", "bad"), ("b", "root")):
+        sched.intake.on_object(PODGROUPS, "ADDED", podgroup(name, 1, parent))
+        pods += members(name, 1)
+    sched.list(nodes=[node("n1", cpu="8")], pods=pods)
+    await sched.run()
+    assert api.binds() == []
+    condition = api.condition("b-0")
+    assert condition is not None and "minGroupCount" in condition["message"], condition
+
+
+async def test_a_basic_composite_under_a_gang_composite_counts_as_one_child(
+    sched: Harness, api: FakeApi
+) -> None:
+    # root needs 2 of {B (basic), c0}; c0 never fits: B's children are not bound either.
+    sched.intake.on_object(COMPOSITES, "ADDED", composite("root", 2))
+    sched.intake.on_object(COMPOSITES, "ADDED", composite("B", None, parent="root"))
+    pods = []
+    for name, parent, cpu in (("b0", "B", "1"), ("b1", "B", "1"), ("c0", "root", "100")):
+        sched.intake.on_object(PODGROUPS, "ADDED", podgroup(name, 1, parent))
+        pods += members(name, 1, cpu=cpu)
+    sched.list(nodes=[node("n1", cpu="8")], pods=pods)
+    await sched.run()
+    assert api.binds() == []
+
+
+async def test_a_podgroup_with_a_topology_key_preempts_inside_one_value(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    obj = podgroup("urgent", 2, "", topology="rack")
+    del obj["spec"]["parentCompositePodGroupName"]
+    sched.intake.on_object(PODGROUPS, "ADDED", obj)
+    urgent = []
+    for i in range(2):
+        body = pod_json(f"urgent-{i}", cpu="2", priority=1000)
+        body["spec"]["schedulingGroup"] = {"podGroupName": "urgent"}
+        urgent.append(parse(body))
+    low = [
+        parse(pod_json(f"low-{i}", cpu="2", priority=0, node_name="r1-n", phase="Running"))
+        for i in range(2)
+    ]
+    sched.list(nodes=[rack("r1-n", "r1", "4")], pods=[*low, *urgent])
+    await sched.run()
+    clock.advance(1)
+    await sched.run()
+    deleted = [c.path for c in api.landed() if c.method == "DELETE" and "/pods/low-" in c.path]
+    assert len(deleted) == 2, deleted

@@ -164,9 +164,9 @@ def run_cycle(
 
 
 def _take_back_extras(plan: GroupPlan, work: Snapshot) -> None:
-    """A group of gangs of gangs whose need is met binds its satisfied parts; what it placed of
-    a part left short is taken back (each part all or nothing), and that part's members wait
-    to be placed whole later."""
+    """A group of gangs of gangs whose need is met binds the parts its need keeps; what it
+    placed of the others is taken back (each part all or nothing, each nested level at its own
+    minimum), and their members wait to be placed later."""
     for part in plan.extra_parts():
         if not part.placed:
             continue
@@ -174,6 +174,9 @@ def _take_back_extras(plan: GroupPlan, work: Snapshot) -> None:
         reason = (
             f"{part.part.key} is not placed whole with the others ({missing} more "
             f"member{'s' if missing != 1 else ''} did not fit); it is placed later, whole"
+            if missing
+            else f"{part.part.key} is whole, but the CompositePodGroup it is in is short of its "
+            "own minimum; it is placed later"
         )
         status = Status(Code.UNSCHEDULABLE, (reason,))
         for placement in part.placed:

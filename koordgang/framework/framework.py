@@ -342,6 +342,8 @@ def place_members(group: SchedulingGroup, snapshot: Snapshot, placer: Placer) ->
     it would be kept. A pod whose shape already failed in this attempt is not tried again when
     that failure can only have got worse (the snapshot only gets fuller here)."""
     plans = [PartPlan(part) for part in group.parts]
+    if group.need is not None:
+        return _place_parts_whole(group, plans, snapshot, placer)
     strict = any(part.strict for part in group.parts)
     for position, plan in enumerate(plans):
         if _place_part(plan, snapshot, placer, strict, group.nominated):
@@ -349,6 +351,31 @@ def place_members(group: SchedulingGroup, snapshot: Snapshot, placer: Placer) ->
         for later in plans[position + 1 :]:
             later.skipped.extend(later.part.pending)
         break
+    return GroupPlan(snapshot, plans)
+
+
+def _place_parts_whole(
+    group: SchedulingGroup, plans: list[PartPlan], snapshot: Snapshot, placer: Placer
+) -> GroupPlan:
+    """Gangs of gangs: each part on a fork of its own, kept only if it reaches its minimum; a
+    part that does not leaves its room to the parts after it (the group's need says how many
+    must be kept)."""
+    for plan in plans:
+        fork = snapshot.fork()
+        _place_part(plan, fork, placer, True, group.nominated)
+        if plan.short == 0:
+            fork.commit()
+            continue
+        missing = plan.short
+        reason = (
+            f"{plan.part.key} does not fit whole ({missing} more "
+            f"member{'s' if missing != 1 else ''} did not fit)"
+        )
+        first = plan.first_failure
+        status = Status(Code.UNSCHEDULABLE, (f"{reason}: {first}" if first else reason,))
+        for placement in plan.placed:
+            plan.failed.append(PodResult(placement.pod, None, status, None, monotone=False))
+        plan.placed = []
     return GroupPlan(snapshot, plans)
 
 

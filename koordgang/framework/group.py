@@ -102,6 +102,20 @@ class GroupNeed:
         )
         return done >= self.minimum
 
+    def kept(self, satisfied: Callable[[str], bool]) -> set[str]:
+        """The satisfied parts that count: each under a path of met needs. A part whole under
+        a nested need that is not met is not kept (that need would be bound below its own
+        minimum); nothing is kept under a need that is not met."""
+        if not self.met(satisfied):
+            return set()
+        keys: set[str] = set()
+        for child in self.children:
+            if isinstance(child, GroupNeed):
+                keys |= child.kept(satisfied)
+            elif satisfied(child):
+                keys.add(child)
+        return keys
+
     def chosen(self, short: Callable[[str], int]) -> set[str]:
         """The parts to make room for: at each level, the ``minimum`` children that are
         missing the fewest members (satisfied ones first)."""
@@ -300,11 +314,13 @@ class GroupPlan:
         return plan.short if plan is not None else 1 << 30
 
     def extra_parts(self) -> list[PartPlan]:
-        """Parts left short although the group's need is met: placed whole later, or not at
-        all (what the cycle placed of them is taken back)."""
+        """Parts the group's need, met, does not keep: left short, or whole under a nested
+        need that is not met. Placed later, each whole, or not at all (what the cycle placed
+        of them is taken back)."""
         if self.need is None or not self.satisfied:
             return []
-        return [plan for plan in self.parts if plan.short > 0]
+        kept = self.need.kept(self.part_satisfied)
+        return [plan for plan in self.parts if plan.part.key not in kept]
 
     @property
     def complete(self) -> bool:

@@ -26,24 +26,36 @@ class CompositeForest:
         self._composites: dict[str, CompositeInfo] = {}
         #: PodGroup key -> the key of the composite it names as parent.
         self._podgroup_parent: dict[str, str] = {}
+        #: Parent key -> the PodGroups, and the composites, naming it (kept with the above).
+        self._podgroups_of: dict[str, set[str]] = {}
+        self._composites_of: dict[str, set[str]] = {}
 
     # -- feeding -------------------------------------------------------------------------------
 
     def upsert(self, composite: CompositeInfo) -> None:
+        self.delete(composite.key)
         self._composites[composite.key] = composite
+        if composite.policy.parent:
+            parent = f"{composite.namespace}/{composite.policy.parent}"
+            self._composites_of.setdefault(parent, set()).add(composite.key)
 
     def delete(self, key: str) -> CompositeInfo | None:
-        return self._composites.pop(key, None)
+        composite = self._composites.pop(key, None)
+        if composite is not None and composite.policy.parent:
+            _discard(self._composites_of, f"{composite.namespace}/{composite.policy.parent}", key)
+        return composite
 
     def link_podgroup(self, key: str, namespace: str, parent: str) -> None:
         """``key`` (a PodGroup) names ``parent`` as its CompositePodGroup ("" for none)."""
+        self.unlink_podgroup(key)
         if parent:
             self._podgroup_parent[key] = f"{namespace}/{parent}"
-        else:
-            self._podgroup_parent.pop(key, None)
+            self._podgroups_of.setdefault(f"{namespace}/{parent}", set()).add(key)
 
     def unlink_podgroup(self, key: str) -> None:
-        self._podgroup_parent.pop(key, None)
+        parent = self._podgroup_parent.pop(key, None)
+        if parent is not None:
+            _discard(self._podgroups_of, parent, key)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -84,15 +96,10 @@ class CompositeForest:
         return Ancestry(tuple(chain))
 
     def child_composites(self, key: str) -> list[str]:
-        namespace, _, name = key.partition("/")
-        return sorted(
-            c.key
-            for c in self._composites.values()
-            if c.namespace == namespace and c.policy.parent == name
-        )
+        return sorted(self._composites_of.get(key, ()))
 
     def child_podgroups(self, key: str) -> list[str]:
-        return sorted(pg for pg, parent in self._podgroup_parent.items() if parent == key)
+        return sorted(self._podgroups_of.get(key, ()))
 
     def leaves(self, key: str) -> list[str]:
         """Every PodGroup under composite ``key``, at any depth (a cycle is walked once)."""
@@ -107,3 +114,11 @@ class CompositeForest:
             found += self.child_podgroups(current)
             stack += self.child_composites(current)
         return sorted(found)
+
+
+def _discard(index: dict[str, set[str]], parent: str, key: str) -> None:
+    children = index.get(parent)
+    if children is not None:
+        children.discard(key)
+        if not children:
+            del index[parent]

@@ -167,7 +167,8 @@ class Composites:
         if tree is not None and tree.root is not None:
             policies.append(tree.root.policy)
         priorities = [p.priority for p in policies if p.priority is not None]
-        group.priority = max(priorities) if priorities else None
+        # The lowest: a group preempts no higher than its least urgent part.
+        group.priority = min(priorities) if priorities else None
         group.preempt_never = any(p.preempt_never for p in policies)
         if tree is None or tree.need is None:
             return
@@ -192,11 +193,16 @@ class Composites:
             return Hierarchy(None, None, problem=f"CompositePodGroup {broken.key}: {reason}")
         root: CompositeInfo | None = None
         for composite in ancestry.chain:
-            if not composite.is_gang or self.satisfied(composite):
+            if not composite.is_gang:
+                continue  # groups nothing itself; a gang composite above it still may
+            if self.satisfied(composite):
                 break
             root = composite
         if root is None:
             return None
+        problem = self._subtree_problem(root)
+        if problem:
+            return Hierarchy(None, None, problem=problem)
         settled: set[str] = set()
         need = self._need(root, settled, set())
         keys = tuple(c.policy.topology_keys[0] for c in ancestry.chain if c.policy.topology_keys)
@@ -207,6 +213,45 @@ class Composites:
             frozenset(settled),
             topology_keys=keys,
         )
+
+    def _subtree_problem(self, root: CompositeInfo) -> str:
+        """What makes a composite under ``root`` unusable ("" when none does): a minimum that
+        cannot be used, or more levels than a hierarchy may have."""
+        stack = [(root, len(self._up_to(root)))]
+        seen: set[str] = set()
+        while stack:
+            composite, depth = stack.pop()
+            if composite.key in seen:
+                continue
+            seen.add(composite.key)
+            if composite.is_gang and composite.min_groups is None:
+                reason = "; ".join(i.message() for i in composite.issues) or "no minimum"
+                return f"CompositePodGroup {composite.key}: {reason}"
+            if depth > MAX_COMPOSITE_LEVELS:
+                return (
+                    f"CompositePodGroup {composite.key} is nested under {depth - 1} "
+                    f"CompositePodGroups: a hierarchy has at most {MAX_COMPOSITE_LEVELS}"
+                )
+            for key in self.forest.child_composites(composite.key):
+                child = self.forest.get(key)
+                if child is not None:
+                    stack.append((child, depth + 1))
+        return ""
+
+    def _up_to(self, composite: CompositeInfo) -> list[CompositeInfo]:
+        """``composite`` and the composites above it (a cycle is walked once)."""
+        chain = [composite]
+        seen = {composite.key}
+        parent = composite.policy.parent
+        while parent:
+            key = f"{composite.namespace}/{parent}"
+            above = self.forest.get(key)
+            if above is None or key in seen:
+                break
+            seen.add(key)
+            chain.append(above)
+            parent = above.policy.parent
+        return chain
 
     def _need(self, composite: CompositeInfo, settled: set[str], seen: set[str]) -> GroupNeed:
         seen.add(composite.key)
@@ -267,9 +312,12 @@ class Composites:
                 pins.setdefault(label, value)
         return pins
 
-    def satisfied(self, composite: CompositeInfo, seen: frozenset[str] = frozenset()) -> bool:
+    def satisfied(
+        self, composite: CompositeInfo, seen: frozenset[str] = frozenset(), *, bound: bool = False
+    ) -> bool:
         """At least its minimum of children were satisfied (a basic one: all of them), or it
-        says so itself."""
+        says so itself. ``bound``: satisfied children count only once their minimum is bound
+        (what its condition may say; a child allowed but not yet bound may still fail to)."""
         current = next(
             (c for c in conditions_of(composite.status) if c.get("type") == CONDITION), None
         )
@@ -282,11 +330,12 @@ class Composites:
         for key in self.forest.child_podgroups(composite.key):
             total += 1
             gang = self.gangs.get(key)
-            done += 1 if gang is not None and gang.satisfied else 0
+            if gang is not None and gang.satisfied and (not bound or _bound_whole(gang)):
+                done += 1
         for key in self.forest.child_composites(composite.key):
             child = self.forest.get(key)
             total += 1
-            done += 1 if child is not None and self.satisfied(child, seen) else 0
+            done += 1 if child is not None and self.satisfied(child, seen, bound=bound) else 0
         minimum = composite.min_groups if composite.is_gang else total
         return minimum is not None and total > 0 and done >= minimum
 
@@ -317,7 +366,7 @@ class Composites:
         problem = self.problem_of(composite)
         if problem:
             wanted = ("False", INVALID, problem)
-        elif self.satisfied(composite):
+        elif self.satisfied(composite, bound=True):
             wanted = ("True", SCHEDULED, "the minimum of its groups was placed and bound")
         elif self.last_message.get(composite.key):
             wanted = ("False", UNSCHEDULABLE, self.last_message[composite.key])
@@ -350,6 +399,10 @@ class Composites:
                 f"at most {MAX_COMPOSITE_LEVELS}"
             )
         return ""
+
+
+def _bound_whole(gang: Gang) -> bool:
+    return sum(1 for _ in gang.bound_members()) >= (gang.spec.min_available or 0)
 
 
 def object_ref(info: CompositeInfo) -> ObjectRef:

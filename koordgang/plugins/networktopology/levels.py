@@ -36,6 +36,19 @@ def has_levels(group: SchedulingGroup) -> bool:
     return group.need is not None and (group.need.has_keys() or _pinned_anywhere(group.need))
 
 
+def level_scopes(group: SchedulingGroup, snapshot: Snapshot) -> list[frozenset[str]]:
+    """Where room may be made for the group (preemption): the values of its top level's keys
+    (its one part's, for a PodGroup of its own), or the whole cluster when the top names none."""
+    nodes = frozenset(n.name for n in snapshot.nodes if n.info is not None)
+    if group.need is not None:
+        keys, pinned = group.need.keys, dict(group.need.pinned)
+    elif len(group.parts) == 1:
+        keys, pinned = group.parts[0].keys, dict(group.parts[0].pinned)
+    else:
+        keys, pinned = (), {}
+    return [domain for _, domain in _domains(nodes, keys, pinned, snapshot)]
+
+
 def _pinned_anywhere(need: GroupNeed) -> bool:
     return bool(need.pinned) or any(
         isinstance(child, GroupNeed) and _pinned_anywhere(child) for child in need.children
@@ -130,6 +143,10 @@ def _place_need(
         fork = snapshot.fork()
         done: set[str] = set()
         for child in need.children:
+            if need.met((done | settled).__contains__):
+                # The rest go later, each whole, where the others are (their pins): placed now
+                # they could take the room a sibling level still needs.
+                break
             if isinstance(child, GroupNeed):
                 kept = _place_need(child, domain, fork, placer, parts, settled, attempt)
                 if kept is not None:

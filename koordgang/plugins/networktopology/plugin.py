@@ -50,7 +50,7 @@ from koordgang.plugins.networktopology.gather import (
     fill_order,
     node_offers,
 )
-from koordgang.plugins.networktopology.levels import has_levels, place_levels
+from koordgang.plugins.networktopology.levels import has_levels, level_scopes, place_levels
 from koordgang.state.snapshot import Placement, Snapshot
 
 log = structlog.get_logger("koordgang.topology")
@@ -221,6 +221,8 @@ class NetworkTopology:
     ) -> list[frozenset[str]] | None:
         if RUNNING_NODES_HINT in group.hints:
             return None  # a replacement prefers its gang's domain, never requires it
+        if has_levels(group):
+            return level_scopes(group, snapshot)
         rules = gather_rules(group.hints.get(NETWORK_TOPOLOGY_SPEC_KEY))
         network = [r for r in rules if r.must and not r.label_key]
         labelled = [r for r in rules if r.must and r.label_key]
