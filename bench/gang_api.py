@@ -1,6 +1,6 @@
 """How a gang is declared to each scheduler: the same workload, in each one's own words.
 
-koordgang reads five gang APIs (``koordgang/plugins/coscheduling/apis``); by default the bench
+koordgang reads five gang APIs (``koordgang/gangapis``); by default the bench
 declares its gangs with Koordinator's annotations, which koord-scheduler reads too, and
 ``--gang-apis`` runs koordgang's gang scenarios once more per other API listed.
 scheduler-plugins' Coscheduling reads a ``scheduling.x-k8s.io`` PodGroup and a label on each

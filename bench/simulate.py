@@ -55,7 +55,8 @@ from koordgang.clients.api import JSON
 from koordgang.engine.scheduler import Scheduler
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPart, SchedulingGroup
-from koordgang.model.gang import NETWORK_TOPOLOGY_SPEC_KEY, SCHEDULER_ANNOTATION_PREFIXES
+from koordgang.gangapis import POD_ANNOTATION_KEYS
+from koordgang.model.gang import NETWORK_TOPOLOGY_SPEC_KEY
 from koordgang.model.pod import parse_pod
 from koordgang.plugins.networktopology.plugin import RESOURCE_ID, NetworkTopology
 from koordgang.plugins.profile import default_framework
@@ -657,7 +658,7 @@ class Simulation:
         ``place_group`` on a fork of a snapshot of the live cache."""
         [plugin] = [p for p in self.framework.plugins if isinstance(p, NetworkTopology)]
         objects = gang_batch("gather", 1, members, cpu=GATHER_CPU, topology=GATHER_RULES)
-        job = [parse_pod(o, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES) for o in objects]
+        job = [parse_pod(o, annotation_prefixes=POD_ANNOTATION_KEYS) for o in objects]
         group = SchedulingGroup(
             f"{NAMESPACE}/gather",
             [GroupPart(f"{NAMESPACE}/gather", job, minimum=members)],

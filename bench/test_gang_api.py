@@ -24,9 +24,8 @@ from bench.results import ScenarioResult, is_koordgang
 from bench.scenarios import SCENARIOS
 from bench.schedulers import select_schedulers
 from bench.workload import BENCH_LABEL, GANG_MIN, GANG_NAME, Requests, gang_pods
-from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
+from koordgang.gangapis import GANG_APIS, POD_ANNOTATION_KEYS, Resolve
 from koordgang.model.pod import parse_pod
-from koordgang.plugins.coscheduling.apis import GANG_APIS, Resolve
 
 ALL = list(BY_KEY.values())
 
@@ -38,7 +37,7 @@ def _member(minimum: int = 3) -> Any:
 
 def _as_koordgang_reads_it(manifest: dict[str, Any]) -> Any:
     manifest["metadata"]["namespace"] = "ns"
-    return parse_pod(manifest, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
+    return parse_pod(manifest, annotation_prefixes=POD_ANNOTATION_KEYS)
 
 
 @pytest.mark.parametrize("api", ALL, ids=[a.key for a in ALL])

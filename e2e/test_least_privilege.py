@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from controlplane.releases import selected_release
 from e2e.rbac import NAMESPACE, kubectl
-from koordgang.plugins.coscheduling.apis import GANG_APIS
+from koordgang.gangapis import GANG_APIS
 from koordgang.plugins.networktopology.plugin import RESOURCE as TOPOLOGY
 
 READ = frozenset({"get", "list", "watch"})

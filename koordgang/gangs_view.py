@@ -56,13 +56,12 @@ def from_cluster(
     from koordgang.clients.api import KubeApi
     from koordgang.clients.config import ConfigError, load_connection
     from koordgang.clients.errors import ApiError, ApiUnavailable
+    from koordgang.gangapis import GANG_APIS, POD_ANNOTATION_KEYS, Resolve
     from koordgang.model.dra import API_VERSION as DRA_API_VERSION
     from koordgang.model.dra import parse_resource_claim
     from koordgang.model.errors import ModelError
-    from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
     from koordgang.model.pod import parse_pod
     from koordgang.plugins.coscheduling import gang_rows
-    from koordgang.plugins.coscheduling.apis import GANG_APIS, Resolve
     from koordgang.state.cache import SchedulerCache
     from koordgang.state.gangs import GangRegistry
 
@@ -116,7 +115,7 @@ def from_cluster(
     pending_says: dict[str, str] = {}
     for obj in pods:
         try:
-            pod = parse_pod(obj, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
+            pod = parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS)
         except ModelError:
             continue
         if pod.scheduler_name != scheduler_name:

@@ -8,6 +8,7 @@ from typing import Any, Generic, TypeVar
 import structlog
 
 from koordgang.engine.intake import Intake
+from koordgang.gangapis import POD_ANNOTATION_KEYS
 from koordgang.model.budgets import BudgetInfo, parse_budget
 from koordgang.model.dra import (
     DeviceClassInfo,
@@ -18,7 +19,6 @@ from koordgang.model.dra import (
     parse_resource_slice,
 )
 from koordgang.model.errors import ModelError
-from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
 from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.pod import PodInfo, PodParseError, parse_pod
 from koordgang.model.volumes import ClaimInfo, parse_claim
@@ -67,7 +67,7 @@ class _Feed(Generic[T]):
 def pod_feed(intake: Intake) -> _Feed[PodInfo]:
     def parse(obj: dict[str, Any]) -> PodInfo | None:
         try:
-            return parse_pod(obj, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
+            return parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS)
         except PodParseError as error:
             intake.on_pod_invalid(obj, error)
             return None

@@ -22,7 +22,7 @@ from koordgang.engine.binder import BindOutcome, BindRequest
 from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.framework.report import Report
 from koordgang.framework.results import UnreserveReason
-from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
+from koordgang.gangapis import POD_ANNOTATION_KEYS
 from koordgang.model.pod import PodParseError, parse_pod
 from koordgang.state.snapshot import Placement
 
@@ -90,7 +90,7 @@ class BindOutcomes(EnginePart):
         pod = request.pod
         try:
             raw = await pod_client.get(self._api, pod.namespace, pod.name)
-            fresh = parse_pod(raw, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
+            fresh = parse_pod(raw, annotation_prefixes=POD_ANNOTATION_KEYS)
         except (ApiError, ApiUnavailable, PodParseError) as error:
             log.info("pod could not be read back after a conflict", pod=pod.key, error=str(error))
             self._release(request)

@@ -32,6 +32,7 @@ from koordgang.clients.errors import ApiError
 from koordgang.engine.intake import Intake
 from koordgang.engine.loop import SchedulingLoop
 from koordgang.engine.scheduler import Scheduler
+from koordgang.gangapis import POD_ANNOTATION_KEYS
 from koordgang.model.budgets import BudgetInfo
 from koordgang.model.dra import (
     DeviceClassInfo,
@@ -44,7 +45,6 @@ from koordgang.model.gang import (
     MIN_AVAILABLE_KEY,
     MODE_KEY,
     NAME_KEY,
-    SCHEDULER_ANNOTATION_PREFIXES,
     WAITING_TIME_KEY,
 )
 from koordgang.model.node import NodeInfo, parse_node
@@ -388,7 +388,7 @@ def pod_json(
 
 def parse(obj: Mapping[str, Any]) -> PodInfo:
     """As the pod informer parses what it receives."""
-    return parse_pod(obj, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
+    return parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS)
 
 
 def pod(name: str, **kwargs: Any) -> PodInfo:

@@ -4,7 +4,7 @@ Every gang API (Koordinator's, scheduler-plugins', upstream Kubernetes', Volcano
 turns its objects into the same three things: a :class:`GangRef` per pod (which gang, declared
 how), a :class:`PodGroupInfo` per group object (minimum, timeout, minResources, task minimums),
 and from them :func:`resolve_gang_spec` makes the :class:`GangSpec` the scheduler works with.
-The APIs themselves live in ``plugins/coscheduling/apis``; Koordinator's pod dialect is here
+The APIs themselves live in ``gangapis``; Koordinator's pod dialect is here
 (:func:`gang_ref_of`) because the other APIs' pods may carry its options too.
 
 Koordinator declares a gang in one of three ways (first match wins, see :func:`gang_ref_of`): a
@@ -80,16 +80,6 @@ LIGHTWEIGHT_NAME_LABEL = "pod-group.scheduling.sigs.k8s.io/name"
 LIGHTWEIGHT_MIN_LABEL = "pod-group.scheduling.sigs.k8s.io/min-available"
 
 PREFIX = "gang.scheduling.koordinator.sh/"
-#: Pod annotations the scheduler reads; the scheduler keeps no others in memory. Besides
-#: Koordinator's: Volcano's group and task annotations, Kueue's pod-group annotations.
-SCHEDULER_ANNOTATION_PREFIXES = (
-    PREFIX,
-    "scheduling.koordinator.sh/",
-    "scheduling.k8s.io/group-name",
-    "scheduling.volcano.sh/group-name",
-    "volcano.sh/task-spec",
-    "kueue.x-k8s.io/",
-)
 
 #: The API of Koordinator's declarations (:func:`gang_ref_of`).
 KOORDINATOR = "koordinator"

@@ -16,11 +16,11 @@ from koordgang.clients import custom
 from koordgang.clients.api import KubeApi
 from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.framework.report import WatchedResource
+from koordgang.gangapis import POD_ANNOTATION_KEYS
 from koordgang.model.budgets import parse_budget
 from koordgang.model.dra import API_VERSION as DRA_API_VERSION
 from koordgang.model.dra import parse_device_class, parse_resource_claim, parse_resource_slice
 from koordgang.model.errors import ModelError
-from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES
 from koordgang.model.node import parse_node
 from koordgang.model.pod import parse_pod
 from koordgang.model.volumes import parse_claim
@@ -69,7 +69,7 @@ async def read_cluster(
             continue
     for obj in await custom.list_all(api, "/api/v1/pods"):
         try:
-            pod = parse_pod(obj, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES)
+            pod = parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS)
         except ModelError:
             continue
         cache.upsert_pod(pod)

@@ -29,11 +29,11 @@ from typing import Any
 
 import yaml
 
+from koordgang.gangapis import GANG_APIS, POD_ANNOTATION_KEYS, GangApi
 from koordgang.model.dra import ResourceClaimInfo, parse_resource_claim
 from koordgang.model.errors import ModelError
-from koordgang.model.gang import SCHEDULER_ANNOTATION_PREFIXES, PodGroupInfo
+from koordgang.model.gang import PodGroupInfo
 from koordgang.model.pod import PodInfo, parse_pod
-from koordgang.plugins.coscheduling.apis import GANG_APIS, GangApi
 
 #: Pods a Job's controller labels its pods with (selectors in affinity terms use them).
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
@@ -345,7 +345,7 @@ def make_pods(
                     f"{where}: spec.priorityClassName: PriorityClass {class_name!r} does not exist"
                 )
         try:
-            made.append(parse_pod(pod, annotation_prefixes=SCHEDULER_ANNOTATION_PREFIXES))
+            made.append(parse_pod(pod, annotation_prefixes=POD_ANNOTATION_KEYS))
         except ModelError as error:
             raise WhatIfError(f"{where}: {error}") from None
     return made

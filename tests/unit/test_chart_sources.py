@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from koordgang.plugins.coscheduling.apis import GANG_APIS
+from koordgang.gangapis import GANG_APIS
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "koordgang"
@@ -43,6 +43,28 @@ def test_kustomize_installs_every_crd() -> None:
     kustomization = yaml.safe_load((ROOT / "manifests" / "kustomization.yaml").read_text())
     listed = sorted(r for r in kustomization["resources"] if r.startswith("crds/"))
     assert listed == sorted(f"crds/{p.name}" for p in CRDS.glob("*.yaml"))
+
+
+def test_each_gang_apis_crd_is_installed_as_it_declares() -> None:
+    """A gang API with a CRD names its file and its chart switch (``GangApi.crd``,
+    ``crd_value``): the file is in both places, a switch is a value of the chart that the CRD
+    template obeys, and the CRD serves the version the API reads."""
+    template = (CHART / "templates" / "crds.yaml").read_text()
+    values = yaml.safe_load((CHART / "values.yaml").read_text())["crds"]
+    switched = dict(re.findall(r'"([\w.-]+\.yaml)" "(\w+)"', template))
+    declared = {api.crd: api.crd_value for api in GANG_APIS if api.crd}
+    assert {crd: value for crd, value in declared.items() if value} == switched
+    for crd, value in declared.items():
+        assert (CRDS / crd).exists() and (CHART / "files" / "crds" / crd).exists(), crd
+        assert value == "" or values.get(value) is True, (crd, value)
+    for api in GANG_APIS:
+        if not api.crd:
+            continue
+        assert api.resource is not None
+        (crd,) = [d for d in yaml.safe_load_all((CRDS / api.crd).read_text()) if d]
+        assert crd["metadata"]["name"] == f"{api.resource.plural}.{api.resource.group}"
+        served = {v["name"] for v in crd["spec"]["versions"] if v.get("served")}
+        assert api.resource.version in served, (api.name, served)
 
 
 def test_each_crd_file_is_named_after_its_crd_and_has_a_structural_schema() -> None:

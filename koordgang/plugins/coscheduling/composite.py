@@ -20,15 +20,15 @@ from typing import Any
 
 from koordgang.framework.group import GroupNeed, GroupPlan, SchedulingGroup
 from koordgang.framework.report import Report, StatusUpdate
-from koordgang.model.composite import MAX_COMPOSITE_LEVELS, CompositeInfo
-from koordgang.model.gang import ConfigIssue, mapping, parse_minimum
-from koordgang.model.objects import ObjectRef
-from koordgang.plugins.coscheduling.apis.base import condition, conditions_of
-from koordgang.plugins.coscheduling.apis.kubernetes import (
+from koordgang.gangapis.base import condition, conditions_of
+from koordgang.gangapis.kubernetes import (
     COMPOSITE_RESOURCE,
     GROUP,
     parse_group_policy,
 )
+from koordgang.model.composite import MAX_COMPOSITE_LEVELS, CompositeInfo
+from koordgang.model.gang import ConfigIssue, mapping, parse_minimum
+from koordgang.model.objects import ObjectRef
 from koordgang.plugins.coscheduling.readiness import own_problem
 from koordgang.state.composites import CompositeForest
 from koordgang.state.gangs import Gang, GangRegistry

@@ -44,6 +44,8 @@ from koordgang.framework.results import (
     UnreserveReason,
 )
 from koordgang.framework.status import SKIP, SUCCESS, Status
+from koordgang.gangapis import GANG_APIS, GangApi, Resolve
+from koordgang.gangapis.kubernetes import API as KUBERNETES
 from koordgang.model.gang import (
     NETWORK_TOPOLOGY_SPEC_KEY,
     TIMEOUT_KEY,
@@ -56,8 +58,6 @@ from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.coscheduling import composite
 from koordgang.plugins.coscheduling import messages as say
-from koordgang.plugins.coscheduling.apis import GANG_APIS, GangApi, Resolve
-from koordgang.plugins.coscheduling.apis.kubernetes import API as KUBERNETES
 from koordgang.plugins.coscheduling.composite import Composites, Hierarchy
 from koordgang.plugins.coscheduling.enqueue import enqueue, promised
 from koordgang.plugins.coscheduling.min_resources import free_in_cluster, shortfall

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from koordgang.plugins.coscheduling.apis.volcano import VolcanoApi
+from koordgang.gangapis.volcano import VolcanoApi
 from koordgang.plugins.coscheduling.enqueue import enqueue, promised
 from koordgang.state.gangs import Gang, GangRegistry
 

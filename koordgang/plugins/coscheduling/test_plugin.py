@@ -23,6 +23,7 @@ from koordgang.framework.group import SchedulingGroup
 from koordgang.framework.handle import Handle
 from koordgang.framework.report import Report, StatusUpdate
 from koordgang.framework.status import Code
+from koordgang.gangapis.status import podgroup_status
 from koordgang.model.gang import (
     GROUPS_KEY,
     MATCH_POLICY_KEY,
@@ -38,7 +39,6 @@ from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.plugins.coscheduling import Coscheduling, member_order
-from koordgang.plugins.coscheduling.status import podgroup_status
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache

@@ -23,6 +23,9 @@ class KueueApi:
     resource: WatchedResource | None = None
 
     related: tuple[WatchedResource, ...] = ()
+    pod_keys: tuple[str, ...] = ("kueue.x-k8s.io/",)
+    crd = ""
+    crd_value = ""
 
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         name = nonblank(pod.labels.get(GROUP_NAME_LABEL))

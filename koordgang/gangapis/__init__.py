@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from koordgang.gangapis.base import GangApi
+from koordgang.gangapis.koordinator import KoordinatorApi
+from koordgang.gangapis.kubernetes import KubernetesApi
+from koordgang.gangapis.kueue import KueueApi
+from koordgang.gangapis.scheduler_plugins import SchedulerPluginsApi
+from koordgang.gangapis.volcano import VolcanoApi
 from koordgang.model.gang import GangRef
 from koordgang.model.pod import PodInfo
-from koordgang.plugins.coscheduling.apis.base import GangApi
-from koordgang.plugins.coscheduling.apis.koordinator import KoordinatorApi
-from koordgang.plugins.coscheduling.apis.kubernetes import KubernetesApi
-from koordgang.plugins.coscheduling.apis.kueue import KueueApi
-from koordgang.plugins.coscheduling.apis.scheduler_plugins import SchedulerPluginsApi
-from koordgang.plugins.coscheduling.apis.volcano import VolcanoApi
 
 GANG_APIS: tuple[GangApi, ...] = (
     KoordinatorApi(),
@@ -25,6 +25,13 @@ GANG_APIS: tuple[GangApi, ...] = (
     VolcanoApi(),
     KueueApi(),
     KubernetesApi(),
+)
+
+
+#: Pod annotation keys (and key prefixes) some gang API reads: what the feeds keep of a pod's
+#: annotations, and no other.
+POD_ANNOTATION_KEYS: tuple[str, ...] = tuple(
+    dict.fromkeys(key for api in GANG_APIS for key in api.pod_keys)
 )
 
 
@@ -43,4 +50,4 @@ class Resolve:
         return refs
 
 
-__all__ = ["GANG_APIS", "GangApi", "Resolve"]
+__all__ = ["GANG_APIS", "POD_ANNOTATION_KEYS", "GangApi", "Resolve"]

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordgang.framework.report import WatchedResource
+from koordgang.gangapis.base import condition, conditions_of, member_counts
 from koordgang.model.gang import (
     MIN_MEMBER_FIELD,
     ConfigIssue,
@@ -30,8 +31,7 @@ from koordgang.model.gang import (
     shown,
 )
 from koordgang.model.pod import PodInfo
-from koordgang.plugins.coscheduling.apis.base import condition, conditions_of, member_counts
-from koordgang.state.gangs import Gang
+from koordgang.state.gangs import TASK_ANNOTATION, Gang
 
 API = "volcano"
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -52,6 +52,9 @@ class VolcanoApi:
     )
 
     related: tuple[WatchedResource, ...] = ()
+    pod_keys: tuple[str, ...] = (*GROUP_NAME_ANNOTATIONS, TASK_ANNOTATION)
+    crd = "podgroups.scheduling.volcano.sh.yaml"
+    crd_value = "volcano"
 
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         for key in GROUP_NAME_ANNOTATIONS:

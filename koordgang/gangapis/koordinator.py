@@ -8,9 +8,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordgang.framework.report import WatchedResource
-from koordgang.model.gang import KOORDINATOR, GangRef, PodGroupInfo, gang_ref_of, parse_podgroup
+from koordgang.gangapis.status import podgroup_status
+from koordgang.model.gang import (
+    KOORDINATOR,
+    PREFIX,
+    GangRef,
+    PodGroupInfo,
+    gang_ref_of,
+    parse_podgroup,
+)
 from koordgang.model.pod import PodInfo
-from koordgang.plugins.coscheduling.status import podgroup_status
 from koordgang.state.gangs import Gang
 
 
@@ -21,6 +28,9 @@ class KoordinatorApi:
     )
 
     related: tuple[WatchedResource, ...] = ()
+    pod_keys: tuple[str, ...] = (PREFIX, "scheduling.koordinator.sh/")
+    crd = "podgroups.scheduling.sigs.k8s.io.yaml"
+    crd_value = ""
 
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         return gang_ref_of(pod.namespace, pod.labels, pod.annotations)

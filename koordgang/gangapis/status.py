@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from koordgang.plugins.coscheduling.apis.base import member_counts, occupied_by, rfc3339
+from koordgang.gangapis.base import member_counts, occupied_by, rfc3339
 from koordgang.state.gangs import Gang
 
 

@@ -22,6 +22,16 @@ class GangApi(Protocol):
     #: Other kinds of the API that group its groups (upstream's CompositePodGroup): read,
     #: and their status written through the status subresource.
     related: tuple[WatchedResource, ...]
+    #: Pod annotation keys (or key prefixes) the API reads: the feeds keep these and no others
+    #: (a scheduler holding 100,000 pods keeps no annotation it does not read).
+    pod_keys: tuple[str, ...]
+    #: The file under ``manifests/crds/`` (and the chart's ``files/crds/``) with the CRD of its
+    #: group object, "" when the API server has the kind built in or there is none.
+    crd: str
+    #: The chart value under ``crds`` that installs that CRD, "" when ``crds.install`` alone
+    #: does (koordgang's own API); another project's CRD has a switch of its own, for clusters
+    #: where that project installed it already.
+    crd_value: str
 
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         """The gang ``pod`` names in this API, None if it names none."""

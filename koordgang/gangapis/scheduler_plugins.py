@@ -10,9 +10,9 @@ from dataclasses import replace
 from typing import Any
 
 from koordgang.framework.report import WatchedResource
+from koordgang.gangapis.status import podgroup_status
 from koordgang.model.gang import GangRef, GangSource, PodGroupInfo, nonblank, parse_podgroup
 from koordgang.model.pod import PodInfo
-from koordgang.plugins.coscheduling.status import podgroup_status
 from koordgang.state.gangs import Gang
 
 API = "scheduler-plugins"
@@ -26,6 +26,9 @@ class SchedulerPluginsApi:
     )
 
     related: tuple[WatchedResource, ...] = ()
+    pod_keys: tuple[str, ...] = ()
+    crd = "podgroups.scheduling.x-k8s.io.yaml"
+    crd_value = "schedulerPlugins"
 
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         name = nonblank(pod.labels.get(POD_GROUP_LABEL))

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordgang.framework.report import WatchedResource
+from koordgang.gangapis.base import condition, conditions_of
 from koordgang.model.gang import (
     ConfigIssue,
     GangRef,
@@ -38,7 +39,6 @@ from koordgang.model.gang import (
     podgroup_info,
 )
 from koordgang.model.pod import PodInfo
-from koordgang.plugins.coscheduling.apis.base import condition, conditions_of
 from koordgang.state.gangs import Gang
 
 API = "kubernetes"
@@ -73,6 +73,9 @@ class KubernetesApi:
         GROUP, "v1beta1", "podgroups", "PodGroup", older_versions=("v1alpha2",)
     )
     related: tuple[WatchedResource, ...] = (COMPOSITE_RESOURCE,)
+    pod_keys: tuple[str, ...] = ()
+    crd = ""
+    crd_value = ""
 
     def ref_of(self, pod: PodInfo) -> GangRef | None:
         if not pod.scheduling_group:
