@@ -67,7 +67,9 @@ class App:
             user_agent=f"koordgang/{self.identity}",
         )
         gangs = GangRegistry(settings.default_gang_waiting_time)
-        self.scheduler = Scheduler(settings, self.api, default_framework(settings, gangs))
+        self.scheduler = Scheduler(
+            settings, self.api, default_framework(settings, gangs), gangs=gangs
+        )
         intake = self.scheduler.intake
         self.informers = (
             Informer(self.api, "/api/v1/pods", name="pods", sink=pod_feed(intake)),

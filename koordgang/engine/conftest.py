@@ -481,6 +481,7 @@ class Harness:
             self.framework,
             clock=clock,
             wall=clock.wall,
+            gangs=self.gangs,
         )
         self.tasks: list[asyncio.Task[None]] = []
 

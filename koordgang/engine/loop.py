@@ -6,6 +6,7 @@ other tasks; the loop only waits when there is nothing to do, or no room for ano
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import structlog
 
@@ -17,7 +18,7 @@ from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.engine.status_writer import StatusWriter
 from koordgang.framework.cycle import CycleOutcome, run_cycle
 from koordgang.framework.group import SchedulingGroup
-from koordgang.framework.report import Report
+from koordgang.framework.report import Report, StatusUpdate
 from koordgang.framework.results import UnreserveReason
 from koordgang.framework.status import Code
 from koordgang.model.pod import PodInfo
@@ -42,8 +43,11 @@ class SchedulingLoop(EnginePart):
         evictor: Evictor,
         status_writer: StatusWriter,
         metrics: Metrics,
+        statuses: Callable[[], list[StatusUpdate]],
     ) -> None:
         super().__init__(parts)
+        #: The statuses of custom objects that may have changed (the scheduler's answer).
+        self._statuses = statuses
         self._intake = intake
         self._held = intake.held
         self._binder = binder
@@ -107,7 +111,7 @@ class SchedulingLoop(EnginePart):
         """Once a second: retry long-parked pods, publish custom resource statuses, gauges."""
         self._last_tick = now
         self._queue.flush_unschedulable(now)
-        self._status_writer.submit(self._framework.status_updates())
+        self._status_writer.submit(self._statuses())
         self._update_gauges()
 
     def expire(self, now: float) -> None:

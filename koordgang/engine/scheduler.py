@@ -20,6 +20,7 @@ from koordgang.clients.api import KubeApi
 from koordgang.engine.bind_outcomes import BindOutcomes
 from koordgang.engine.binder import Binder
 from koordgang.engine.evictor import Evictor
+from koordgang.engine.gang_status import GangStatus
 from koordgang.engine.handle import EngineHandle, ReportRelevance
 from koordgang.engine.intake import Intake
 from koordgang.engine.loop import SchedulingLoop
@@ -31,8 +32,10 @@ from koordgang.engine.signals import Signals
 from koordgang.engine.status_writer import StatusWriter
 from koordgang.engine.tasks import Supervisor
 from koordgang.framework.framework import Framework
+from koordgang.framework.report import StatusUpdate
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.gangs import GangRegistry
 from koordgang.state.queue import SchedulingQueue
 
 log = structlog.get_logger("koordgang.scheduler")
@@ -48,6 +51,7 @@ class Scheduler:
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        gangs: GangRegistry | None = None,
     ) -> None:
         self.settings = settings
         self.framework = framework
@@ -77,6 +81,9 @@ class Scheduler:
             explain_after=settings.explain_after,
         )
         self.status_writer = StatusWriter(api, self.metrics)
+        #: Statuses of custom objects: the plugins' (the ClusterNetworkTopology) and the gang
+        #: APIs' group objects (``gang_status``), asked once a second.
+        self.gang_status = GangStatus(gangs, self.cache, clock, wall) if gangs is not None else None
         parts = EngineParts(
             cache=self.cache,
             queue=self.queue,
@@ -103,6 +110,7 @@ class Scheduler:
             evictor=self.evictor,
             status_writer=self.status_writer,
             metrics=self.metrics,
+            statuses=self.status_updates,
         )
         framework.attach(
             EngineHandle(
@@ -116,6 +124,12 @@ class Scheduler:
                 metrics=self.metrics,
             )
         )
+
+    def status_updates(self) -> list[StatusUpdate]:
+        updates = self.framework.status_updates()
+        if self.gang_status is not None:
+            updates += self.gang_status.updates()
+        return updates
 
     @property
     def ready(self) -> bool:
@@ -140,7 +154,7 @@ class Scheduler:
         if unfinished:
             log.warning("binds cut off by shutdown", count=unfinished)
         await self.bind_outcomes.drain(timeout=5.0)
-        self.status_writer.submit(self.framework.status_updates())
+        self.status_writer.submit(self.status_updates())
         await self.reporter.close(timeout=min(5.0, grace))
         await self.status_writer.close(timeout=2.0)
         log.info("scheduler stopped")

@@ -63,7 +63,7 @@ def condition_type(api_version: str) -> str:
     return ALPHA_CONDITION if api_version == ALPHA_VERSION else CONDITION
 
 
-#: Gangs of gangs (Kubernetes 1.37, alpha): see ``plugins/coscheduling/composite.py``.
+#: Gangs of gangs (Kubernetes 1.37, alpha): see ``gangapis/composite.py``.
 COMPOSITE_RESOURCE = WatchedResource(GROUP, "v1alpha3", "compositepodgroups", "CompositePodGroup")
 
 

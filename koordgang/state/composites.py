@@ -29,21 +29,28 @@ class CompositeForest:
         #: Parent key -> the PodGroups, and the composites, naming it (kept with the above).
         self._podgroups_of: dict[str, set[str]] = {}
         self._composites_of: dict[str, set[str]] = {}
+        #: What the members of each composite were last told while it could not be placed
+        #: (what its condition says).
+        self.last_message: dict[str, str] = {}
 
     # -- feeding -------------------------------------------------------------------------------
 
     def upsert(self, composite: CompositeInfo) -> None:
-        self.delete(composite.key)
+        self._unindex(composite.key)
         self._composites[composite.key] = composite
         if composite.policy.parent:
             parent = f"{composite.namespace}/{composite.policy.parent}"
             self._composites_of.setdefault(parent, set()).add(composite.key)
 
     def delete(self, key: str) -> CompositeInfo | None:
-        composite = self._composites.pop(key, None)
+        self.last_message.pop(key, None)
+        self._unindex(key)
+        return self._composites.pop(key, None)
+
+    def _unindex(self, key: str) -> None:
+        composite = self._composites.get(key)
         if composite is not None and composite.policy.parent:
             _discard(self._composites_of, f"{composite.namespace}/{composite.policy.parent}", key)
-        return composite
 
     def link_podgroup(self, key: str, namespace: str, parent: str) -> None:
         """``key`` (a PodGroup) names ``parent`` as its CompositePodGroup ("" for none)."""

@@ -377,6 +377,23 @@ class GangRegistry:
         self.conflicts: dict[str, tuple[GangRef, ...]] = {}
         #: Gangs of gangs: the CompositePodGroups, and which PodGroups hang under them.
         self.composites = CompositeForest()
+        #: Gangs whose group object's status may have changed since the statuses were last
+        #: written: marked by whoever changes what a status says, taken by the status writer.
+        self._touched: set[str] = set()
+
+    def touch(self, key: str) -> None:
+        self._touched.add(key)
+
+    @property
+    def touched(self) -> frozenset[str]:
+        """The gangs touched and not taken yet."""
+        return frozenset(self._touched)
+
+    def take_touched(self) -> list[str]:
+        """The gangs touched since the last call, by key (and forgets them)."""
+        keys = sorted(self._touched)
+        self._touched.clear()
+        return keys
 
     def read_with(self, resolve: GangResolver) -> None:
         """Which gang APIs are read (the grouping plugin says, before the first pod)."""

@@ -85,7 +85,7 @@ def _daemon_view(sched: Harness) -> dict[str, Any]:
         "waiting": sorted(w.pod.uid for w in sched.waiting),
         "nominations": sorted(n.pod.uid for n in sched.framework.nominations),
         "attempts": dict(preemption._attempts),
-        "dirty": set(next(p for p in sched.framework.plugins if p.name == "Coscheduling")._dirty),
+        "touched": sched.gangs.touched,
         "calls": len(sched.api.calls),
         "reports": sched.scheduler.reporter.backlog,
         "metrics": sched.scheduler.metrics.render(),

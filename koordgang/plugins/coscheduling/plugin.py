@@ -12,7 +12,10 @@
 - Reserve/Unreserve: a group whose held placements time out is marked timed out;
 - Permit: all gangs at their minimum: bind, with everything held earlier; NonStrict short: hold
   until the waiting time runs out; Strict short: give up;
-- events and group objects' status, in each gang API's own terms (``apis/``).
+- events in each gang API's own terms (``koordgang/gangapis/``); the gangs whose group
+  objects' status may have changed are marked in the registry, and the engine's status
+  controller writes it (``engine/gang_status.py``);
+- gangs of gangs (upstream's CompositePodGroup) through ``gangapis/composite.py``.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from koordgang.framework.group import (
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import SortKey
 from koordgang.framework.jobs import JobRef
-from koordgang.framework.report import MetricSpec, Report, StatusUpdate, WatchedResource
+from koordgang.framework.report import MetricSpec, Report, WatchedResource
 from koordgang.framework.results import (
     ALLOW,
     Decision,
@@ -44,8 +47,11 @@ from koordgang.framework.results import (
     UnreserveReason,
 )
 from koordgang.framework.status import SKIP, SUCCESS, Status
-from koordgang.gangapis import GANG_APIS, GangApi, Resolve
+from koordgang.gangapis import GANG_APIS, GangApi, Resolve, composite
+from koordgang.gangapis.composite import Composites, Hierarchy
 from koordgang.gangapis.kubernetes import API as KUBERNETES
+from koordgang.gangapis.min_resources import free_in_cluster, shortfall
+from koordgang.gangapis.readiness import check_group, own_problem
 from koordgang.model.gang import (
     NETWORK_TOPOLOGY_SPEC_KEY,
     TIMEOUT_KEY,
@@ -56,12 +62,7 @@ from koordgang.model.gang import (
 )
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo
-from koordgang.plugins.coscheduling import composite
 from koordgang.plugins.coscheduling import messages as say
-from koordgang.plugins.coscheduling.composite import Composites, Hierarchy
-from koordgang.plugins.coscheduling.enqueue import enqueue, promised
-from koordgang.plugins.coscheduling.min_resources import free_in_cluster, shortfall
-from koordgang.plugins.coscheduling.readiness import check_group, own_problem
 from koordgang.plugins.coscheduling.sort import gang_sort_key
 from koordgang.state.gangs import Gang, GangRegistry, GangState
 from koordgang.state.snapshot import Placement, Snapshot
@@ -109,8 +110,6 @@ class Coscheduling:
         self._told_ignored: set[str] = set()
         self._told_conflict: set[str] = set()
         self._handle: Handle | None = None
-        #: Gangs whose PodGroup status may have changed since it was last published.
-        self._dirty: set[str] = set()
         #: Group key -> the gangs it was built from (Unreserve names groups by key); the
         #: most recent ones, as the key itself spells the gangs out too.
         self._groups: OrderedDict[str, tuple[str, ...]] = OrderedDict()
@@ -162,7 +161,7 @@ class Coscheduling:
         gang = self.gangs.on_pod(pod)
         for changed in (before, gang):
             if changed is not None:
-                self._dirty.add(changed.key)
+                self.gangs.touch(changed.key)
                 self._check_minimum(changed)
         self._tell_conflict(pod)
         if gang is not None:
@@ -260,7 +259,7 @@ class Coscheduling:
         gang = self.gangs.on_pod_deleted(uid)
         if gang is None:
             return
-        self._dirty.add(gang.key)
+        self.gangs.touch(gang.key)
         self._check_minimum(gang)
         if was_timed_out and not gang.timed_out:
             # The user deleted the timed-out members: the others get a fresh start.
@@ -294,11 +293,11 @@ class Coscheduling:
             self._told_ignored.discard(podgroup.uid)
             gang = self.gangs.on_podgroup_deleted(podgroup.key, api.name)
             if gang is not None:
-                self._dirty.add(gang.key)
+                self.gangs.touch(gang.key)
             return True
         gang = self.gangs.on_podgroup(podgroup)
         if gang is not None:
-            self._dirty.add(gang.key)
+            self.gangs.touch(gang.key)
             # Members that came before their PodGroup hear of its mistakes now.
             for member in gang.live_members():
                 self._tell_issues(gang, member)
@@ -342,7 +341,7 @@ class Coscheduling:
             self.handle.report(report)
         # Its PodGroups' members may be tried (or told) differently now.
         for gang in change.gangs:
-            self._dirty.add(gang.key)
+            self.gangs.touch(gang.key)
             self.handle.activate(gang.pending_members())
         return True
 
@@ -498,7 +497,7 @@ class Coscheduling:
         for member in active:
             if member.first_attempt is None:
                 member.first_attempt = self.handle.wall()
-            self._dirty.add(member.key)
+            self.gangs.touch(member.key)
         for member in active:
             problem = self._min_resources_problem(member, group, snapshot)
             if problem:
@@ -515,7 +514,7 @@ class Coscheduling:
             return None
         state.write(UNPLACED_MESSAGES, {member.uid: message for member in group.members()})
         gang.last_message = message
-        self._dirty.add(gang.key)
+        self.gangs.touch(gang.key)
         return Status.unschedulable(self.name, message)
 
     def _min_resources_problem(self, gang: Gang, group: SchedulingGroup, snapshot: Snapshot) -> str:
@@ -563,9 +562,9 @@ class Coscheduling:
                 message = f"{message}; {composite.need_said(plan.need, plan)}"
                 tree = self.composites.hierarchy_of(gang)
                 if tree is not None and tree.root is not None:
-                    self.composites.last_message[tree.root.key] = message
+                    self.gangs.composites.last_message[tree.root.key] = message
             gang.last_message = message
-            self._dirty.add(gang.key)
+            self.gangs.touch(gang.key)
             text = say.with_notes(gang, message)
             for pod in _all_pods(part):
                 messages[pod.uid] = text
@@ -579,7 +578,7 @@ class Coscheduling:
         if not group.key:
             return SUCCESS
         for gang in self._gangs_of(group.key):
-            self._dirty.add(gang.key)
+            self.gangs.touch(gang.key)
         return SUCCESS
 
     def unreserve(
@@ -590,7 +589,7 @@ class Coscheduling:
             # while no member is bound, the gang is decided about whole again.
             for gang in self._gangs_of(group_key):
                 if gang.undo_satisfied():
-                    self._dirty.add(gang.key)
+                    self.gangs.touch(gang.key)
             return
         if reason != UnreserveReason.TIMEOUT or not group_key:
             return
@@ -608,7 +607,7 @@ class Coscheduling:
         gang.mark_timed_out()
         self.handle.record(GANG_TIMEOUTS)
         gang.last_message = message
-        self._dirty.add(gang.key)
+        self.gangs.touch(gang.key)
         log.warning("gang timed out", gang=gang.key, waiting_time=gang.spec.waiting_time)
         for pod in list(gang.members.values()):
             if pod.node_name or pod.is_terminal:
@@ -641,7 +640,7 @@ class Coscheduling:
                     self.handle.record(GANG_WAIT, max(0.0, self.handle.wall() - gang.created_at()))
                 gang.mark_satisfied()
                 gang.last_message = ""
-                self._dirty.add(gang.key)
+                self.gangs.touch(gang.key)
             log.info(
                 "gang group placed",
                 gangs=[g.key for g in gangs],
@@ -679,61 +678,6 @@ class Coscheduling:
         running = sum(1 for _ in gang.bound_members())
         whole = gang.podgroup is not None and gang.podgroup.policy.disrupt_all
         return JobRef(gang.key, minimum=gang.spec.min_available or 0, running=running, whole=whole)
-
-    def status_updates(self) -> list[StatusUpdate]:
-        self._enqueue()
-        updates = []
-        now = self.handle.wall()
-        for key in sorted(self._dirty):
-            gang = self.gangs.get(key)
-            if gang is None or gang.podgroup is None:
-                continue
-            api = self._api_named.get(gang.api)
-            if api is None or api.resource is None:
-                continue
-            status = api.status(gang, now)
-            if status is None:
-                continue
-            updates.append(
-                StatusUpdate(
-                    # Back in the version it was read in (what the API server serves).
-                    gang.podgroup.api_version or api.resource.api_version,
-                    api.resource.plural,
-                    gang.podgroup.namespace,
-                    gang.podgroup.name,
-                    status,
-                    subresource=api.resource.status_subresource,
-                    observed=gang.podgroup.status,
-                )
-            )
-        self._dirty.clear()
-        if KUBERNETES in self._api_named:
-            updates += self.composites.status_updates(now)
-        return updates
-
-    def _enqueue(self) -> None:
-        """Gangs of APIs whose clients wait for the gang to be enqueued (``enqueue.py``);
-        asked once a second."""
-        waiting = [
-            g
-            for g in self.gangs.gangs()
-            if not g.enqueued
-            and g.podgroup is not None
-            and g.is_gang()
-            and (api := self._api_named.get(g.api)) is not None
-            and api.awaits_enqueue(g.podgroup)
-        ]
-        if not waiting:
-            return
-        names: set[str] = set()
-        for g in waiting:
-            if g.podgroup is not None and g.podgroup.min_resources is not None:
-                names.update(g.podgroup.min_resources.names())
-        now = self.handle.now()
-        free = free_in_cluster(Snapshot(self.handle.cache), names)
-        promises = promised(self.gangs.gangs(), now)
-        for gang in enqueue(waiting, free, promises, now):
-            self._dirty.add(gang.key)
 
 
 def _same_but_status(before: PodGroupInfo, after: PodGroupInfo) -> bool:

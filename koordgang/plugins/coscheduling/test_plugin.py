@@ -21,8 +21,9 @@ import pytest
 from koordgang.framework.cycle import CycleOutcome, run_cycle
 from koordgang.framework.group import SchedulingGroup
 from koordgang.framework.handle import Handle
-from koordgang.framework.report import Report, StatusUpdate
+from koordgang.framework.report import Report
 from koordgang.framework.status import Code
+from koordgang.gangapis.koordinator import KoordinatorApi
 from koordgang.gangapis.status import podgroup_status
 from koordgang.model.gang import (
     GROUPS_KEY,
@@ -361,9 +362,10 @@ def test_the_default_profile_puts_coscheduling_at_every_gang_extension_point() -
         framework.reserves,
         framework.permits,
         framework.event_handlers,
-        framework.status_sources,
     ):
         assert plugin in point
+    # Its group objects' status is the engine's status controller's (engine/gang_status.py).
+    assert plugin not in framework.status_sources
 
 
 def test_an_unattached_plugin_says_so_instead_of_failing_obscurely() -> None:
@@ -1224,24 +1226,27 @@ def test_objects_of_other_kinds_are_not_the_plugins_business() -> None:
     assert list(scheduler.gangs.gangs()) == []
 
 
-def test_status_updates_publish_each_changed_podgroup_once() -> None:
+def test_each_changed_podgroup_is_touched_once_for_the_status_writer() -> None:
+    """The plugin marks the gangs whose status may have changed; the engine's status
+    controller takes them and asks each gang API for the words (engine/gang_status.py)."""
     pods = [
         *[member(f"a-{i}", how="podgroup", min_available=None) for i in range(2)],
         *gang(2, 2, name="plain"),
     ]
     scheduler = Scheduler(pods, cluster(4), [podgroup_json("a"), podgroup_json("idle")])
-    first = scheduler.framework.status_updates()
+    first = scheduler.gangs.take_touched()
     scheduler.cycle("a-0")
     scheduler.cycle("plain-0")
 
-    second = scheduler.framework.status_updates()
-    third = scheduler.framework.status_updates()
+    second = scheduler.gangs.take_touched()
+    third = scheduler.gangs.take_touched()
 
     gang_a = gang_of(scheduler.gangs)
-    assert [(u.namespace, u.name) for u in first] == [("ns", "a"), ("ns", "idle")]
-    assert second == [
-        StatusUpdate(PODGROUP_API, "podgroups", "ns", "a", podgroup_status(gang_a)),
-    ]
-    assert second[0].status["phase"] == "Scheduled"
-    assert second[0].status["scheduleStartTime"] == "2022-07-11T18:43:13Z"
+    # "plain" has no group object: the status controller passes it by.
+    assert first == ["ns/a", "ns/idle", "ns/plain"]
+    assert "ns/a" in second and "ns/idle" not in second
+    status = KoordinatorApi().status(gang_a, 0.0)
+    assert status == podgroup_status(gang_a)
+    assert status["phase"] == "Scheduled"
+    assert status["scheduleStartTime"] == "2022-07-11T18:43:13Z"
     assert third == []

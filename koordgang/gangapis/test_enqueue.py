@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from koordgang.gangapis.enqueue import enqueue, promised
 from koordgang.gangapis.volcano import VolcanoApi
-from koordgang.plugins.coscheduling.enqueue import enqueue, promised
 from koordgang.state.gangs import Gang, GangRegistry
 
 CPU = "cpu"

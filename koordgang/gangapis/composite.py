@@ -26,10 +26,10 @@ from koordgang.gangapis.kubernetes import (
     GROUP,
     parse_group_policy,
 )
+from koordgang.gangapis.readiness import own_problem
 from koordgang.model.composite import MAX_COMPOSITE_LEVELS, CompositeInfo
 from koordgang.model.gang import ConfigIssue, mapping, parse_minimum
 from koordgang.model.objects import ObjectRef
-from koordgang.plugins.coscheduling.readiness import own_problem
 from koordgang.state.composites import CompositeForest
 from koordgang.state.gangs import Gang, GangRegistry
 
@@ -109,8 +109,6 @@ class Composites:
         self.forest = forest
         #: Where running members are, for the topology keys of composites (set by the plugin).
         self.labels: NodeLabels = labels or (lambda _: {})
-        #: What each composite's pods were last told while it could not be placed.
-        self.last_message: dict[str, str] = {}
 
     def on_object(self, event: str, obj: Mapping[str, Any]) -> CompositeChange | None:
         """A CompositePodGroup event into the forest; None when only its status changed."""
@@ -119,7 +117,6 @@ class Composites:
         reports: tuple[Report, ...] = ()
         if event == "DELETED":
             self.forest.delete(info.key)
-            self.last_message.pop(info.key, None)
         else:
             self.forest.upsert(info)
             if before is not None and before == info:
@@ -156,7 +153,7 @@ class Composites:
             f"gang {gang.key} waits for its {tree.need.describe(tree.settled.__contains__)}"
             f" ({'; '.join([count, *waiting])})"
         )
-        self.last_message[tree.root.key] = message
+        self.forest.last_message[tree.root.key] = message
         return message
 
     def shape(self, group: SchedulingGroup, gangs: list[Gang], tree: Hierarchy | None) -> None:
@@ -368,8 +365,8 @@ class Composites:
             wanted = ("False", INVALID, problem)
         elif self.satisfied(composite, bound=True):
             wanted = ("True", SCHEDULED, "the minimum of its groups was placed and bound")
-        elif self.last_message.get(composite.key):
-            wanted = ("False", UNSCHEDULABLE, self.last_message[composite.key])
+        elif self.forest.last_message.get(composite.key):
+            wanted = ("False", UNSCHEDULABLE, self.forest.last_message[composite.key])
         else:
             return None
         if (

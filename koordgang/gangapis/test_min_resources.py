@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from koordgang.gangapis.min_resources import free_in_cluster, shortfall
 from koordgang.model.node import parse_node
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.model.resources import CPU, MEMORY, PODS, Resources, parse_resource_list
-from koordgang.plugins.coscheduling.min_resources import free_in_cluster, shortfall
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.snapshot import Snapshot
 

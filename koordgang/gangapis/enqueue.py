@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from koordgang.gangapis.min_resources import shortfall
 from koordgang.model.resources import format_amount
-from koordgang.plugins.coscheduling.min_resources import shortfall
 from koordgang.state.gangs import Gang
 
 
