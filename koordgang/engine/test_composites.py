@@ -5,6 +5,7 @@ unusable hierarchy places nothing and says why; its condition says what happened
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from koordgang.engine.conftest import NS, FakeApi, FakeClock, Harness, node, parse, pod_json
@@ -449,3 +450,20 @@ async def test_a_podgroup_with_a_topology_key_preempts_inside_one_value(
     await sched.run()
     deleted = [c.path for c in api.landed() if c.method == "DELETE" and "/pods/low-" in c.path]
     assert len(deleted) == 2, deleted
+
+
+async def test_a_composite_whose_children_finished_at_once_still_says_scheduled(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    pods = tree(sched, children=2, size=2)
+    sched.list(nodes=[node("n1", cpu="4")], pods=pods)
+    await sched.run()
+    assert len(api.binds()) == 4
+    sched.observe_binds()
+    # Short jobs: every member done before the next status tick.
+    for info in [p for p in sched.cache.pods() if p.node_name]:
+        sched.intake.on_pod_upsert(replace(info, phase="Succeeded", resource_version="9"))
+    await publish(sched, clock)
+    condition = composite_condition(api)
+    assert condition is not None
+    assert (condition["status"], condition["reason"]) == ("True", "Scheduled")

@@ -399,7 +399,10 @@ class Composites:
 
 
 def _bound_whole(gang: Gang) -> bool:
-    return sum(1 for _ in gang.bound_members()) >= (gang.spec.min_available or 0)
+    """Its minimum was bound: it ran whole, or that many members are on a node now (running,
+    or done already: kwok and short jobs finish fast)."""
+    minimum = gang.spec.min_available or 0
+    return gang.ran_whole or sum(1 for p in gang.members.values() if p.node_name) >= minimum
 
 
 def object_ref(info: CompositeInfo) -> ObjectRef:

@@ -222,6 +222,11 @@ class Gang:
         return self._satisfied and self.spec.match_policy is MatchPolicy.ONCE_SATISFIED
 
     @property
+    def ran_whole(self) -> bool:
+        """Its minimum was bound (and alive, or done) at once."""
+        return self._ran_whole
+
+    @property
     def finished(self) -> bool:
         """Its minimum of members succeeded: the job is done (one-way while members remain)."""
         return self._finished
