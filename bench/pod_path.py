@@ -1,0 +1,73 @@
+"""``python -m bench.pod_path``: the product files a gang member's pod crosses from its informer
+event to the start of its scheduling cycle, and how often the path moves between files.
+
+Runs the engine in process (the unit tests' fake API server and clock): a gang of two whose
+first member is already known; the second member's event is traced with ``sys.setprofile``
+until ``run_cycle`` starts. A measure of how spread out the gang model is (issue 35 asks for
+half the files)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+import koordgang.engine.loop as loop_module
+from koordgang.engine.conftest import FakeApi, FakeClock, Harness, gang, node
+from koordgang.settings import Settings
+
+
+def trace() -> list[str]:
+    """The files entered, in order (consecutive calls within one file counted once)."""
+    crossed: list[str] = []
+    recording = [False]
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event != "call" or not recording[0]:
+            return
+        name = frame.f_code.co_filename
+        if "/koordgang/" not in name or "/test_" in name or "conftest" in name:
+            return
+        relative = name.split("/koordgang/", 1)[1]
+        if not crossed or crossed[-1] != relative:
+            crossed.append(relative)
+
+    run_cycle: Callable[..., Any] = loop_module.run_cycle
+
+    def stop_at_cycle(*args: Any, **kwargs: Any) -> Any:
+        recording[0] = False
+        return run_cycle(*args, **kwargs)
+
+    async def run() -> None:
+        harness = Harness(FakeApi(), FakeClock(), Settings())
+        harness.list(nodes=[node("n1", cpu="8")], pods=[])
+        await harness.run()
+        first, second = gang("job", 2, 2)
+        harness.intake.on_pod_upsert(first)
+        loop_module.run_cycle = stop_at_cycle
+        try:
+            sys.setprofile(profile)
+            recording[0] = True
+            harness.intake.on_pod_upsert(second)
+            harness.step()
+        finally:
+            sys.setprofile(None)
+            loop_module.run_cycle = run_cycle
+        await harness.close()
+
+    asyncio.run(run())
+    return crossed
+
+
+def main() -> None:
+    crossed = trace()
+    files = sorted(set(crossed))
+    print(f"{len(files)} files, {len(crossed)} moves between files, event -> run_cycle:")
+    for name in files:
+        print(f"  koordgang/{name}")
+
+
+if __name__ == "__main__":
+    main()
