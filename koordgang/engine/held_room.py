@@ -36,6 +36,12 @@ class HeldRoom(EnginePart):
         self._nominations.add(pod, node, group)
         self._cache.assume(pod, node)
 
+    def release_pod(self, uid: str) -> bool:
+        """A pod that is gone holds nothing any more: its held placement and its nomination
+        are dropped (the cache forgets the pod itself). True when it held room."""
+        held = self._waiting.remove(uid) is not None
+        return self.release_nomination(uid) is not None or held
+
     def release_nomination(self, uid: str) -> Nomination | None:
         """Gives the room of ``uid``'s nomination back; returns the nomination, if it had one."""
         released = self._nominations.remove(uid)

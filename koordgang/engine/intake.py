@@ -43,7 +43,7 @@ LISTED_KINDS = frozenset(
 
 
 class Intake(EnginePart):
-    def __init__(self, parts: EngineParts) -> None:
+    def __init__(self, parts: EngineParts, held: HeldRoom) -> None:
         super().__init__(parts)
         #: Kinds listed at least once; the first cycle waits for all of ``LISTED_KINDS``
         #: (before that, nodes look emptier than they are, claims look missing).
@@ -52,8 +52,9 @@ class Intake(EnginePart):
         #: gang): ``scheduler_pending_pods{queue="gated"}``.
         self.gated: set[str] = set()
         self.ready = asyncio.Event()
-        #: Room held for pods not bound yet (held placements, nominations): its one owner.
-        self.held = HeldRoom(parts, requeue=self.enqueue)
+        #: Room held for pods not bound yet (held placements, nominations): the scheduler's,
+        #: shared with the loop.
+        self.held = held
         #: Watched objects as the plugins last heard of them (a what-if replays them).
         self.objects = WatchedObjects()
         #: The garbage collector's thresholds while the first listings come in (``relax``
@@ -105,9 +106,8 @@ class Intake(EnginePart):
         old = self._cache.pod(uid)
         if old is not None and self._pending.is_ours(old):
             self._framework.on_pod(old, None)
-        held = self._waiting.remove(uid) is not None
         self.gated.discard(uid)
-        held = self.held.release_nomination(uid) is not None or held
+        held = self.held.release_pod(uid)
         self._cache.remove_pod(uid)
         self._queue.delete(uid)
         self._reporter.forget(uid)

@@ -12,6 +12,7 @@ import structlog
 
 from koordgang.engine.binder import Binder, BindRequest
 from koordgang.engine.evictor import Eviction, Evictor
+from koordgang.engine.held_room import HeldRoom
 from koordgang.engine.intake import Intake
 from koordgang.engine.metrics import Metrics
 from koordgang.engine.parts import EnginePart, EngineParts
@@ -44,12 +45,13 @@ class SchedulingLoop(EnginePart):
         status_writer: StatusWriter,
         metrics: Metrics,
         statuses: Callable[[], list[StatusUpdate]],
+        held: HeldRoom,
     ) -> None:
         super().__init__(parts)
         #: The statuses of custom objects that may have changed (the scheduler's answer).
         self._statuses = statuses
         self._intake = intake
-        self._held = intake.held
+        self._held = held
         self._binder = binder
         self._evictor = evictor
         self._nominations = parts.framework.nominations

@@ -22,6 +22,7 @@ from koordgang.engine.binder import Binder
 from koordgang.engine.evictor import Evictor
 from koordgang.engine.gang_status import GangStatus
 from koordgang.engine.handle import EngineHandle, ReportRelevance
+from koordgang.engine.held_room import HeldRoom
 from koordgang.engine.intake import Intake
 from koordgang.engine.loop import SchedulingLoop
 from koordgang.engine.metrics import Metrics
@@ -93,7 +94,11 @@ class Scheduler:
             signals=self.signals,
             clock=clock,
         )
-        self.intake = Intake(parts)
+        #: Room held for pods not bound yet (held placements, nominations): its one owner,
+        #: handed to the intake and the loop. A pod whose room is released goes back through
+        #: the intake (to the queue, or gated).
+        self.held = HeldRoom(parts, requeue=lambda pod: self.intake.enqueue(pod))
+        self.intake = Intake(parts, self.held)
         self.bind_outcomes = BindOutcomes(parts, api)
         self.binder = Binder(
             api,
@@ -111,6 +116,7 @@ class Scheduler:
             status_writer=self.status_writer,
             metrics=self.metrics,
             statuses=self.status_updates,
+            held=self.held,
         )
         framework.attach(
             EngineHandle(
