@@ -208,6 +208,7 @@ class App:
         self.scheduler.metrics.leader.set(1)
         self.leading = True
         self.scheduler.start(self.supervisor)
+        log.info("scheduling from now on", scheduler=self.settings.scheduler_name)
 
     def _lost(self) -> None:
         """Another replica may hold the lease now: not one more write. The kubelet restarts

@@ -137,8 +137,9 @@ def test_the_daemon_shuts_down_once_and_cleanly_on_signals_at_once(
             env=env,
         )  # fmt: skip
         try:
-            # Logged by our startup hook, which kopf runs after installing its handlers.
-            _wait_for(stderr, "not read at start", process, timeout=60)
+            # Logged by our startup hook, which kopf runs after installing its handlers, once
+            # the first listings are over (failed: nothing listens) and the scheduler started.
+            _wait_for(stderr, "scheduling from now on", process, timeout=60)
             # Stopped, the daemon receives them all together when it continues (two SIGTERMs
             # pending at once are one; SIGTERM and SIGINT are two, which was the traceback).
             process.send_signal(signal.SIGSTOP)
