@@ -110,6 +110,26 @@ def condition(
     }
 
 
+def with_conditions(
+    before: Sequence[Mapping[str, Any]], wanted: Mapping[str, tuple[str, str, str]], now: float
+) -> dict[str, Any] | None:
+    """The status patch that sets each ``wanted`` condition (type -> status, reason, message)
+    among the object's conditions as last read; None when they all say so already."""
+    changed = {
+        kind: value
+        for kind, value in wanted.items()
+        if not any(
+            c.get("type") == kind and (c.get("status"), c.get("reason"), c.get("message")) == value
+            for c in before
+        )
+    }
+    if not changed:
+        return None
+    others = [c for c in before if c.get("type") not in changed]
+    made = [condition(kind, *value, before, now) for kind, value in changed.items()]
+    return {"conditions": [*others, *made]}
+
+
 def occupied_by(gang: Gang) -> str:
     """The controller of the gang's members (``namespace/name``), "" if they have none."""
     return next((p.owner for p in gang.members.values() if p.owner), "")

@@ -20,7 +20,7 @@ from typing import Any
 
 from koordgang.framework.group import GroupNeed, GroupPlan, SchedulingGroup
 from koordgang.framework.report import Report, StatusUpdate
-from koordgang.gangapis.base import condition, conditions_of
+from koordgang.gangapis.base import conditions_of, with_conditions
 from koordgang.gangapis.kubernetes import (
     COMPOSITE_RESOURCE,
     GROUP,
@@ -214,7 +214,9 @@ class Composites:
     def _subtree_problem(self, root: CompositeInfo) -> str:
         """What makes a composite under ``root`` unusable ("" when none does): a minimum that
         cannot be used, or more levels than a hierarchy may have."""
-        stack = [(root, len(self._up_to(root)))]
+        # The root's depth: itself and the composites above it (a usable chain: the gang's).
+        above = self.forest.ancestry(root.namespace, root.policy.parent).chain
+        stack = [(root, len(above) + 1)]
         seen: set[str] = set()
         while stack:
             composite, depth = stack.pop()
@@ -234,21 +236,6 @@ class Composites:
                 if child is not None:
                     stack.append((child, depth + 1))
         return ""
-
-    def _up_to(self, composite: CompositeInfo) -> list[CompositeInfo]:
-        """``composite`` and the composites above it (a cycle is walked once)."""
-        chain = [composite]
-        seen = {composite.key}
-        parent = composite.policy.parent
-        while parent:
-            key = f"{composite.namespace}/{parent}"
-            above = self.forest.get(key)
-            if above is None or key in seen:
-                break
-            seen.add(key)
-            chain.append(above)
-            parent = above.policy.parent
-        return chain
 
     def _need(self, composite: CompositeInfo, settled: set[str], seen: set[str]) -> GroupNeed:
         seen.add(composite.key)
@@ -369,18 +356,7 @@ class Composites:
             wanted = ("False", UNSCHEDULABLE, self.forest.last_message[composite.key])
         else:
             return None
-        if (
-            current is not None
-            and (
-                current.get("status"),
-                current.get("reason"),
-                current.get("message"),
-            )
-            == wanted
-        ):
-            return None
-        others = [c for c in conditions if c.get("type") != CONDITION]
-        return {"conditions": [*others, condition(CONDITION, *wanted, conditions, now)]}
+        return with_conditions(conditions, {CONDITION: wanted}, now)
 
     def problem_of(self, composite: CompositeInfo) -> str:
         """Why the hierarchy of ``composite`` cannot be used ("" when it can)."""

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordgang.framework.report import WatchedResource
-from koordgang.gangapis.base import condition, conditions_of
+from koordgang.gangapis.base import conditions_of, with_conditions
 from koordgang.model.gang import (
     ConfigIssue,
     GangRef,
@@ -131,20 +131,7 @@ class KubernetesApi:
                 PREEMPTED,
                 f"{preemptor} preempted members of the group",
             )
-        changed = {
-            key: value
-            for key, value in wanted.items()
-            if not any(
-                c.get("type") == key
-                and (c.get("status"), c.get("reason"), c.get("message")) == value
-                for c in conditions
-            )
-        }
-        if not changed:
-            return None
-        others = [c for c in conditions if c.get("type") not in changed]
-        made = [condition(key, *value, conditions, now) for key, value in changed.items()]
-        return {"conditions": [*others, *made]}
+        return with_conditions(conditions, wanted, now)
 
     def awaits_enqueue(self, podgroup: PodGroupInfo) -> bool:
         return False  # its clients make their pods at once
