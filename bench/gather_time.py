@@ -15,8 +15,8 @@ import time
 from bench.scenarios import BENCH_TOPOLOGY, BLOCK, SPINE
 from bench.synthetic import one_core_pod, ready_node
 from koordgang.framework.cycle_state import CycleState
-from koordgang.framework.group import GroupPart, SchedulingGroup
-from koordgang.model.gang import NETWORK_TOPOLOGY_SPEC_KEY
+from koordgang.framework.group import GroupPart, GroupTopology, SchedulingGroup
+from koordgang.model.gather import TopologySpec, parse_gather_spec
 from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
@@ -58,7 +58,7 @@ def measure(nodes: int = 4096, members: int = 256) -> tuple[float, int]:
         "bench/job",
         [GroupPart("bench/job", job, minimum=members)],
         job[0],
-        hints={NETWORK_TOPOLOGY_SPEC_KEY: RULES},
+        topology=GroupTopology(parsed_spec(RULES)),
     )
     snapshot = Snapshot(cache)
     plugin.tree(snapshot)  # built once per node change, not per job
@@ -84,3 +84,9 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def parsed_spec(text: str) -> TopologySpec:
+    spec, problem = parse_gather_spec(text)
+    assert spec is not None, problem
+    return spec

@@ -46,6 +46,7 @@ import structlog
 
 from bench import report
 from bench.console import Ticker, say
+from bench.gather_time import parsed_spec
 from bench.report import table
 from bench.results import ScenarioResult
 from bench.scenarios import BENCH_TOPOLOGY, BLOCK, SPINE
@@ -54,9 +55,8 @@ from koordgang.adapters.feeds import budget_feed, claim_feed, namespace_feed, no
 from koordgang.clients.api import JSON
 from koordgang.engine.scheduler import Scheduler
 from koordgang.framework.cycle_state import CycleState
-from koordgang.framework.group import GroupPart, SchedulingGroup
+from koordgang.framework.group import GroupPart, GroupTopology, SchedulingGroup
 from koordgang.gangapis import POD_ANNOTATION_KEYS
-from koordgang.model.gang import NETWORK_TOPOLOGY_SPEC_KEY
 from koordgang.model.pod import parse_pod
 from koordgang.plugins.networktopology.plugin import RESOURCE_ID, NetworkTopology
 from koordgang.plugins.profile import default_framework
@@ -663,7 +663,7 @@ class Simulation:
             f"{NAMESPACE}/gather",
             [GroupPart(f"{NAMESPACE}/gather", job, minimum=members)],
             job[0],
-            hints={NETWORK_TOPOLOGY_SPEC_KEY: GATHER_RULES},
+            topology=GroupTopology(parsed_spec(GATHER_RULES)),
         )
         snapshot = Snapshot(self.scheduler.cache)
         started = time.perf_counter()

@@ -41,12 +41,7 @@ from koordgang.model.dra import (
     parse_device_class,
     parse_resource_slice,
 )
-from koordgang.model.gang import (
-    MIN_AVAILABLE_KEY,
-    MODE_KEY,
-    NAME_KEY,
-    WAITING_TIME_KEY,
-)
+from koordgang.model.koordinator import MIN_AVAILABLE_KEY, MODE_KEY, NAME_KEY, WAITING_TIME_KEY
 from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.model.volumes import ClaimInfo

@@ -19,7 +19,7 @@ from koordgang.engine.conftest import (
     pod_json,
     uid_of,
 )
-from koordgang.model.gang import MIN_AVAILABLE_KEY, NAME_KEY, POD_GROUP_LABEL
+from koordgang.model.koordinator import MIN_AVAILABLE_KEY, NAME_KEY, POD_GROUP_LABEL
 from koordgang.model.pod import PodInfo
 
 X_K8S = "podgroups.scheduling.x-k8s.io"

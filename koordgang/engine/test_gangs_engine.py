@@ -14,7 +14,7 @@ from koordgang.engine.conftest import (
     pod,
     uid_of,
 )
-from koordgang.model.gang import TIMEOUT_KEY
+from koordgang.model.koordinator import TIMEOUT_KEY
 from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import Gang
 

@@ -20,7 +20,7 @@ from koordgang.engine.conftest import (
     pod,
     pod_json,
 )
-from koordgang.model.gang import NETWORK_TOPOLOGY_SPEC_KEY
+from koordgang.model.koordinator import NETWORK_TOPOLOGY_SPEC_KEY
 
 LOW, HIGH = 0, 100
 

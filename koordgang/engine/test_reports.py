@@ -19,7 +19,7 @@ from koordgang.engine.conftest import (
 )
 from koordgang.engine.reporter import REPEAT_AFTER
 from koordgang.framework.report import Report
-from koordgang.model.gang import POD_GROUP_LABEL
+from koordgang.model.koordinator import POD_GROUP_LABEL
 from koordgang.model.pod import PodInfo
 
 

@@ -186,7 +186,7 @@ class Framework:
             return SchedulingGroup.single(pod)
         if pending is None:
             group = SchedulingGroup.single(pod)
-            group.hints.update(self.grouping.hints_for(pod))
+            group.topology = self.grouping.topology_for(pod)
             return group
         return self.grouping.build_group(pod, pending)
 

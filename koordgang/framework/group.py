@@ -14,14 +14,22 @@ from typing import Protocol
 
 from koordgang.framework.diagnosis import Diagnosis
 from koordgang.framework.status import SUCCESS, Status
+from koordgang.model.gather import TopologySpec
 from koordgang.model.pod import PodInfo
 from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Placement, Snapshot
 
-#: A hint of a pod that goes alone although its gang exists (the gang was satisfied once): the
-#: nodes its gang's running members are on, comma-separated. A placement plugin may prefer
-#: their neighbourhood; it must not require it.
-RUNNING_NODES_HINT = "koordgang/running-nodes"
+
+@dataclass(frozen=True, slots=True)
+class GroupTopology:
+    """What the grouping plugin tells placement plugins of where the group wants to be."""
+
+    #: The gangs' network-topology spec, parsed once when the gang was resolved.
+    spec: TopologySpec
+    #: A pod that goes alone although its gang exists (the gang was satisfied once): the nodes
+    #: its gang's running members are on. A placement plugin may prefer their neighbourhood; it
+    #: must not require it.
+    near: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -161,9 +169,8 @@ class SchedulingGroup:
     #: Members nominated to a node by an earlier preemption (pod uid -> node): tried there
     #: first, where the room was made for them.
     nominated: dict[str, str] = field(default_factory=dict)
-    #: What the grouping plugin tells placement plugins about the group as a whole (the
-    #: network-topology spec, by its annotation key).
-    hints: dict[str, str] = field(default_factory=dict)
+    #: Where the group wants to be, as its grouping plugin says (None: anywhere).
+    topology: GroupTopology | None = None
     #: Gangs of gangs: which parts must be satisfied (None: all of them).
     need: GroupNeed | None = None
     #: Keys of the need's children satisfied before this cycle that are not parts of it.

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from koordgang.framework.cycle_state import CycleState
-from koordgang.framework.group import GroupPlan, Placer, SchedulingGroup
+from koordgang.framework.group import GroupPlan, GroupTopology, Placer, SchedulingGroup
 from koordgang.framework.jobs import JobRef
 from koordgang.framework.prebind import PreBindPlan
 from koordgang.framework.report import MetricSpec, StatusUpdate, WatchedResource
@@ -143,8 +143,8 @@ class GroupingPlugin(Plugin, Protocol):
     def build_group(self, pod: PodInfo, pending: Sequence[PodInfo]) -> SchedulingGroup:
         """The group of this cycle, from ``pod`` and the pending pods taken out of the queue."""
 
-    def hints_for(self, pod: PodInfo) -> dict[str, str]:
-        """Hints for placement plugins about a pod that goes alone (see ``SchedulingGroup``)."""
+    def topology_for(self, pod: PodInfo) -> GroupTopology | None:
+        """Where a pod that goes alone wants to be (see ``SchedulingGroup.topology``)."""
 
 
 @runtime_checkable

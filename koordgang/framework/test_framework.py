@@ -11,7 +11,14 @@ import pytest
 
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.framework import Framework, place_members
-from koordgang.framework.group import GroupPart, GroupPlan, Placer, PodResult, SchedulingGroup
+from koordgang.framework.group import (
+    GroupPart,
+    GroupPlan,
+    GroupTopology,
+    Placer,
+    PodResult,
+    SchedulingGroup,
+)
 from koordgang.framework.report import StatusUpdate
 from koordgang.framework.results import ALLOW, Decision, PermitResult, PostFilterResult
 from koordgang.framework.runner import PodRunner
@@ -179,8 +186,8 @@ class Grouper:
             return None
         return [p for p in self.pending if p.labels.get("team") == pod.labels["team"]]
 
-    def hints_for(self, pod: PodInfo) -> dict[str, str]:
-        return {}
+    def topology_for(self, pod: PodInfo) -> GroupTopology | None:
+        return None
 
     def build_group(self, pod: PodInfo, pending: Sequence[PodInfo]) -> SchedulingGroup:
         members = [pod, *pending]

@@ -28,7 +28,8 @@ from koordgang.gangapis.kubernetes import (
 )
 from koordgang.gangapis.readiness import own_problem
 from koordgang.model.composite import MAX_COMPOSITE_LEVELS, CompositeInfo
-from koordgang.model.gang import ConfigIssue, mapping, parse_minimum
+from koordgang.model.gang import ConfigIssue, parse_minimum
+from koordgang.model.json_values import mapping
 from koordgang.model.objects import ObjectRef
 from koordgang.state.composites import CompositeForest
 from koordgang.state.gangs import Gang, GangRegistry

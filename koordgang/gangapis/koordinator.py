@@ -9,14 +9,8 @@ from typing import Any
 
 from koordgang.framework.report import WatchedResource
 from koordgang.gangapis.status import podgroup_status
-from koordgang.model.gang import (
-    KOORDINATOR,
-    PREFIX,
-    GangRef,
-    PodGroupInfo,
-    gang_ref_of,
-    parse_podgroup,
-)
+from koordgang.model.gang import KOORDINATOR, GangRef, PodGroupInfo
+from koordgang.model.koordinator import PREFIX, gang_ref_of, parse_podgroup
 from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import Gang
 

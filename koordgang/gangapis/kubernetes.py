@@ -34,10 +34,10 @@ from koordgang.model.gang import (
     GangSource,
     GroupPolicy,
     PodGroupInfo,
-    mapping,
     parse_minimum,
     podgroup_info,
 )
+from koordgang.model.json_values import mapping
 from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import Gang
 

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordgang.framework.report import WatchedResource
-from koordgang.model.gang import GangRef, GangSource, PodGroupInfo, nonblank, podgroup_info
+from koordgang.model.gang import GangRef, GangSource, PodGroupInfo, podgroup_info
+from koordgang.model.json_values import nonblank
 from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import Gang
 

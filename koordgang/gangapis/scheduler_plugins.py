@@ -11,7 +11,9 @@ from typing import Any
 
 from koordgang.framework.report import WatchedResource
 from koordgang.gangapis.status import podgroup_status
-from koordgang.model.gang import GangRef, GangSource, PodGroupInfo, nonblank, parse_podgroup
+from koordgang.model.gang import GangRef, GangSource, PodGroupInfo
+from koordgang.model.json_values import nonblank
+from koordgang.model.koordinator import parse_podgroup
 from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import Gang
 

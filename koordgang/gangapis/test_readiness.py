@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from koordgang.gangapis.readiness import READY, GroupVerdict, check_group
-from koordgang.model.gang import GROUPS_KEY, MATCH_POLICY_KEY, TIMEOUT_KEY, PodGroupInfo
+from koordgang.model.gang import PodGroupInfo
+from koordgang.model.koordinator import GROUPS_KEY, MATCH_POLICY_KEY, TIMEOUT_KEY
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.state.test_gangs import gang_of, member, podgroup, registry, stamp
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from koordgang.gangapis.status import podgroup_phase, podgroup_status
-from koordgang.model.gang import TIMEOUT_KEY
+from koordgang.model.koordinator import TIMEOUT_KEY
 from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import Gang, GangRegistry
 from koordgang.state.test_gangs import T0, gang_of, member, podgroup, registry

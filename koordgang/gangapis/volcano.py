@@ -22,14 +22,11 @@ from koordgang.model.gang import (
     GangRef,
     GangSource,
     PodGroupInfo,
-    json_int,
-    mapping,
-    nonblank,
     parse_min_resources,
     parse_minimum,
     podgroup_info,
-    shown,
 )
+from koordgang.model.json_values import json_int, mapping, nonblank, shown
 from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import TASK_ANNOTATION, Gang
 

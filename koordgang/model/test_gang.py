@@ -4,11 +4,21 @@ from typing import Any
 import pytest
 
 from koordgang.model.gang import (
+    MAX_MIN_AVAILABLE,
+    ConfigIssue,
+    GangMode,
+    GangRef,
+    GangSource,
+    MatchPolicy,
+    PodGroupInfo,
+)
+from koordgang.model.gang_spec import GangSpec, resolve_gang_spec
+from koordgang.model.gather import GatherRule, gather_rules
+from koordgang.model.koordinator import (
     GROUPS_KEY,
     LIGHTWEIGHT_MIN_LABEL,
     LIGHTWEIGHT_NAME_LABEL,
     MATCH_POLICY_KEY,
-    MAX_MIN_AVAILABLE,
     MIN_AVAILABLE_KEY,
     MODE_KEY,
     NAME_KEY,
@@ -18,19 +28,9 @@ from koordgang.model.gang import (
     TIMEOUT_KEY,
     TOTAL_NUMBER_KEY,
     WAITING_TIME_KEY,
-    ConfigIssue,
-    GangMode,
-    GangRef,
-    GangSource,
-    GangSpec,
-    GatherRule,
-    MatchPolicy,
-    PodGroupInfo,
     gang_ref_of,
-    gather_rules,
     is_timed_out,
     parse_podgroup,
-    resolve_gang_spec,
     topology_index,
 )
 from koordgang.model.resources import Resources
@@ -304,8 +304,9 @@ def test_the_seed_escaped_groups_and_topology_spec_on_a_podgroup_are_accepted() 
     spec = resolve("default", {POD_GROUP_LABEL: "gang-worker"}, {}, podgroup)
     assert spec.issues == ()
     assert spec.groups == ("default/gang-master", "default/gang-worker")
-    assert spec.network_topology_spec == SEED_TOPOLOGY
-    assert gather_rules(spec.network_topology_spec) == (
+    assert spec.network_topology_spec is not None
+    assert spec.network_topology_spec.text == SEED_TOPOLOGY
+    assert spec.network_topology_spec.rules == (
         GatherRule("SpineLayer", "PreferGather"),
         GatherRule("BlockLayer", "PreferGather"),
         GatherRule("AcceleratorLayer", "PreferGather"),
@@ -864,8 +865,9 @@ def test_an_unknown_match_policy_falls_back_to_once_satisfied(value: str) -> Non
 )
 def test_a_well_formed_topology_spec_is_kept_verbatim(value: str, rules: int) -> None:
     spec = annotation_gang(network_topology_spec=value)
-    assert spec.network_topology_spec == value
-    assert len(gather_rules(spec.network_topology_spec)) == rules
+    assert spec.network_topology_spec is not None
+    assert spec.network_topology_spec.text == value
+    assert len(spec.network_topology_spec.rules) == rules
     assert spec.issues == ()
 
 

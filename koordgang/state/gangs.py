@@ -24,17 +24,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from koordgang.model.gang import (
-    KOORDINATOR,
-    GangRef,
-    GangSource,
-    GangSpec,
-    MatchPolicy,
-    PodGroupInfo,
-    gang_ref_of,
-    is_timed_out,
-    resolve_gang_spec,
-)
+from koordgang.model.gang import KOORDINATOR, GangRef, GangSource, MatchPolicy, PodGroupInfo
+from koordgang.model.gang_spec import GangSpec, resolve_gang_spec
+from koordgang.model.koordinator import gang_ref_of, is_timed_out
 from koordgang.model.pod import PodInfo
 from koordgang.state.composites import CompositeForest
 from koordgang.state.waiting import WaitingPods

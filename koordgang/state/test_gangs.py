@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from koordgang.model.gang import (
+from koordgang.model.gang import GangMode, GangSource, MatchPolicy, PodGroupInfo
+from koordgang.model.koordinator import (
     GROUPS_KEY,
     LIGHTWEIGHT_MIN_LABEL,
     LIGHTWEIGHT_NAME_LABEL,
@@ -22,10 +23,6 @@ from koordgang.model.gang import (
     NAME_KEY,
     POD_GROUP_LABEL,
     TIMEOUT_KEY,
-    GangMode,
-    GangSource,
-    MatchPolicy,
-    PodGroupInfo,
     parse_podgroup,
 )
 from koordgang.model.pod import PodInfo, parse_pod

@@ -29,9 +29,9 @@ import structlog
 
 from koordgang.framework.cycle_state import UNPLACED_MESSAGES, CycleState
 from koordgang.framework.group import (
-    RUNNING_NODES_HINT,
     GroupPart,
     GroupPlan,
+    GroupTopology,
     PartPlan,
     SchedulingGroup,
 )
@@ -52,11 +52,10 @@ from koordgang.gangapis.composite import Composites, Hierarchy
 from koordgang.gangapis.kubernetes import API as KUBERNETES
 from koordgang.gangapis.min_resources import free_in_cluster, shortfall
 from koordgang.gangapis.readiness import check_group, own_problem
-from koordgang.model.gang import (
+from koordgang.model.gang import GangMode, PodGroupInfo
+from koordgang.model.koordinator import (
     NETWORK_TOPOLOGY_SPEC_KEY,
     TIMEOUT_KEY,
-    GangMode,
-    PodGroupInfo,
     is_timed_out,
     topology_index,
 )
@@ -374,19 +373,16 @@ class Coscheduling:
             if member.uid != pod.uid and is_pending(member)
         ]
 
-    def hints_for(self, pod: PodInfo) -> dict[str, str]:
+    def topology_for(self, pod: PodInfo) -> GroupTopology | None:
         """A replacement in a gang that was satisfied once goes alone; with a network-topology
         spec, it is told where the gang's running members are, to be placed near them."""
         gang = self.gangs.gang_of(pod.uid)
-        if gang is None or not gang.exempt() or not gang.spec.network_topology_spec:
-            return {}
+        if gang is None or not gang.exempt() or gang.spec.network_topology_spec is None:
+            return None
         nodes = sorted({p.node_name for p in gang.bound_members()})
         if not nodes:
-            return {}
-        return {
-            NETWORK_TOPOLOGY_SPEC_KEY: gang.spec.network_topology_spec,
-            RUNNING_NODES_HINT: ",".join(nodes),
-        }
+            return None
+        return GroupTopology(gang.spec.network_topology_spec, near=tuple(nodes))
 
     def build_group(self, pod: PodInfo, pending: Sequence[PodInfo]) -> SchedulingGroup:
         gang = self.gangs.gang_of(pod.uid)
@@ -401,13 +397,13 @@ class Coscheduling:
                 by_gang[owner.key].append(member)
         parts = [self._part(g, by_gang[g.key]) for g in gangs]
         key = "\n".join(sorted(by_gang))
-        hints = {}
+        topology = None
         ordered = sorted(gangs, key=lambda g: g.key)
         specs = [(g.key, g.spec.network_topology_spec) for g in ordered]
-        chosen = next(((key, text) for key, text in specs if text), None)
+        chosen = next(((key, spec) for key, spec in specs if spec is not None), None)
         if chosen is not None:
-            hints[NETWORK_TOPOLOGY_SPEC_KEY] = chosen[1]
-            others = sorted({key for key, text in specs if text and text != chosen[1]})
+            topology = GroupTopology(chosen[1])
+            others = sorted({key for key, spec in specs if spec and spec != chosen[1]})
             if others:
                 self.handle.report(
                     Report.for_pod(
@@ -423,7 +419,7 @@ class Coscheduling:
         self._groups.move_to_end(key)
         if len(self._groups) > _GROUPS_REMEMBERED:
             self._groups.popitem(last=False)
-        group = SchedulingGroup(key, parts, pod, hints=hints)
+        group = SchedulingGroup(key, parts, pod, topology=topology)
         self.composites.shape(group, gangs, self.composites.hierarchy_of(gang))
         return group
 

@@ -6,7 +6,7 @@ import pytest
 
 from koordgang.framework.group import GroupPart, GroupPlan, PartPlan, PodResult
 from koordgang.framework.status import Status
-from koordgang.model.gang import GROUPS_KEY, MODE_KEY, WAITING_TIME_KEY
+from koordgang.model.koordinator import GROUPS_KEY, MODE_KEY, WAITING_TIME_KEY
 from koordgang.plugins.coscheduling import messages as say
 from koordgang.plugins.coscheduling.test_plugin import Scheduler, cluster, gang
 from koordgang.state.cache import SchedulerCache

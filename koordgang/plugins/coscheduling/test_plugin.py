@@ -25,7 +25,7 @@ from koordgang.framework.report import Report
 from koordgang.framework.status import Code
 from koordgang.gangapis.koordinator import KoordinatorApi
 from koordgang.gangapis.status import podgroup_status
-from koordgang.model.gang import (
+from koordgang.model.koordinator import (
     GROUPS_KEY,
     MATCH_POLICY_KEY,
     MODE_KEY,

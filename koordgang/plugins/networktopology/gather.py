@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from koordgang.framework.group import Placer
-from koordgang.model.gang import GatherRule
+from koordgang.model.gather import GatherRule
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import PODS
 from koordgang.model.topology import Domain, TopologyTree

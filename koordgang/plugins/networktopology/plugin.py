@@ -17,7 +17,6 @@ import structlog
 
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import (
-    RUNNING_NODES_HINT,
     GroupPlan,
     PartPlan,
     Placer,
@@ -27,11 +26,10 @@ from koordgang.framework.group import (
 from koordgang.framework.handle import Handle
 from koordgang.framework.report import Report, StatusUpdate, WatchedResource
 from koordgang.framework.status import Code, Status
-from koordgang.model.gang import (
+from koordgang.model.gather import GatherRule
+from koordgang.model.koordinator import (
     NETWORK_TOPOLOGY_INDEX_KEY,
     NETWORK_TOPOLOGY_SPEC_KEY,
-    GatherRule,
-    gather_rules,
     topology_index,
 )
 from koordgang.model.objects import ObjectRef
@@ -219,11 +217,12 @@ class NetworkTopology:
     def placement_scopes(
         self, group: SchedulingGroup, snapshot: Snapshot
     ) -> list[frozenset[str]] | None:
-        if RUNNING_NODES_HINT in group.hints:
+        topology = group.topology
+        if topology is not None and topology.near:
             return None  # a replacement prefers its gang's domain, never requires it
         if has_levels(group):
             return level_scopes(group, snapshot)
-        rules = gather_rules(group.hints.get(NETWORK_TOPOLOGY_SPEC_KEY))
+        rules = topology.spec.rules if topology is not None else ()
         network = [r for r in rules if r.must and not r.label_key]
         labelled = [r for r in rules if r.must and r.label_key]
         if not network and not labelled:
@@ -249,7 +248,7 @@ class NetworkTopology:
         self,
         group: SchedulingGroup,
         rules: tuple[GatherRule, ...],
-        running: list[str],
+        running: Sequence[str],
         snapshot: Snapshot,
         placer: Placer,
     ) -> GroupPlan | None:
@@ -286,13 +285,12 @@ class NetworkTopology:
             # Upstream's topology keys, at each level of the group (and where its running
             # members hold it); a Koordinator spec of the same gangs is not combined with them.
             return place_levels(group, snapshot, placer)
-        text = group.hints.get(NETWORK_TOPOLOGY_SPEC_KEY)
-        rules = gather_rules(text)
-        if not rules:
+        topology = group.topology
+        rules = topology.spec.rules if topology is not None else ()
+        if topology is None or not rules:
             return None
-        running = group.hints.get(RUNNING_NODES_HINT)
-        if running:
-            return self._near(group, rules, running.split(","), snapshot, placer)
+        if topology.near:
+            return self._near(group, rules, topology.near, snapshot, placer)
         members = _ranked(list(group.members()))
         if not members:
             return None

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from koordgang.model.gang import NETWORK_TOPOLOGY_INDEX_KEY, NETWORK_TOPOLOGY_SPEC_KEY, GatherRule
+from koordgang.model.gather import GatherRule
+from koordgang.model.koordinator import NETWORK_TOPOLOGY_INDEX_KEY, NETWORK_TOPOLOGY_SPEC_KEY
 from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.pod import PodInfo
 from koordgang.model.topology import TopologyTree, parse_topology_spec
