@@ -17,6 +17,7 @@ from bench.synthetic import one_core_pod, ready_node
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPart, GroupTopology, SchedulingGroup
 from koordgang.model.gather import TopologySpec, parse_gather_spec
+from koordgang.model.group_key import GroupKey
 from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
@@ -32,6 +33,12 @@ RULES = json.dumps(
         ]
     }
 )
+
+
+def parsed_spec(text: str) -> TopologySpec:
+    spec, problem = parse_gather_spec(text)
+    assert spec is not None, problem
+    return spec
 
 
 def measure(nodes: int = 4096, members: int = 256) -> tuple[float, int]:
@@ -55,7 +62,7 @@ def measure(nodes: int = 4096, members: int = 256) -> tuple[float, int]:
     plugin.on_object("clusternetworktopologies.scheduling.koordinator.sh", "ADDED", BENCH_TOPOLOGY)
     job = [one_core_pod(f"job-{m:03d}") for m in range(members)]
     group = SchedulingGroup(
-        "bench/job",
+        GroupKey(("bench/job",)),
         [GroupPart("bench/job", job, minimum=members)],
         job[0],
         topology=GroupTopology(parsed_spec(RULES)),
@@ -84,9 +91,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
-
-def parsed_spec(text: str) -> TopologySpec:
-    spec, problem = parse_gather_spec(text)
-    assert spec is not None, problem
-    return spec

@@ -57,6 +57,7 @@ from koordgang.engine.scheduler import Scheduler
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPart, GroupTopology, SchedulingGroup
 from koordgang.gangapis import POD_ANNOTATION_KEYS
+from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import parse_pod
 from koordgang.plugins.networktopology.plugin import RESOURCE_ID, NetworkTopology
 from koordgang.plugins.profile import default_framework
@@ -660,7 +661,7 @@ class Simulation:
         objects = gang_batch("gather", 1, members, cpu=GATHER_CPU, topology=GATHER_RULES)
         job = [parse_pod(o, annotation_prefixes=POD_ANNOTATION_KEYS) for o in objects]
         group = SchedulingGroup(
-            f"{NAMESPACE}/gather",
+            GroupKey((f"{NAMESPACE}/gather",)),
             [GroupPart(f"{NAMESPACE}/gather", job, minimum=members)],
             job[0],
             topology=GroupTopology(parsed_spec(GATHER_RULES)),

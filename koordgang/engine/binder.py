@@ -28,6 +28,7 @@ from koordgang.clients.retry import with_retries
 from koordgang.engine.metrics import Metrics
 from koordgang.engine.prebinder import Landed, PreBinder
 from koordgang.framework.prebind import ObjectWrite, PreBindPlan
+from koordgang.model.group_key import ALONE, GroupKey
 from koordgang.model.pod import PodInfo
 
 log = structlog.get_logger("koordgang.binder")
@@ -48,8 +49,8 @@ class BindRequest:
     node: str
     attempts: int
     enqueued_at: float
-    #: The scheduling group it was placed for ("" for a pod alone), for Unreserve on failure.
-    group: str = ""
+    #: The scheduling group it was placed for (empty for a pod alone), for Unreserve on failure.
+    group: GroupKey = ALONE
 
 
 class BindListener(Protocol):

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 
 from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.framework.results import UnreserveReason
+from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
 from koordgang.state.nominations import Nomination
 from koordgang.state.snapshot import Placement
@@ -30,7 +31,7 @@ class HeldRoom(EnginePart):
 
     # -- nominations ---------------------------------------------------------------------------
 
-    def nominate(self, pod: PodInfo, node: str, group: str) -> None:
+    def nominate(self, pod: PodInfo, node: str, group: GroupKey) -> None:
         """Holds room on ``node`` for ``pod`` while victims leave (or, after a restart, where
         its ``status.nominatedNodeName`` says)."""
         self._nominations.add(pod, node, group)
@@ -52,7 +53,7 @@ class HeldRoom(EnginePart):
     # -- held placements -----------------------------------------------------------------------
 
     def hold(
-        self, pod: PodInfo, node: str, *, group: str, part: str, since: float, deadline: float
+        self, pod: PodInfo, node: str, *, group: GroupKey, part: str, since: float, deadline: float
     ) -> None:
         """Keeps a placement the cycle committed, for ``group``, until ``deadline``."""
         self._waiting.add(pod, node, group=group, part=part, since=since, deadline=deadline)
@@ -62,7 +63,7 @@ class HeldRoom(EnginePart):
         keeps it assumed until the binding is seen)."""
         return self._waiting.remove(uid)
 
-    def release_group(self, group: str, reason: UnreserveReason) -> list[WaitingPod]:
+    def release_group(self, group: GroupKey, reason: UnreserveReason) -> list[WaitingPod]:
         """Gives up every placement held for ``group``: the room is free again, the plugins
         hear why (Unreserve), and the pods are planned again."""
         released = self._waiting.release_group(group)
@@ -87,7 +88,9 @@ class HeldRoom(EnginePart):
             self._waiting.remove(waiting.pod.uid)
             self._release(waiting.group, [waiting], UnreserveReason.NODE_GONE)
 
-    def _release(self, group: str, released: list[WaitingPod], reason: UnreserveReason) -> None:
+    def _release(
+        self, group: GroupKey, released: list[WaitingPod], reason: UnreserveReason
+    ) -> None:
         for waiting in released:
             self._cache.forget(waiting.pod.uid)
         self._framework.run_unreserve(group, [Placement(w.pod, w.node) for w in released], reason)

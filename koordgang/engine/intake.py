@@ -18,6 +18,7 @@ from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.framework.report import Report
 from koordgang.model.budgets import BudgetInfo
 from koordgang.model.dra import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
+from koordgang.model.group_key import ALONE
 from koordgang.model.node import NodeInfo
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo, PodParseError
@@ -148,7 +149,7 @@ class Intake(EnginePart):
             or self._cache.node(node) is None
         ):
             return
-        self.held.nominate(pod, node, "")
+        self.held.nominate(pod, node, ALONE)
 
     def on_pod_invalid(self, obj: Mapping[str, Any], error: PodParseError) -> None:
         """A pod we cannot read: if it is ours and unbound, it is told why on the pod itself;

@@ -202,7 +202,7 @@ class SchedulingLoop(EnginePart):
                     placement.pod,
                     placement.node_name,
                     group=group.key,
-                    part=part_of.get(placement.pod.uid, group.key),
+                    part=part_of.get(placement.pod.uid, str(group.key)),
                     since=now,
                     deadline=deadline,
                 )

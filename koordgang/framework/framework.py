@@ -54,6 +54,7 @@ from koordgang.framework.results import (
 )
 from koordgang.framework.runner import PodRunner
 from koordgang.framework.status import SUCCESS, Code, Status
+from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.nominations import Nominations
@@ -276,7 +277,7 @@ class Framework:
         return SUCCESS
 
     def run_unreserve(
-        self, group_key: str, placements: Sequence[Placement], reason: UnreserveReason
+        self, group_key: GroupKey, placements: Sequence[Placement], reason: UnreserveReason
     ) -> None:
         # In reverse, as kube-scheduler undoes reservations.
         for plugin in reversed(self.reserves):

@@ -15,6 +15,7 @@ from typing import Protocol
 from koordgang.framework.diagnosis import Diagnosis
 from koordgang.framework.status import SUCCESS, Status
 from koordgang.model.gather import TopologySpec
+from koordgang.model.group_key import ALONE, GroupKey
 from koordgang.model.pod import PodInfo
 from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Placement, Snapshot
@@ -160,9 +161,9 @@ def _child_name(child: GroupNeed | str) -> str:
 
 @dataclass(slots=True)
 class SchedulingGroup:
-    #: Identifies the group across cycles (held placements are filed under it); "" for a pod
-    #: that goes alone.
-    key: str
+    #: Identifies the group across cycles (held placements are filed under it); empty for a
+    #: pod that goes alone.
+    key: GroupKey
     parts: list[GroupPart]
     #: The pod popped from the queue that started the cycle.
     trigger: PodInfo
@@ -189,7 +190,7 @@ class SchedulingGroup:
 
     @staticmethod
     def single(pod: PodInfo) -> SchedulingGroup:
-        return SchedulingGroup("", [GroupPart(pod.key, [pod], minimum=1)], pod)
+        return SchedulingGroup(ALONE, [GroupPart(pod.key, [pod], minimum=1)], pod)
 
     def members(self) -> Iterator[PodInfo]:
         for part in self.parts:

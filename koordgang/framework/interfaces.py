@@ -24,6 +24,7 @@ from koordgang.framework.prebind import PreBindPlan
 from koordgang.framework.report import MetricSpec, StatusUpdate, WatchedResource
 from koordgang.framework.results import PermitResult, PostFilterResult, UnreserveReason
 from koordgang.framework.status import Status
+from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
 from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Placement, Snapshot
@@ -198,7 +199,7 @@ class ReservePlugin(Plugin, Protocol):
         """The placements are about to be held for the group; a failure undoes them all."""
 
     def unreserve(
-        self, group_key: str, placements: Sequence[Placement], reason: UnreserveReason
+        self, group_key: GroupKey, placements: Sequence[Placement], reason: UnreserveReason
     ) -> None:
         """Held placements were given up (rejected, timed out, bind failed); idempotent."""
 

@@ -24,6 +24,7 @@ from koordgang.framework.test_framework import (
     RecordingReserve,
 )
 from koordgang.framework.test_runner import CountingFit, FreeCpuScore, cluster, node, pod
+from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.snapshot import Placement, Snapshot, StaleSnapshotError
@@ -174,7 +175,7 @@ def test_wait_also_explains_pods_held_in_earlier_cycles() -> None:
             PermitResult(Decision.WAIT, deadline=NOW, messages={earlier.uid: "still waiting"}),
         )
     )
-    fw.waiting.add(earlier, "n1", group="ns/g", part="ns/a", since=0.0, deadline=NOW)
+    fw.waiting.add(earlier, "n1", group=GroupKey(("ns/g",)), part="ns/a", since=0.0, deadline=NOW)
 
     outcome = run(fw, gang(A0, minimum=3), cache)
 

@@ -8,6 +8,7 @@ from koordgang.framework.diagnosis import Diagnosis
 from koordgang.framework.group import GroupPart, GroupPlan, PartPlan, PodResult, SchedulingGroup
 from koordgang.framework.status import Code, Status
 from koordgang.framework.test_runner import cluster, pod
+from koordgang.model.group_key import ALONE
 from koordgang.state.snapshot import Placement, Snapshot
 
 P, Q, R = pod("p"), pod("q"), pod("r")
@@ -16,7 +17,7 @@ P, Q, R = pod("p"), pod("q"), pod("r")
 def test_a_pod_alone_is_a_group_of_one_without_a_key() -> None:
     group = SchedulingGroup.single(P)
 
-    assert group.key == ""
+    assert group.key == ALONE
     assert group.trigger is P
     assert [(part.key, part.pending, part.minimum, part.strict) for part in group.parts] == [
         ("ns/p", [P], 1, False)

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from koordgang.gangapis.status import podgroup_phase, podgroup_status
+from koordgang.model.group_key import GroupKey
 from koordgang.model.koordinator import TIMEOUT_KEY
 from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import Gang, GangRegistry
@@ -22,7 +23,7 @@ def hold(gangs: GangRegistry, name: str, node: str = "n1") -> None:
     does (in the registry of waiting pods, which the gang asks)."""
     gang = gang_of(gangs)
     [pod] = [p for p in gang.members.values() if p.name == name]
-    gangs.waiting.add(pod, node, group="ns/a", part="ns/a", since=1.0, deadline=601.0)
+    gangs.waiting.add(pod, node, group=GroupKey(("ns/a",)), part="ns/a", since=1.0, deadline=601.0)
 
 
 def counts(phase: str, scheduled: int, running: int, succeeded: int, failed: int) -> dict[str, Any]:
@@ -98,7 +99,7 @@ def test_a_gang_whose_held_placements_were_released_is_pre_scheduling_again() ->
     gang = gang_of(gangs)
     hold(gangs, "w-0")
 
-    gangs.waiting.release_group("ns/a")
+    gangs.waiting.release_group(GroupKey(("ns/a",)))
 
     assert podgroup_status(gang) == counts("PreScheduling", 0, 0, 0, 0)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
 
 
@@ -19,7 +20,7 @@ class Nomination:
     pod: PodInfo
     node: str
     #: The group it was nominated for ("" for a pod alone).
-    group: str
+    group: GroupKey
 
 
 class Nominations:
@@ -28,7 +29,7 @@ class Nominations:
         #: node -> uid -> nomination: a filter asks about one node at a time.
         self._by_node: dict[str, dict[str, Nomination]] = {}
 
-    def add(self, pod: PodInfo, node: str, group: str) -> None:
+    def add(self, pod: PodInfo, node: str, group: GroupKey) -> None:
         self.remove(pod.uid)
         nomination = Nomination(pod, node, group)
         self._by_uid[pod.uid] = nomination

@@ -10,7 +10,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
+from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
 
 
@@ -19,25 +21,28 @@ class WaitingPod:
     pod: PodInfo
     node: str
     #: The SchedulingGroup and GroupPart it was placed for.
-    group: str
+    group: GroupKey
     part: str
     #: When it was placed (monotonic clock).
     since: float
 
 
+_K = TypeVar("_K")
+
+
 class WaitingPods:
     def __init__(self) -> None:
         self._pods: dict[str, WaitingPod] = {}
-        self._by_group: dict[str, dict[str, WaitingPod]] = {}
+        self._by_group: dict[GroupKey, dict[str, WaitingPod]] = {}
         self._by_part: dict[str, dict[str, WaitingPod]] = {}
         #: group -> when its held pods are given up, and the same as a heap for the next one.
-        self._deadlines: dict[str, float] = {}
-        self._heap: list[tuple[float, str]] = []
+        self._deadlines: dict[GroupKey, float] = {}
+        self._heap: list[tuple[float, GroupKey]] = []
 
     # -- changes -----------------------------------------------------------------------------
 
     def add(
-        self, pod: PodInfo, node: str, *, group: str, part: str, since: float, deadline: float
+        self, pod: PodInfo, node: str, *, group: GroupKey, part: str, since: float, deadline: float
     ) -> None:
         self.remove(pod.uid)
         waiting = WaitingPod(pod, node, group, part, since)
@@ -59,17 +64,13 @@ class WaitingPods:
         waiting = self._pods.pop(uid, None)
         if waiting is None:
             return None
-        for index, key in ((self._by_group, waiting.group), (self._by_part, waiting.part)):
-            members = index.get(key)
-            if members is not None:
-                members.pop(uid, None)
-                if not members:
-                    del index[key]
+        _forget(self._by_group, waiting.group, uid)
+        _forget(self._by_part, waiting.part, uid)
         if waiting.group not in self._by_group:
             self._deadlines.pop(waiting.group, None)
         return waiting
 
-    def release_group(self, group: str) -> list[WaitingPod]:
+    def release_group(self, group: GroupKey) -> list[WaitingPod]:
         """Removes and returns every pod held for ``group``."""
         released = list(self._by_group.get(group, {}).values())
         for waiting in released:
@@ -96,7 +97,7 @@ class WaitingPods:
     def count_in_part(self, part: str) -> int:
         return len(self._by_part.get(part, ()))
 
-    def deadline(self, group: str) -> float | None:
+    def deadline(self, group: GroupKey) -> float | None:
         return self._deadlines.get(group)
 
     def next_deadline(self) -> float | None:
@@ -105,9 +106,9 @@ class WaitingPods:
             heapq.heappop(heap)
         return heap[0][0] if heap else None
 
-    def expired(self, now: float) -> list[str]:
+    def expired(self, now: float) -> list[GroupKey]:
         """Groups whose deadline has come (``now`` at or past it), earliest first."""
-        groups: list[str] = []
+        groups: list[GroupKey] = []
         heap = self._heap
         while heap and heap[0][0] <= now:
             deadline, group = heapq.heappop(heap)
@@ -115,3 +116,11 @@ class WaitingPods:
             if self._deadlines.get(group) == deadline and group not in groups:
                 groups.append(group)
         return groups
+
+
+def _forget(index: dict[_K, dict[str, WaitingPod]], key: _K, uid: str) -> None:
+    members = index.get(key)
+    if members is not None:
+        members.pop(uid, None)
+        if not members:
+            del index[key]

@@ -21,6 +21,7 @@ from koordgang.model.budgets import parse_budget
 from koordgang.model.dra import API_VERSION as DRA_API_VERSION
 from koordgang.model.dra import parse_device_class, parse_resource_claim, parse_resource_slice
 from koordgang.model.errors import ModelError
+from koordgang.model.group_key import ALONE
 from koordgang.model.node import parse_node
 from koordgang.model.pod import parse_pod
 from koordgang.model.volumes import parse_claim
@@ -82,7 +83,7 @@ async def read_cluster(
         ):
             # As the daemon does after a restart: the room preemption made stays held.
             cache.assume(pod, nominated)
-            nominations.add(pod, nominated, "")
+            nominations.add(pod, nominated, ALONE)
     dra = f"/apis/{DRA_API_VERSION}"
     optional: list[tuple[str, Callable[[Mapping[str, Any]], Any], Callable[[Any], Any]]] = [
         ("/api/v1/namespaces", _namespace, lambda item: cache.upsert_namespace(*item)),

@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -53,6 +52,7 @@ from koordgang.gangapis.kubernetes import API as KUBERNETES
 from koordgang.gangapis.min_resources import free_in_cluster, shortfall
 from koordgang.gangapis.readiness import check_group, own_problem
 from koordgang.model.gang import GangMode, PodGroupInfo
+from koordgang.model.group_key import GroupKey
 from koordgang.model.koordinator import (
     NETWORK_TOPOLOGY_SPEC_KEY,
     TIMEOUT_KEY,
@@ -67,8 +67,6 @@ from koordgang.state.gangs import Gang, GangRegistry, GangState
 from koordgang.state.snapshot import Placement, Snapshot
 
 log = structlog.get_logger("koordgang.gangs")
-
-_GROUPS_REMEMBERED = 4096
 
 GANGS = "koordgang_gangs"
 GANGS_BY_API = "koordgang_gangs_by_api"
@@ -109,9 +107,6 @@ class Coscheduling:
         self._told_ignored: set[str] = set()
         self._told_conflict: set[str] = set()
         self._handle: Handle | None = None
-        #: Group key -> the gangs it was built from (Unreserve names groups by key); the
-        #: most recent ones, as the key itself spells the gangs out too.
-        self._groups: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         #: Gangs of gangs (CompositePodGroups): which hierarchy a gang is placed in.
         self.composites = Composites(gangs, gangs.composites)
 
@@ -396,7 +391,7 @@ class Coscheduling:
             if owner is not None and owner.key in by_gang:
                 by_gang[owner.key].append(member)
         parts = [self._part(g, by_gang[g.key]) for g in gangs]
-        key = "\n".join(sorted(by_gang))
+        key = GroupKey.of(by_gang)
         topology = None
         ordered = sorted(gangs, key=lambda g: g.key)
         specs = [(g.key, g.spec.network_topology_spec) for g in ordered]
@@ -415,10 +410,6 @@ class Coscheduling:
                         f"{chosen[0]}'s",
                     )
                 )
-        self._groups[key] = tuple(by_gang)
-        self._groups.move_to_end(key)
-        if len(self._groups) > _GROUPS_REMEMBERED:
-            self._groups.popitem(last=False)
         group = SchedulingGroup(key, parts, pod, topology=topology)
         self.composites.shape(group, gangs, self.composites.hierarchy_of(gang))
         return group
@@ -449,9 +440,8 @@ class Coscheduling:
             part.pending = needed + [p for p in part.pending if p.uid not in first]
         return part
 
-    def _gangs_of(self, group_key: str) -> list[Gang]:
-        keys = self._groups.get(group_key) or tuple(group_key.split("\n"))
-        return [g for g in (self.gangs.get(k) for k in keys) if g is not None]
+    def _gangs_of(self, group_key: GroupKey) -> list[Gang]:
+        return [g for g in (self.gangs.get(k) for k in group_key.gangs) if g is not None]
 
     # -- before placing ------------------------------------------------------------------------
 
@@ -578,7 +568,7 @@ class Coscheduling:
         return SUCCESS
 
     def unreserve(
-        self, group_key: str, placements: Sequence[Placement], reason: UnreserveReason
+        self, group_key: GroupKey, placements: Sequence[Placement], reason: UnreserveReason
     ) -> None:
         if reason is UnreserveReason.BIND_FAILED and group_key:
             # A batch given up before its bindings (its writes failed) satisfied nothing:

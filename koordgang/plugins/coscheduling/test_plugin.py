@@ -25,6 +25,7 @@ from koordgang.framework.report import Report
 from koordgang.framework.status import Code
 from koordgang.gangapis.koordinator import KoordinatorApi
 from koordgang.gangapis.status import podgroup_status
+from koordgang.model.group_key import ALONE, GroupKey
 from koordgang.model.koordinator import (
     GROUPS_KEY,
     MATCH_POLICY_KEY,
@@ -299,7 +300,7 @@ class Scheduler:
         if outcome.release_held:
             self.release(group.key, "rejected")
 
-    def release(self, group: str, reason: str) -> list[Placement]:
+    def release(self, group: GroupKey, reason: str) -> list[Placement]:
         released = self.waiting.release_group(group)
         for waiting in released:
             self.cache.forget(waiting.pod.uid)
@@ -307,7 +308,7 @@ class Scheduler:
         self.framework.run_unreserve(group, placements, reason)
         return placements
 
-    def expire(self) -> list[str]:
+    def expire(self) -> list[GroupKey]:
         """Groups whose deadline came give up what they hold, as the engine's ``expire``."""
         groups = self.waiting.expired(self.clock.now)
         for group in groups:
@@ -393,7 +394,7 @@ def test_a_pod_outside_any_gang_goes_alone_and_binds_without_the_gang_plugin() -
     assert scheduler.framework.group_members(scheduler.pod("plain")) is None
     outcome = scheduler.cycle("plain")
 
-    assert outcome.group.key == ""
+    assert outcome.group.key == ALONE
     assert outcome.status.is_success
     assert bound(outcome) == ["plain"]
 
@@ -425,7 +426,7 @@ def test_the_group_of_a_gang_is_its_pending_members_with_their_minimum() -> None
 
     group = scheduler.group("a-2")
 
-    assert group.key == "ns/a"
+    assert group.key == GroupKey(("ns/a",))
     assert group.trigger.name == "a-2"
     [part] = group.parts
     assert (part.key, part.minimum, part.counted, part.strict) == ("ns/a", 2, 1, True)
@@ -576,7 +577,7 @@ def test_a_nonstrict_gang_still_short_keeps_the_deadline_of_its_first_hold() -> 
     assert held(first) == ["a-0", "a-1"]
     assert held(second) == ["a-2"]
     assert first.deadline == second.deadline == START + 30
-    assert scheduler.waiting.deadline("ns/a") == START + 30
+    assert scheduler.waiting.deadline(GroupKey(("ns/a",))) == START + 30
     assert set(second.explain.values()) == {
         "gang ns/a: 3/4 members placed, min 4 (holding 3 reservation(s) for at most 30s); "
         "0/3 nodes are available: 3 Insufficient cpu."
@@ -625,7 +626,7 @@ def test_a_gang_group_is_one_group_with_a_part_per_gang() -> None:
 
     group = scheduler.group("b-1")
 
-    assert group.key == "ns/a\nns/b"
+    assert group.key == GroupKey(("ns/a", "ns/b"))
     assert [(part.key, [p.name for p in part.pending]) for part in group.parts] == [
         ("ns/a", ["a-0", "a-1"]),
         ("ns/b", ["b-0", "b-1"]),
@@ -763,7 +764,7 @@ def test_members_of_a_satisfied_gang_later_schedule_like_plain_pods() -> None:
     assert scheduler.framework.group_members(scheduler.pod("a-2")) is None
     outcome = scheduler.cycle("a-2")
 
-    assert outcome.group.key == ""
+    assert outcome.group.key == ALONE
     assert bound(outcome) == ["a-2"]
 
 
@@ -910,7 +911,7 @@ def gpu_scheduler(
         scheduler.waiting.add(
             pod,
             f"n{i + 1}",
-            group="ns/a",
+            group=GroupKey(("ns/a",)),
             part="ns/a",
             since=START,
             deadline=START + 600,
@@ -990,7 +991,7 @@ def timed_out(pods: list[PodInfo] | None = None) -> Scheduler:
     scheduler = Scheduler(pods or gang(4, 4, annotations=annotations), cluster(3))
     scheduler.cycle("a-0")
     scheduler.clock.advance(30)
-    assert scheduler.expire() == ["ns/a"]
+    assert scheduler.expire() == [GroupKey(("ns/a",))]
     return scheduler
 
 
@@ -1027,7 +1028,7 @@ def test_a_timed_out_group_times_out_every_gang_in_it() -> None:
     scheduler.cycle("a-0")
     scheduler.clock.advance(DEFAULT_WAIT)
 
-    assert scheduler.expire() == ["ns/a\nns/b"]
+    assert scheduler.expire() == [GroupKey(("ns/a", "ns/b"))]
 
     assert gang_of(scheduler.gangs, "ns/a").timed_out
     assert gang_of(scheduler.gangs, "ns/b").timed_out
@@ -1063,7 +1064,7 @@ def test_a_timeout_of_gangs_that_were_all_satisfied_only_releases_the_room() -> 
     assert held(first) == ["a-2"]
     scheduler.clock.advance(DEFAULT_WAIT)
 
-    assert scheduler.expire() == ["ns/a"]
+    assert scheduler.expire() == [GroupKey(("ns/a",))]
 
     gang_a = gang_of(scheduler.gangs)
     assert gang_a.satisfied and not gang_a.timed_out

@@ -60,7 +60,7 @@ class Fit:
             other = nomination.pod
             if other.uid == pod.uid or other.priority < pod.priority:
                 continue
-            holder = holder or (nomination.group or other.key).replace("\n", " + ")
+            holder = holder or str(nomination.group) or other.key
             for name, amount in other.requests.items():
                 held[name] = held.get(name, 0) + amount
         if not holder:

@@ -133,7 +133,7 @@ class Preemption:
         job = group.job_name()
         if _never(members) or group.preempt_never:
             return self._refuse(members, "preemptionPolicy is Never")
-        key = group.key or group.trigger.uid
+        key = str(group.key) or group.trigger.uid
         now = self.handle.now()
         attempt = self._attempts.get(key)
         if attempt is not None:

@@ -201,7 +201,7 @@ class StarvationGuard:
         for its minResources check (as preemption's victims do)."""
         if not self.enabled:
             return {}
-        key = group.key or group.trigger.uid
+        key = str(group.key) or group.trigger.uid
         now = self.handle.now()
         if key not in self._reservations and not self._may_reserve(key, now):
             return {}
@@ -218,7 +218,7 @@ class StarvationGuard:
         needed = plan.needed()
         if not needed or not snapshot.nodes:
             return PostFilterResult(SKIP)
-        key = group.key or group.trigger.uid
+        key = str(group.key) or group.trigger.uid
         now = self.handle.now()
         self._prune(now)
         members = list(group.members())
