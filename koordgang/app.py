@@ -6,7 +6,6 @@ import asyncio
 import os
 import socket
 import time
-from typing import Any
 
 import structlog
 
@@ -39,12 +38,9 @@ from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
 from koordgang.framework.report import WatchedResource
 from koordgang.model.dra import API_VERSION as DRA_API_VERSION
-from koordgang.plugins.coscheduling import gang_rows
-from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.profile import default_framework
-from koordgang.plugins.starvationguard import StarvationGuard
 from koordgang.settings import Settings
-from koordgang.state.cache import SchedulerCache
+from koordgang.state.gang_rows import gang_rows
 from koordgang.state.gangs import GangRegistry
 from koordgang.whatif.fork import DaemonState
 from koordgang.whatif.service import WhatIfService
@@ -127,7 +123,7 @@ class App:
                 problems=self.supervisor.problems,
                 is_ready=lambda: self.scheduler.ready,
                 render_metrics=self.scheduler.metrics.render,
-                render_gangs=lambda: self._gang_rows(gangs, cache),
+                render_gangs=lambda: gang_rows(gangs, cache, self.scheduler.framework.gang_facts),
                 role=lambda: self.role,
                 whatif=whatif.answer,
                 memory=self.memory.report if self.memory is not None else None,
@@ -216,27 +212,6 @@ class App:
         self.scheduler.metrics.leader.set(0)
         log.error("leader lease lost: exiting at once")
         os._exit(3)
-
-    def _gang_rows(self, gangs: GangRegistry, cache: SchedulerCache) -> list[dict[str, Any]]:
-        """The gang view, with the network domain each gathered gang was placed in and the
-        nodes a starving gang holds."""
-        rows = gang_rows(gangs, cache)
-        topology = next(
-            (p for p in self.scheduler.framework.plugins if isinstance(p, NetworkTopology)), None
-        )
-        if topology is not None:
-            for row in rows:
-                row["domain"] = topology.domain_of(row["gang"])
-        guard = next(
-            (p for p in self.scheduler.framework.plugins if isinstance(p, StarvationGuard)), None
-        )
-        if guard is not None:
-            for row in rows:
-                reservation = guard.reservation_of(row["gang"])
-                if reservation is not None:
-                    row["reserved"] = sorted(reservation.nodes)
-                    row["waitingFor"] = reservation.describe()
-        return rows
 
     def _fatal(self, task: str, error: str) -> None:
         """A guarded task failed more often than it may: stop, and exit non-zero."""

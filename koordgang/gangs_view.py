@@ -61,8 +61,8 @@ def from_cluster(
     from koordgang.model.dra import parse_resource_claim
     from koordgang.model.errors import ModelError
     from koordgang.model.pod import parse_pod
-    from koordgang.plugins.coscheduling import gang_rows
     from koordgang.state.cache import SchedulerCache
+    from koordgang.state.gang_rows import gang_rows
     from koordgang.state.gangs import GangRegistry
 
     try:

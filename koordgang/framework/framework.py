@@ -19,6 +19,7 @@ from koordgang.framework.interfaces import (
     ClusterScorePlugin,
     EventHandlerPlugin,
     FilterPlugin,
+    GangFactsPlugin,
     GaugeSourcePlugin,
     GroupingPlugin,
     GroupPlacementPlugin,
@@ -97,6 +98,7 @@ class Framework:
         self.event_handlers: list[EventHandlerPlugin] = _of(plugins, EventHandlerPlugin)
         self.status_sources: list[StatusSourcePlugin] = _of(plugins, StatusSourcePlugin)
         self.job_views: list[JobViewPlugin] = _of(plugins, JobViewPlugin)
+        self.gang_fact_sources: list[GangFactsPlugin] = _of(plugins, GangFactsPlugin)
         self.pod_gone: list[PodGonePlugin] = _of(plugins, PodGonePlugin)
         self.scopes: list[PlacementScopePlugin] = _of(plugins, PlacementScopePlugin)
         self.gauge_sources: list[GaugeSourcePlugin] = _of(plugins, GaugeSourcePlugin)
@@ -256,6 +258,13 @@ class Framework:
             if scopes is not None:
                 return scopes
         return None
+
+    def gang_facts(self, gang_key: str) -> dict[str, Any]:
+        """What the plugins add to a gang's row in the gangs view, merged in profile order."""
+        facts: dict[str, Any] = {}
+        for plugin in self.gang_fact_sources:
+            facts.update(plugin.gang_facts(gang_key))
+        return facts
 
     def job_of(self, pod: PodInfo) -> JobRef | None:
         """The job a running pod belongs to, as the plugins that know say it."""

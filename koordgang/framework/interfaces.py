@@ -236,6 +236,13 @@ class JobViewPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class GangFactsPlugin(Plugin, Protocol):
+    def gang_facts(self, gang_key: str) -> Mapping[str, Any]:
+        """What this plugin adds to a gang's row in the gangs view (``/gangs``, what-if): its
+        own fields by name, empty when it knows nothing of the gang."""
+
+
+@runtime_checkable
 class GaugeSourcePlugin(Plugin, Protocol):
     def gauges(self) -> Mapping[str, Mapping[str, float]]:
         """Values of the gauges the plugin declared, by metric name and label value

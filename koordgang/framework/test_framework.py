@@ -347,6 +347,24 @@ def test_status_updates_of_every_source_are_collected() -> None:
     assert fw.status_updates() == [a, b]
 
 
+class GangFacts:
+    def __init__(self, name: str, facts: dict[str, dict[str, Any]]) -> None:
+        self.name = name
+        self.facts = facts
+
+    def gang_facts(self, gang_key: str) -> Mapping[str, Any]:
+        return self.facts.get(gang_key, {})
+
+
+def test_gang_facts_of_every_plugin_are_merged_later_plugins_winning() -> None:
+    fw = framework(
+        GangFacts("Topology", {"ns/a": {"domain": "spine s1", "waitingFor": "old"}}),
+        GangFacts("Guard", {"ns/a": {"waitingFor": "new", "reserved": ["n1"]}}),
+    )
+    assert fw.gang_facts("ns/a") == {"domain": "spine s1", "waitingFor": "new", "reserved": ["n1"]}
+    assert fw.gang_facts("ns/b") == {}
+
+
 # -- groups ------------------------------------------------------------------------------------
 
 

@@ -41,7 +41,6 @@ from koordgang.model.dra import ResourceClaimInfo
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import format_amount
 from koordgang.plugins.dynamicresources import DynamicResources
-from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.preemption.victims import CostModel
 from koordgang.plugins.profile import default_framework
 from koordgang.plugins.starvationguard import StarvationGuard
@@ -426,7 +425,5 @@ def _domain(forked: Fork, gang_keys: Sequence[str], outcome: str) -> str:
     """The network-topology domain the group was gathered in, when a rule applied."""
     if outcome not in (BIND, HOLD):
         return ""
-    topology = next((p for p in forked.framework.plugins if isinstance(p, NetworkTopology)), None)
-    if topology is None:
-        return ""
-    return next((d for key in gang_keys if (d := topology.domain_of(key))), "")
+    facts = forked.framework.gang_facts
+    return next((str(d) for key in gang_keys if (d := facts(key).get("domain"))), "")

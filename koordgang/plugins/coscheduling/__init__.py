@@ -3,6 +3,5 @@ readiness and minResources, all-or-nothing Permit, Strict and NonStrict, timeout
 status."""
 
 from koordgang.plugins.coscheduling.plugin import Coscheduling, member_order
-from koordgang.plugins.coscheduling.view import gang_rows
 
-__all__ = ["Coscheduling", "gang_rows", "member_order"]
+__all__ = ["Coscheduling", "member_order"]

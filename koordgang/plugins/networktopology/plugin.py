@@ -87,6 +87,9 @@ class NetworkTopology:
         """Where the gang's group was last gathered ("" if it was not)."""
         return self._placed_in.get(gang_key, "")
 
+    def gang_facts(self, gang_key: str) -> Mapping[str, Any]:
+        return {"domain": self.domain_of(gang_key)}
+
     def attach(self, handle: Handle) -> None:
         self._handle = handle
 

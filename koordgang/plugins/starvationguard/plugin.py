@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.diagnosis import plural
@@ -148,6 +149,13 @@ class StarvationGuard:
             if reservation.job == job:
                 return reservation
         return None
+
+    def gang_facts(self, gang_key: str) -> Mapping[str, Any]:
+        """The nodes a starving job holds, and whom it waits for there."""
+        reservation = self.reservation_of(gang_key)
+        if reservation is None:
+            return {}
+        return {"reserved": sorted(reservation.nodes), "waitingFor": reservation.describe()}
 
     def metrics(self) -> Sequence[MetricSpec]:
         return _METRICS

@@ -1,9 +1,11 @@
 """The gangs as people want to see them (``/gangs``, ``koordgang gangs``): every gang, its group,
 mode, members created, placed and bound, its state, why it waits, and the devices its members
-got through their ResourceClaims."""
+got through their ResourceClaims, with what plugins add of their own (``facts``: the network
+domain a gathered gang was placed in, the nodes a starving job holds)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from koordgang.model.pod import PodInfo
@@ -11,8 +13,12 @@ from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import GangRegistry
 
 
-def gang_rows(gangs: GangRegistry, cache: SchedulerCache) -> list[dict[str, Any]]:
-    rows = []
+def gang_rows(
+    gangs: GangRegistry,
+    cache: SchedulerCache,
+    facts: Callable[[str], Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     for gang in sorted(gangs.gangs(), key=lambda g: g.key):
         spec = gang.spec
         members = list(gang.live_members())
@@ -32,6 +38,8 @@ def gang_rows(gangs: GangRegistry, cache: SchedulerCache) -> list[dict[str, Any]
                 "devices": _devices(members, cache),
             }
         )
+        if facts is not None:
+            rows[-1].update(facts(gang.key))
     return rows
 
 
