@@ -82,6 +82,10 @@ class Intake(EnginePart):
             self.gated.add(pod.uid)
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
+        """PreEnqueue decides again about these pods (a plugin says its verdict may have
+        changed): let in, they go to the active queue; refused, they wait outside it. This and
+        ``enqueue`` are the only places PreEnqueue runs: a pod popped from the queue is not
+        asked again."""
         now = self._clock()
         for pod in pods:
             current = self._cache.pod(pod.uid)
@@ -90,6 +94,9 @@ class Intake(EnginePart):
             if self._framework.run_pre_enqueue(current).is_success:
                 self.gated.discard(current.uid)
                 self._queue.activate(current, now)
+            else:
+                self._queue.delete(current.uid)
+                self.gated.add(current.uid)
         self._signals.wake()
 
     def on_pod_upsert(self, pod: PodInfo) -> None:

@@ -145,10 +145,6 @@ class SchedulingLoop(EnginePart):
         if current is None or not self._pending.is_pending(current):
             self._queue.done(entry)
             return
-        if not self._framework.run_pre_enqueue(current).is_success:
-            self._queue.delete(current.uid)  # it waits outside the queue now
-            self._intake.gated.add(current.uid)
-            return
         entry.pod = pod = current
         others = self._framework.group_members(pod)
         pending = None

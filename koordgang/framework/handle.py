@@ -41,7 +41,8 @@ class EngineServices(Protocol):
         """An event for a metric a plugin declared."""
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
-        """These pods may be schedulable now: PreEnqueue again, then the active queue."""
+        """PreEnqueue again for these pods (its verdict may have changed): the active queue if
+        it lets them in, else they wait outside the queue."""
 
     def request_move(self) -> None:
         """Something changed that may let parked pods fit: retry them."""
@@ -76,7 +77,8 @@ class Handle(Protocol):
         counter counts ``value``, a histogram observes it."""
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
-        """These pods may be schedulable now: PreEnqueue again, then the active queue."""
+        """PreEnqueue again for these pods (its verdict may have changed): the active queue if
+        it lets them in, else they wait outside the queue."""
 
     def request_move(self) -> None:
         """Something changed that may let pods parked as unschedulable fit: retry them."""

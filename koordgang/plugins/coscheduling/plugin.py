@@ -595,9 +595,10 @@ class Coscheduling:
         gang.last_message = message
         self.gangs.touch(gang.key)
         log.warning("gang timed out", gang=gang.key, waiting_time=gang.spec.waiting_time)
-        for pod in list(gang.members.values()):
-            if pod.node_name or pod.is_terminal:
-                continue
+        waiting = [p for p in gang.members.values() if not p.node_name and not p.is_terminal]
+        # Members still queued leave the queue now (PreEnqueue refuses a timed-out gang's).
+        self.handle.activate(waiting)
+        for pod in waiting:
             self.handle.report(
                 Report.for_pod(
                     pod,

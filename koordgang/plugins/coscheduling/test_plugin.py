@@ -1121,8 +1121,18 @@ def test_a_timed_out_member_re_enqueued_before_its_annotation_is_not_told_it_is_
     assert scheduler.reports("FailedScheduling") == []
 
 
+def test_a_time_out_has_preenqueue_decide_again_about_its_pending_members() -> None:
+    scheduler = timed_out()
+
+    # Queued members leave the queue at once: PreEnqueue refuses every one of them now.
+    assert sorted(scheduler.handle.activated) == ["a-0", "a-1", "a-2", "a-3"]
+    for name in scheduler.handle.activated:
+        assert not scheduler.framework.run_pre_enqueue(scheduler.pod(name)).is_success
+
+
 def test_deleting_every_timed_out_member_lifts_the_latch_and_activates_the_others() -> None:
     scheduler = timed_out()
+    scheduler.handle.activated.clear()  # the time-out's own (see above)
     scheduler.add(member("a-new", min_available="4", annotations=NONSTRICT))
 
     for name in ("a-0", "a-1", "a-2"):
