@@ -36,17 +36,21 @@ POD_ANNOTATION_KEYS: tuple[str, ...] = tuple(
 
 
 class Resolve:
-    """Every gang a pod names, one per API at most, in the APIs' order."""
+    """Every gang a pod names, one per API at most, in the APIs' order: read from what each
+    API declares (:attr:`GangApi.names`), without asking the APIs themselves."""
 
     def __init__(self, apis: tuple[GangApi, ...]) -> None:
         self.apis = apis
+        self._names = tuple((api.name, api.names) for api in apis)
 
     def __call__(self, pod: PodInfo) -> Sequence[GangRef]:
         refs = []
-        for api in self.apis:
-            ref = api.ref_of(pod)
-            if ref is not None:
-                refs.append(ref)
+        for api, names in self._names:
+            for way in names:
+                ref = way.ref_of(pod, api)
+                if ref is not None:
+                    refs.append(ref)
+                    break
         return refs
 
 

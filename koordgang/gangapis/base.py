@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from koordgang.framework.report import WatchedResource
-from koordgang.model.gang import GangRef, PodGroupInfo
-from koordgang.model.pod import PodInfo
+from koordgang.model.gang import GangName, PodGroupInfo
 from koordgang.state.gangs import Gang
 
 
@@ -33,8 +32,9 @@ class GangApi(Protocol):
     #: where that project installed it already.
     crd_value: str
 
-    def ref_of(self, pod: PodInfo) -> GangRef | None:
-        """The gang ``pod`` names in this API, None if it names none."""
+    #: How a pod names its gang in this API, first match wins (a label, an annotation, the
+    #: pod's ``spec.schedulingGroup``).
+    names: tuple[GangName, ...]
 
     def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
         """A group object of :attr:`resource` as the internal gang's object. Never raises:

@@ -9,9 +9,8 @@ from typing import Any
 
 from koordgang.framework.report import WatchedResource
 from koordgang.gangapis.status import podgroup_status
-from koordgang.model.gang import KOORDINATOR, GangRef, PodGroupInfo
-from koordgang.model.koordinator import PREFIX, gang_ref_of, parse_podgroup
-from koordgang.model.pod import PodInfo
+from koordgang.model.gang import KOORDINATOR, GangName, PodGroupInfo
+from koordgang.model.koordinator import GANG_NAMES, PREFIX, parse_podgroup
 from koordgang.state.gangs import Gang
 
 
@@ -25,9 +24,7 @@ class KoordinatorApi:
     pod_keys: tuple[str, ...] = (PREFIX, "scheduling.koordinator.sh/")
     crd = "podgroups.scheduling.sigs.k8s.io.yaml"
     crd_value = ""
-
-    def ref_of(self, pod: PodInfo) -> GangRef | None:
-        return gang_ref_of(pod.namespace, pod.labels, pod.annotations)
+    names: tuple[GangName, ...] = GANG_NAMES
 
     def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
         return parse_podgroup(obj)

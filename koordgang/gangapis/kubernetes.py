@@ -30,15 +30,15 @@ from koordgang.framework.report import WatchedResource
 from koordgang.gangapis.base import conditions_of, with_conditions
 from koordgang.model.gang import (
     ConfigIssue,
-    GangRef,
+    GangName,
     GangSource,
     GroupPolicy,
+    NameIn,
     PodGroupInfo,
     parse_minimum,
     podgroup_info,
 )
 from koordgang.model.json_values import mapping
-from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import Gang
 
 API = "kubernetes"
@@ -74,15 +74,11 @@ class KubernetesApi:
     )
     related: tuple[WatchedResource, ...] = (COMPOSITE_RESOURCE,)
     pod_keys: tuple[str, ...] = ()
+    names: tuple[GangName, ...] = (
+        GangName(NameIn.SCHEDULING_GROUP, POD_FIELD, GangSource.POD_GROUP),
+    )
     crd = ""
     crd_value = ""
-
-    def ref_of(self, pod: PodInfo) -> GangRef | None:
-        if not pod.scheduling_group:
-            return None
-        return GangRef(
-            pod.namespace, pod.scheduling_group, GangSource.POD_GROUP, api=API, named_by=POD_FIELD
-        )
 
     def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
         spec = mapping(obj.get("spec"))

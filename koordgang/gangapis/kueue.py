@@ -9,9 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordgang.framework.report import WatchedResource
-from koordgang.model.gang import GangRef, GangSource, PodGroupInfo, podgroup_info
-from koordgang.model.json_values import nonblank
-from koordgang.model.pod import PodInfo
+from koordgang.model.gang import GangName, GangSource, NameIn, PodGroupInfo, podgroup_info
 from koordgang.state.gangs import Gang
 
 API = "kueue"
@@ -25,16 +23,13 @@ class KueueApi:
 
     related: tuple[WatchedResource, ...] = ()
     pod_keys: tuple[str, ...] = ("kueue.x-k8s.io/",)
+    names: tuple[GangName, ...] = (
+        GangName(
+            NameIn.LABEL, GROUP_NAME_LABEL, GangSource.LABELS, min_annotation=TOTAL_COUNT_ANNOTATION
+        ),
+    )
     crd = ""
     crd_value = ""
-
-    def ref_of(self, pod: PodInfo) -> GangRef | None:
-        name = nonblank(pod.labels.get(GROUP_NAME_LABEL))
-        if name is None:
-            return None
-        return GangRef(
-            pod.namespace, name, GangSource.LABELS, api=API, min_annotation=TOTAL_COUNT_ANNOTATION
-        )
 
     def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
         return podgroup_info(obj, min_member=None, issues=[], api=API)

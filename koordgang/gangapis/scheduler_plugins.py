@@ -11,10 +11,8 @@ from typing import Any
 
 from koordgang.framework.report import WatchedResource
 from koordgang.gangapis.status import podgroup_status
-from koordgang.model.gang import GangRef, GangSource, PodGroupInfo
-from koordgang.model.json_values import nonblank
+from koordgang.model.gang import GangName, GangSource, NameIn, PodGroupInfo
 from koordgang.model.koordinator import parse_podgroup
-from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import Gang
 
 API = "scheduler-plugins"
@@ -29,14 +27,9 @@ class SchedulerPluginsApi:
 
     related: tuple[WatchedResource, ...] = ()
     pod_keys: tuple[str, ...] = ()
+    names: tuple[GangName, ...] = (GangName(NameIn.LABEL, POD_GROUP_LABEL, GangSource.POD_GROUP),)
     crd = "podgroups.scheduling.x-k8s.io.yaml"
     crd_value = "schedulerPlugins"
-
-    def ref_of(self, pod: PodInfo) -> GangRef | None:
-        name = nonblank(pod.labels.get(POD_GROUP_LABEL))
-        if name is None:
-            return None
-        return GangRef(pod.namespace, name, GangSource.POD_GROUP, api=API, named_by=POD_GROUP_LABEL)
 
     def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
         return replace(parse_podgroup(obj), api=API)

@@ -19,15 +19,15 @@ from koordgang.gangapis.base import condition, conditions_of, member_counts
 from koordgang.model.gang import (
     MIN_MEMBER_FIELD,
     ConfigIssue,
-    GangRef,
+    GangName,
     GangSource,
+    NameIn,
     PodGroupInfo,
     parse_min_resources,
     parse_minimum,
     podgroup_info,
 )
-from koordgang.model.json_values import json_int, mapping, nonblank, shown
-from koordgang.model.pod import PodInfo
+from koordgang.model.json_values import json_int, mapping, shown
 from koordgang.state.gangs import TASK_ANNOTATION, Gang
 
 API = "volcano"
@@ -50,15 +50,11 @@ class VolcanoApi:
 
     related: tuple[WatchedResource, ...] = ()
     pod_keys: tuple[str, ...] = (*GROUP_NAME_ANNOTATIONS, TASK_ANNOTATION)
+    names: tuple[GangName, ...] = tuple(
+        GangName(NameIn.ANNOTATION, key, GangSource.POD_GROUP) for key in GROUP_NAME_ANNOTATIONS
+    )
     crd = "podgroups.scheduling.volcano.sh.yaml"
     crd_value = "volcano"
-
-    def ref_of(self, pod: PodInfo) -> GangRef | None:
-        for key in GROUP_NAME_ANNOTATIONS:
-            name = nonblank(pod.annotations.get(key))
-            if name is not None:
-                return GangRef(pod.namespace, name, GangSource.POD_GROUP, api=API, named_by=key)
-        return None
 
     def parse(self, obj: Mapping[str, Any]) -> PodGroupInfo:
         spec = mapping(obj.get("spec"))

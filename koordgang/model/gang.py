@@ -22,6 +22,7 @@ from typing import Any
 
 from koordgang.model.errors import ModelError
 from koordgang.model.json_values import json_int, mapping, shown, string
+from koordgang.model.pod import PodInfo
 from koordgang.model.resources import Resources, parse_resource_list
 from koordgang.model.time import parse_rfc3339
 
@@ -33,10 +34,12 @@ __all__ = [
     "MIN_MEMBER_FIELD",
     "ConfigIssue",
     "GangMode",
+    "GangName",
     "GangRef",
     "GangSource",
     "GroupPolicy",
     "MatchPolicy",
+    "NameIn",
     "PodGroupInfo",
     "check_min",
     "parse_min_resources",
@@ -103,6 +106,57 @@ class ConfigIssue:
 
     def message(self) -> str:
         return f'{self.key}="{self.value}" {self.problem}; {self.action}'
+
+
+class NameIn(enum.StrEnum):
+    """Where a pod names its gang."""
+
+    LABEL = "label"
+    ANNOTATION = "annotation"
+    #: ``spec.schedulingGroup.podGroupName`` (upstream's, from Kubernetes 1.35).
+    SCHEDULING_GROUP = "field"
+
+
+@dataclass(frozen=True, slots=True)
+class GangName:
+    """One way a pod names its gang, as a gang API declares it: where the name is, and what
+    the declaration makes of it (which :class:`GangRef`). A blank name names nothing."""
+
+    where: NameIn
+    #: The label or annotation key; the field's path for :attr:`NameIn.SCHEDULING_GROUP`.
+    key: str
+    source: GangSource
+    #: Where members give the minimum when there is no group object (see :class:`GangRef`).
+    min_label: str = ""
+    min_annotation: str = ""
+
+    def ref_of(self, pod: PodInfo, api: str) -> GangRef | None:
+        """The gang ``pod`` names this way in ``api``, None if it names none."""
+        name = self.name_in(pod.labels, pod.annotations, pod.scheduling_group)
+        return None if name is None else self.ref(pod.namespace, name, api)
+
+    def name_in(
+        self, labels: Mapping[str, str], annotations: Mapping[str, str], scheduling_group: str = ""
+    ) -> str | None:
+        if self.where is NameIn.LABEL:
+            raw: str | None = labels.get(self.key)
+        elif self.where is NameIn.ANNOTATION:
+            raw = annotations.get(self.key)
+        else:
+            raw = scheduling_group
+        name = raw.strip() if isinstance(raw, str) else None
+        return name or None
+
+    def ref(self, namespace: str, name: str, api: str) -> GangRef:
+        return GangRef(
+            namespace,
+            name,
+            self.source,
+            api=api,
+            min_label=self.min_label,
+            min_annotation=self.min_annotation,
+            named_by=self.key if self.source is GangSource.POD_GROUP else "",
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,19 +13,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordgang.model.gang import (
+    KOORDINATOR,
     MIN_MEMBER_FIELD,
     ConfigIssue,
+    GangName,
     GangRef,
     GangSource,
+    NameIn,
     PodGroupInfo,
     parse_min_resources,
     parse_minimum,
     parse_timeout_seconds,
     podgroup_info,
 )
-from koordgang.model.json_values import BIG, int_text, mapping, nonblank
+from koordgang.model.json_values import BIG, int_text, mapping
 
 __all__ = [
+    "GANG_NAMES",
     "GROUPS_KEY",
     "LIGHTWEIGHT_MIN_LABEL",
     "LIGHTWEIGHT_NAME_LABEL",
@@ -70,35 +74,31 @@ SCHEDULE_TIMEOUT_FIELD = "spec.scheduleTimeoutSeconds"
 MIN_RESOURCES_FIELD = "spec.minResources"
 
 
+#: How a pod names its gang in Koordinator's dialect, first match wins: a PodGroup by label, the
+#: community's "lightweight" labels, its annotations. A pod's min-available annotation gives (or
+#: overrides) the minimum in each.
+GANG_NAMES: tuple[GangName, ...] = (
+    GangName(NameIn.LABEL, POD_GROUP_LABEL, GangSource.POD_GROUP, min_annotation=MIN_AVAILABLE_KEY),
+    GangName(
+        NameIn.LABEL,
+        LIGHTWEIGHT_NAME_LABEL,
+        GangSource.LABELS,
+        min_label=LIGHTWEIGHT_MIN_LABEL,
+        min_annotation=MIN_AVAILABLE_KEY,
+    ),
+    GangName(NameIn.ANNOTATION, NAME_KEY, GangSource.ANNOTATIONS, min_annotation=MIN_AVAILABLE_KEY),
+)
+
+
 def gang_ref_of(
     namespace: str, labels: Mapping[str, str], annotations: Mapping[str, str]
 ) -> GangRef | None:
-    """The gang of a pod with these labels and annotations, or None for an ordinary pod.
-
-    First match wins: label :data:`POD_GROUP_LABEL` (a PodGroup gang), label
-    :data:`LIGHTWEIGHT_NAME_LABEL`, annotation :data:`NAME_KEY`. A blank value does not count.
-    """
-    name = nonblank(labels.get(POD_GROUP_LABEL))
-    if name is not None:
-        return GangRef(
-            namespace,
-            name,
-            GangSource.POD_GROUP,
-            min_annotation=MIN_AVAILABLE_KEY,
-            named_by=POD_GROUP_LABEL,
-        )
-    name = nonblank(labels.get(LIGHTWEIGHT_NAME_LABEL))
-    if name is not None:
-        return GangRef(
-            namespace,
-            name,
-            GangSource.LABELS,
-            min_label=LIGHTWEIGHT_MIN_LABEL,
-            min_annotation=MIN_AVAILABLE_KEY,
-        )
-    name = nonblank(annotations.get(NAME_KEY))
-    if name is not None:
-        return GangRef(namespace, name, GangSource.ANNOTATIONS, min_annotation=MIN_AVAILABLE_KEY)
+    """The gang of a pod with these labels and annotations in Koordinator's dialect, or None
+    for an ordinary pod (:data:`GANG_NAMES`, first match wins)."""
+    for way in GANG_NAMES:
+        name = way.name_in(labels, annotations)
+        if name is not None:
+            return way.ref(namespace, name, KOORDINATOR)
     return None
 
 
