@@ -17,7 +17,6 @@ from koordgang.framework.handle import EngineServices, HandleUser
 from koordgang.framework.interfaces import (
     AssignPlugin,
     ClusterScorePlugin,
-    EventHandlerPlugin,
     FilterPlugin,
     GangFactsPlugin,
     GaugeSourcePlugin,
@@ -26,10 +25,13 @@ from koordgang.framework.interfaces import (
     GroupPreFilterPlugin,
     JobViewPlugin,
     MetricsPlugin,
+    ObjectEventPlugin,
     PermitPlugin,
     PlacementScopePlugin,
     Plugin,
+    PodEventPlugin,
     PodGonePlugin,
+    PodLeftPendingPlugin,
     PostFilterPlugin,
     PreBindPlugin,
     PreEnqueuePlugin,
@@ -95,7 +97,9 @@ class Framework:
         self.reserves: list[ReservePlugin] = _of(plugins, ReservePlugin)
         self.permits: list[PermitPlugin] = _of(plugins, PermitPlugin)
         self.reclaimers: list[ReclaimPlugin] = _of(plugins, ReclaimPlugin)
-        self.event_handlers: list[EventHandlerPlugin] = _of(plugins, EventHandlerPlugin)
+        self.pod_handlers: list[PodEventPlugin] = _of(plugins, PodEventPlugin)
+        self.left_pending: list[PodLeftPendingPlugin] = _of(plugins, PodLeftPendingPlugin)
+        self.object_handlers: list[ObjectEventPlugin] = _of(plugins, ObjectEventPlugin)
         self.status_sources: list[StatusSourcePlugin] = _of(plugins, StatusSourcePlugin)
         self.job_views: list[JobViewPlugin] = _of(plugins, JobViewPlugin)
         self.gang_fact_sources: list[GangFactsPlugin] = _of(plugins, GangFactsPlugin)
@@ -142,8 +146,12 @@ class Framework:
     # -- events --------------------------------------------------------------------------------
 
     def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
-        for plugin in self.event_handlers:
+        for plugin in self.pod_handlers:
             plugin.on_pod(old, pod)
+        current = pod or old
+        if current is not None and (pod is None or pod.node_name):
+            for other in self.left_pending:
+                other.on_pod_left_pending(current, pod is None)
 
     def on_pod_gone(self, pod: PodInfo) -> None:
         for plugin in self.pod_gone:
@@ -151,7 +159,7 @@ class Framework:
 
     def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
         moved = False
-        for plugin in self.event_handlers:
+        for plugin in self.object_handlers:
             moved = plugin.on_object(kind, event, obj) or moved
         return moved
 

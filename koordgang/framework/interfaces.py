@@ -271,10 +271,20 @@ class WatcherPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
-class EventHandlerPlugin(Plugin, Protocol):
+class PodEventPlugin(Plugin, Protocol):
     def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
         """A pod of ours changed (``pod``) or went away (``pod`` None)."""
 
+
+@runtime_checkable
+class PodLeftPendingPlugin(Plugin, Protocol):
+    def on_pod_left_pending(self, pod: PodInfo, gone: bool) -> None:
+        """A pod of ours is bound, or went away (``gone``: ``pod`` is its last version): told
+        on every event of such a pod, never of a pending one (most events are of those)."""
+
+
+@runtime_checkable
+class ObjectEventPlugin(Plugin, Protocol):
     def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
         """A custom resource event (``PodGroup``...); True if pods parked as unschedulable
         might fit now."""

@@ -236,7 +236,8 @@ def test_each_plugin_is_registered_at_every_extension_point_it_implements() -> N
     assert fw.reserves == [reserve]
     assert fw.permits == [permit]
     assert fw.reclaimers == [reclaim]
-    assert fw.event_handlers == [listener]
+    assert fw.pod_handlers == fw.object_handlers == [listener]
+    assert fw.left_pending == []
     assert fw.status_sources == [source]
     assert fw.pods.pre_filters == (gate,)
     assert fw.pods.static_filters == (taints,)
@@ -338,6 +339,30 @@ def test_events_reach_every_handler_and_any_of_them_may_ask_for_a_move() -> None
     assert one.pods == two.pods == [(None, "p"), ("p", None)]
     assert one.objects == two.objects == [("PodGroup", "ADDED"), ("Namespace", "MODIFIED")]
     assert (moved, quiet) == (True, False)
+
+
+class Settled:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.told: list[tuple[str, bool]] = []
+
+    def on_pod_left_pending(self, pod: PodInfo, gone: bool) -> None:
+        self.told.append((pod.name, gone))
+
+
+def test_only_pods_that_left_pending_are_told_to_those_that_ask_for_them() -> None:
+    settled = Settled("Settled")
+    fw = framework(settled)
+    waiting, bound = pod("p"), pod("p", node_name="n1")
+
+    fw.on_pod(None, waiting)
+    fw.on_pod(waiting, waiting)
+    fw.on_pod(waiting, bound)
+    fw.on_pod(bound, None)
+    fw.on_pod(None, pod("q"))
+    fw.on_pod(pod("q"), None)
+
+    assert settled.told == [("p", False), ("p", True), ("q", True)]
 
 
 def test_status_updates_of_every_source_are_collected() -> None:

@@ -362,7 +362,8 @@ def test_the_default_profile_puts_coscheduling_at_every_gang_extension_point() -
         framework.post_filters,
         framework.reserves,
         framework.permits,
-        framework.event_handlers,
+        framework.pod_handlers,
+        framework.object_handlers,
     ):
         assert plugin in point
     # Its group objects' status is the engine's status controller's (engine/gang_status.py).

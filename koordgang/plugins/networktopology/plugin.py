@@ -100,9 +100,6 @@ class NetworkTopology:
 
     # -- the ClusterNetworkTopology ------------------------------------------------------------
 
-    def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
-        return None
-
     def watches(self) -> Sequence[WatchedResource]:
         return (RESOURCE,)
 

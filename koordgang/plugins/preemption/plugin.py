@@ -87,13 +87,10 @@ class Preemption:
 
     # -- events --------------------------------------------------------------------------------
 
-    def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
-        current = pod or old
-        if current is None or (pod is not None and not pod.node_name):
-            return
+    def on_pod_left_pending(self, pod: PodInfo, gone: bool) -> None:
         # A nominated member bound or gone: the attempt is over once none is left waiting.
         for key, attempt in list(self._attempts.items()):
-            if attempt.nominations.pop(current.uid, None) is not None and not attempt.nominations:
+            if attempt.nominations.pop(pod.uid, None) is not None and not attempt.nominations:
                 del self._attempts[key]
 
     def on_pod_gone(self, pod: PodInfo) -> None:
@@ -104,9 +101,6 @@ class Preemption:
                 cache = self.handle.cache
                 members = [p for uid in attempt.nominations if (p := cache.pod(uid)) is not None]
                 self.handle.activate(members)
-
-    def on_object(self, kind: str, event: str, obj: Mapping[str, object]) -> bool:
-        return False
 
     # -- Reclaim: what preemption could free (so that minResources does not refuse early) -------
 

@@ -171,21 +171,18 @@ class StarvationGuard:
 
     # -- events --------------------------------------------------------------------------------
 
-    def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
-        current = pod or old
-        if current is None:
-            return
-        key = self._member_of.get(current.uid)
-        if key is None or (pod is not None and not pod.node_name):
+    def on_pod_left_pending(self, pod: PodInfo, gone: bool) -> None:
+        key = self._member_of.get(pod.uid)
+        if key is None:
             return
         # A member bound, or gone: the reservation ends when none is left waiting.
         reservation = self._reservations.get(key)
-        del self._member_of[current.uid]
+        del self._member_of[pod.uid]
         if reservation is None:
             return
-        reservation.nominations.pop(current.uid, None)
+        reservation.nominations.pop(pod.uid, None)
         if not reservation.nominations:
-            if pod is not None:
+            if not gone:
                 self.handle.record(RESERVATION_WAIT, self.handle.now() - reservation.since)
             self._end(key)
             self._waiting.pop(key, None)
@@ -198,9 +195,6 @@ class StarvationGuard:
                 cache = self.handle.cache
                 members = [p for uid in reservation.nominations if (p := cache.pod(uid))]
                 self.handle.activate(members)
-
-    def on_object(self, kind: str, event: str, obj: Mapping[str, object]) -> bool:
-        return False
 
     # -- Reclaim: room the job may wait for (so that minResources does not refuse it) ---------
 
