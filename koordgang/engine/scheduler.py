@@ -21,18 +21,19 @@ from koordgang.engine.bind_outcomes import BindOutcomes
 from koordgang.engine.binder import Binder
 from koordgang.engine.evictor import Evictor
 from koordgang.engine.gang_status import GangStatus
-from koordgang.engine.handle import EngineHandle, ReportRelevance
 from koordgang.engine.held_room import HeldRoom
 from koordgang.engine.intake import Intake
 from koordgang.engine.loop import SchedulingLoop
 from koordgang.engine.metrics import Metrics
 from koordgang.engine.parts import EngineParts
 from koordgang.engine.pending import PendingRule
+from koordgang.engine.relevance import ReportRelevance
 from koordgang.engine.reporter import Reporter
 from koordgang.engine.signals import Signals
 from koordgang.engine.status_writer import StatusWriter
 from koordgang.engine.tasks import Supervisor
 from koordgang.framework.framework import Framework
+from koordgang.framework.handle import Services
 from koordgang.framework.report import StatusUpdate
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
@@ -118,16 +119,16 @@ class Scheduler:
             statuses=self.status_updates,
             held=self.held,
         )
-        framework.attach(
-            EngineHandle(
+        framework.serve(
+            Services(
                 cache=self.cache,
-                intake=self.intake,
-                reporter=self.reporter,
-                pending=self.pending,
-                signals=self.signals,
-                clock=clock,
+                now=clock,
                 wall=wall,
-                metrics=self.metrics,
+                report=self.reporter.report,
+                record=self.metrics.record,
+                activate=self.intake.activate,
+                request_move=self.signals.request_move,
+                is_pending=self.pending.is_pending,
             )
         )
 

@@ -1,19 +1,21 @@
 """A profile's plugins, sorted by extension point, and how each point combines their answers.
 
-Plugins are given as one list, as kube-scheduler's ``multiPoint`` does: each is registered at
-every extension point whose protocol it implements, in the order of the list.
+Plugins are given as one list of factories, as kube-scheduler's ``multiPoint`` does: each
+factory is called with the framework's :class:`~koordgang.framework.handle.Handle`, and the
+plugin it makes is registered at every extension point whose protocol it implements, in the
+order of the list. Whoever runs the framework serves it (``serve``) before the first event.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.diagnosis import Diagnosis
 from koordgang.framework.group import GroupPlan, PartPlan, Placer, PodResult, SchedulingGroup
-from koordgang.framework.handle import EngineServices, HandleUser
+from koordgang.framework.handle import Handle, Services
 from koordgang.framework.interfaces import (
     AssignPlugin,
     ClusterScorePlugin,
@@ -45,9 +47,9 @@ from koordgang.framework.interfaces import (
     StatusSourcePlugin,
     WatcherPlugin,
 )
-from koordgang.framework.jobs import Budget, JobRef
+from koordgang.framework.jobs import JobRef
 from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PreBindPlan
-from koordgang.framework.report import MetricSpec, Report, StatusUpdate, WatchedResource
+from koordgang.framework.report import MetricSpec, StatusUpdate, WatchedResource
 from koordgang.framework.results import (
     ALLOW,
     Decision,
@@ -59,10 +61,21 @@ from koordgang.framework.runner import PodRunner
 from koordgang.framework.status import SUCCESS, Code, Status
 from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
-from koordgang.state.cache import SchedulerCache
 from koordgang.state.nominations import Nominations
 from koordgang.state.snapshot import Placement, Snapshot
 from koordgang.state.waiting import WaitingPods
+
+#: Makes a plugin, given the handle it keeps.
+PluginFactory = Callable[[Handle], Plugin]
+
+
+def prebuilt(plugins: Iterable[Plugin]) -> list[PluginFactory]:
+    """Factories of plugins built already: those that ask nothing of the handle."""
+    return [_returning(plugin) for plugin in plugins]
+
+
+def _returning(plugin: Plugin) -> PluginFactory:
+    return lambda _handle: plugin
 
 
 def _of(plugins: Sequence[Plugin], kind: type[Any]) -> list[Any]:
@@ -72,16 +85,19 @@ def _of(plugins: Sequence[Plugin], kind: type[Any]) -> list[Any]:
 class Framework:
     def __init__(
         self,
-        plugins: Sequence[Plugin],
+        profile: Sequence[PluginFactory],
         *,
         waiting: WaitingPods | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.plugins = tuple(plugins)
         #: Pods held for their group; the engine changes it, plugins read it.
         self.waiting = waiting if waiting is not None else WaitingPods()
         #: Pods nominated to a node while room is made; the engine changes it, plugins read it.
         self.nominations = Nominations()
+        #: What every plugin asks the scheduler through: given to each factory.
+        self.handle = Handle(self)
+        self.plugins = tuple(make(self.handle) for make in profile)
+        plugins = self.plugins
         sorts: list[QueueSortPlugin] = _of(plugins, QueueSortPlugin)
         if len(sorts) != 1:
             raise ValueError(f"a profile needs exactly one QueueSort plugin, got {len(sorts)}")
@@ -123,13 +139,10 @@ class Framework:
     def placer(self) -> Placer:
         return self.pods
 
-    def attach(self, engine: EngineServices) -> None:
-        """Gives every plugin its handle: the engine's services, and the framework for what
-        plugins learn from each other."""
-        handle = PluginHandle(engine, self)
-        for plugin in self.plugins:
-            if isinstance(plugin, HandleUser):
-                plugin.attach(handle)
+    def serve(self, services: Services) -> None:
+        """The services of whoever runs the framework, for the plugins' handle: once, before
+        the first event or cycle."""
+        self.handle.serve(services)
 
     # -- queue ---------------------------------------------------------------------------------
 
@@ -435,67 +448,3 @@ def _place_part(
 
 def _same_failure(pod: PodInfo, status: Status, diagnosis: Diagnosis | None) -> PodResult:
     return PodResult(pod, None, status, diagnosis)
-
-
-class PluginHandle:
-    """A plugin's ``Handle``: the engine's services, passed through, and the framework's
-    answers about sibling plugins and shared state."""
-
-    def __init__(self, engine: EngineServices, framework: Framework) -> None:
-        self._engine = engine
-        self._framework = framework
-
-    # -- the engine's services -----------------------------------------------------------------
-
-    @property
-    def cache(self) -> SchedulerCache:
-        return self._engine.cache
-
-    def now(self) -> float:
-        return self._engine.now()
-
-    def wall(self) -> float:
-        return self._engine.wall()
-
-    def report(self, report: Report) -> None:
-        self._engine.report(report)
-
-    def record(self, metric: str, value: float = 1.0) -> None:
-        self._engine.record(metric, value)
-
-    def activate(self, pods: Iterable[PodInfo]) -> None:
-        self._engine.activate(pods)
-
-    def request_move(self) -> None:
-        self._engine.request_move()
-
-    def is_pending(self, pod: PodInfo) -> bool:
-        return self._engine.is_pending(pod)
-
-    def budgets_of(self, pod: PodInfo) -> Sequence[Budget]:
-        return self._engine.budgets_of(pod)
-
-    # -- what the framework knows ----------------------------------------------------------------
-
-    @property
-    def waiting(self) -> WaitingPods:
-        return self._framework.waiting
-
-    @property
-    def placer(self) -> Placer:
-        return self._framework.placer
-
-    @property
-    def nominations(self) -> Nominations:
-        return self._framework.nominations
-
-    def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
-        return self._framework.reclaimable(group, snapshot)
-
-    def job_of(self, pod: PodInfo) -> JobRef | None:
-        return self._framework.job_of(pod)
-
-    def placement_scopes(
-        self, group: SchedulingGroup, snapshot: Snapshot
-    ) -> list[frozenset[str]] | None:
-        return self._framework.placement_scopes(group, snapshot)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from koordgang.framework.cycle import CycleOutcome, run_cycle
-from koordgang.framework.framework import Framework
+from koordgang.framework.framework import Framework, prebuilt
 from koordgang.framework.group import GroupPart, SchedulingGroup
 from koordgang.framework.results import Decision, PermitResult, PostFilterResult
 from koordgang.framework.status import SUCCESS, Code, Status
@@ -34,7 +34,7 @@ NOW = 500.0
 
 def framework(*plugins: Any) -> tuple[Framework, CountingFit]:
     fit = CountingFit()
-    return Framework([NameSort(), fit, FreeCpuScore(), *plugins]), fit
+    return Framework(prebuilt([NameSort(), fit, FreeCpuScore(), *plugins])), fit
 
 
 def two_nodes() -> SchedulerCache:

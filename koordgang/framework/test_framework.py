@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from koordgang.framework.cycle_state import CycleState
-from koordgang.framework.framework import Framework, place_members
+from koordgang.framework.framework import Framework, place_members, prebuilt
 from koordgang.framework.group import (
     GroupPart,
     GroupPlan,
@@ -19,6 +18,7 @@ from koordgang.framework.group import (
     PodResult,
     SchedulingGroup,
 )
+from koordgang.framework.handle import Handle, Services
 from koordgang.framework.report import StatusUpdate
 from koordgang.framework.results import ALLOW, Decision, PermitResult, PostFilterResult
 from koordgang.framework.runner import PodRunner
@@ -166,10 +166,7 @@ class StatusSource:
 class HandleUserPlugin:
     name = "NeedsHandle"
 
-    def __init__(self) -> None:
-        self.handle: object = None
-
-    def attach(self, handle: Any) -> None:
+    def __init__(self, handle: Handle | None = None) -> None:
         self.handle = handle
 
 
@@ -197,7 +194,7 @@ class Grouper:
 
 
 def framework(*plugins: Any, waiting: WaitingPods | None = None) -> Framework:
-    return Framework([NameSort(), *plugins], waiting=waiting)
+    return Framework(prebuilt([NameSort(), *plugins]), waiting=waiting)
 
 
 def group_of(*parts: GroupPart) -> SchedulingGroup:
@@ -225,7 +222,7 @@ def test_each_plugin_is_registered_at_every_extension_point_it_implements() -> N
     plugins = [sort, gate, fit, taints, score, grouping, group_gate, placement, post, reserve]
     plugins += [permit, reclaim, listener, source, user, keeper]
 
-    fw = Framework(plugins)
+    fw = Framework(prebuilt(plugins))
 
     assert fw.queue_sort is sort
     assert fw.grouping is grouping
@@ -283,7 +280,7 @@ def test_a_plugin_missing_part_of_a_protocol_is_not_registered_there() -> None:
 @pytest.mark.parametrize("sorts", [0, 2])
 def test_a_profile_needs_exactly_one_queue_sort(sorts: int) -> None:
     with pytest.raises(ValueError, match=f"exactly one QueueSort plugin, got {sorts}"):
-        Framework([NameSort() for _ in range(sorts)])
+        Framework(prebuilt([NameSort() for _ in range(sorts)]))
 
 
 def test_a_profile_takes_at_most_one_grouping_plugin() -> None:
@@ -297,14 +294,37 @@ def test_the_waiting_registry_is_the_one_given_or_a_new_one() -> None:
     assert isinstance(framework().waiting, WaitingPods)
 
 
-def test_attach_hands_every_plugin_the_engine_and_the_framework_in_one_handle() -> None:
-    user = HandleUserPlugin()
-    engine = SimpleNamespace(cache=SchedulerCache(), now=lambda: 42.0)
-    fw = framework(user, Gatekeeper())
-    fw.attach(engine)  # type: ignore[arg-type]
-    handle = user.handle
-    # The engine's services pass through; sibling questions go to the framework.
-    assert handle.cache is engine.cache and handle.now() == 42.0
+def test_factories_make_plugins_with_one_handle_the_runner_serves_later() -> None:
+    made: list[HandleUserPlugin] = []
+
+    def factory(handle: Handle) -> HandleUserPlugin:
+        made.append(HandleUserPlugin(handle))
+        return made[-1]
+
+    fw = Framework([lambda _: NameSort(), factory, factory, lambda _: Gatekeeper()])
+    first, second = made
+    assert first.handle is second.handle is fw.handle
+    assert fw.plugins[1:3] == (first, second)
+    with pytest.raises(RuntimeError, match="not served yet"):
+        fw.handle.now()
+
+    cache = SchedulerCache()
+    reports: list[Any] = []
+    fw.serve(
+        Services(
+            cache=cache,
+            now=lambda: 42.0,
+            wall=lambda: 1e9,
+            report=reports.append,
+            record=lambda metric, value: None,
+            activate=lambda pods: None,
+            request_move=lambda: None,
+            is_pending=lambda pod: True,
+        )
+    )
+    handle = fw.handle
+    # The runner's services pass through; sibling questions go to the framework.
+    assert handle.cache is cache and handle.now() == 42.0 and handle.wall() == 1e9
     assert handle.waiting is fw.waiting and handle.nominations is fw.nominations
     assert handle.placer is fw.placer
 

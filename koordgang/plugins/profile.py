@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from koordgang.framework.framework import Framework
+from koordgang.framework.framework import Framework, PluginFactory
 from koordgang.plugins.coscheduling import Coscheduling
 from koordgang.plugins.dynamicresources import DynamicResources
 from koordgang.plugins.interpodaffinity import InterPodAffinity
@@ -28,37 +28,40 @@ def default_framework(
 ) -> Framework:
     """Gang scheduling, kube-scheduler's filters and scores (with its default weights), in the
     order they run: each plugin takes part at every extension point it implements; cheap
-    static checks first, filters that look at other pods last."""
-    return Framework(
-        (
-            # Gates first: a gated pod hears about its gates, not about its gang.
-            SchedulingGates(),
-            Coscheduling(gangs),
-            # Places gang groups that carry a network-topology spec inside one domain.
-            NetworkTopology(),
-            VolumeBinding(),
-            NodeUnschedulable(),
-            NodeAffinity(),
-            TaintToleration(),
-            NodePorts(),
-            Fit(),
-            # Devices after room: a node short of cpu says so, and only nodes with room run
-            # the device search.
-            DynamicResources(),
-            PodTopologySpread(),
-            InterPodAffinity(),
-            ResourceScore(settings.score_strategy),
-            # After Coscheduling: a gang's own explanation comes first, then what preemption
-            # did about it.
-            Preemption(enabled=settings.preemption),
-            # After Preemption: a job waits for room only where none can be made by evicting.
-            StarvationGuard(
-                scheduler_name=settings.scheduler_name,
-                reserve_after=settings.reserve_after,
-                max_reserving=settings.max_reserving_jobs,
-                default_waiting_time=settings.default_gang_waiting_time,
-            ),
+    static checks first, filters that look at other pods last. Each entry makes its plugin
+    from the framework's handle."""
+    profile: tuple[PluginFactory, ...] = (
+        # Gates first: a gated pod hears about its gates, not about its gang.
+        SchedulingGates,
+        lambda handle: Coscheduling(handle, gangs),
+        # Places gang groups that carry a network-topology spec inside one domain.
+        NetworkTopology,
+        lambda _: VolumeBinding(),
+        lambda _: NodeUnschedulable(),
+        lambda _: NodeAffinity(),
+        lambda _: TaintToleration(),
+        lambda _: NodePorts(),
+        Fit,
+        # Devices after room: a node short of cpu says so, and only nodes with room run the
+        # device search.
+        DynamicResources,
+        lambda _: PodTopologySpread(),
+        lambda _: InterPodAffinity(),
+        lambda _: ResourceScore(settings.score_strategy),
+        # After Coscheduling: a gang's own explanation comes first, then what preemption did
+        # about it.
+        lambda handle: Preemption(handle, enabled=settings.preemption),
+        # After Preemption: a job waits for room only where none can be made by evicting.
+        lambda handle: StarvationGuard(
+            handle,
+            scheduler_name=settings.scheduler_name,
+            reserve_after=settings.reserve_after,
+            max_reserving=settings.max_reserving_jobs,
+            default_waiting_time=settings.default_gang_waiting_time,
         ),
+    )
+    return Framework(
+        profile,
         waiting=gangs.waiting,
         rng=rng,
     )

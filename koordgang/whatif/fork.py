@@ -17,7 +17,7 @@ same profile the daemon runs (``default_framework``), and feeds it what the daem
   and nominations, copied;
 - the file's pods, as if they had just arrived.
 
-The fresh plugins talk to ``ReadOnlyServices``: reports are collected (the file's pods'
+The fresh plugins are served by ``ReadOnly``: reports are collected (the file's pods'
 warnings are shown, nothing is written), metrics and queue moves go nowhere. Everything is
 synchronous: on the daemon's event loop the what-if is atomic with respect to informer events,
 like a cycle. ``--from-cluster`` uses the same code with a cache filled from listed objects.
@@ -34,7 +34,7 @@ from typing import Any
 from koordgang.framework.cycle import CycleOutcome, run_cycle
 from koordgang.framework.framework import Framework
 from koordgang.framework.group import SchedulingGroup
-from koordgang.framework.jobs import Budget
+from koordgang.framework.handle import Services
 from koordgang.framework.report import Report
 from koordgang.framework.status import Code
 from koordgang.model.dra import ResourceClaimInfo
@@ -72,49 +72,21 @@ class DaemonState:
     nominations: Nominations = field(default_factory=Nominations)
 
 
-class ReadOnlyServices:
-    """The engine's services for the fresh plugins: the cache to read, clocks, and nothing
-    that reaches the cluster or the daemon's queue."""
+class ReadOnly:
+    """What the what-if's fresh plugins may change: nothing that reaches the cluster or the
+    daemon's queue. What they would have told users is kept (to show the file's own
+    warnings)."""
 
     def __init__(
-        self,
-        cache: SchedulerCache,
-        scheduler_name: str,
-        nominations: Nominations,
-        clock: Callable[[], float],
-        wall: Callable[[], float],
+        self, cache: SchedulerCache, scheduler_name: str, nominations: Nominations
     ) -> None:
-        self._cache = cache
+        self.cache = cache
         self._scheduler_name = scheduler_name
         self._nominations = nominations
-        self._clock = clock
-        self._wall = wall
-        #: What the plugins would have told users (kept to show the file's own warnings).
+        #: What the plugins would have told users.
         self.reports: list[Report] = []
         #: Pods placed by an earlier cycle of this what-if (no longer pending).
         self.placed: Snapshot | None = None
-
-    @property
-    def cache(self) -> SchedulerCache:
-        return self._cache
-
-    def now(self) -> float:
-        return self._clock()
-
-    def wall(self) -> float:
-        return self._wall()
-
-    def report(self, report: Report) -> None:
-        self.reports.append(report)
-
-    def record(self, metric: str, value: float = 1.0) -> None:
-        return None
-
-    def activate(self, pods: Iterable[PodInfo]) -> None:
-        return None
-
-    def request_move(self) -> None:
-        return None
 
     def is_pending(self, pod: PodInfo) -> bool:
         # The daemon's rule (engine/pending.py), plus: not placed by this what-if already.
@@ -125,19 +97,28 @@ class ReadOnlyServices:
             or pod.is_terminating
         ):
             return False
-        if self._cache.is_assumed(pod.uid) and pod.uid not in self._nominations:
+        if self.cache.is_assumed(pod.uid) and pod.uid not in self._nominations:
             return False
         return self.placed is None or self.placed.node_of(pod.uid) is None
 
-    def budgets_of(self, pod: PodInfo) -> Sequence[Budget]:
-        return [Budget(b.key, b.disruptions_allowed) for b in self._cache.budgets_of(pod)]
+    def services(self, clock: Callable[[], float], wall: Callable[[], float]) -> Services:
+        return Services(
+            cache=self.cache,
+            now=clock,
+            wall=wall,
+            report=self.reports.append,
+            record=lambda metric, value: None,
+            activate=lambda pods: None,
+            request_move=lambda: None,
+            is_pending=self.is_pending,
+        )
 
 
 @dataclass(slots=True)
 class Fork:
     framework: Framework
     gangs: GangRegistry
-    services: ReadOnlyServices
+    services: ReadOnly
 
 
 def fork(
@@ -163,10 +144,8 @@ def fork(
     framework = default_framework(settings, gangs)
     for nomination in state.nominations:
         framework.nominations.add(nomination.pod, nomination.node, nomination.group)
-    services = ReadOnlyServices(
-        state.cache, settings.scheduler_name, framework.nominations, clock, wall
-    )
-    framework.attach(services)
+    services = ReadOnly(state.cache, settings.scheduler_name, framework.nominations)
+    framework.serve(services.services(clock, wall))
     for kind, obj in state.objects:
         framework.on_object(kind, "ADDED", obj)
     for pod in state.cache.pods():
@@ -373,7 +352,7 @@ def _would_reserve(
 
 def _victims(forked: Fork, evict: Sequence[Placement]) -> tuple[list[dict[str, Any]], str]:
     """The victims in the order preemption weighs them (``victims.py``), and their cost."""
-    model = CostModel(forked.framework.job_of, forked.services.budgets_of)
+    model = CostModel(forked.framework.job_of, forked.framework.handle.budgets_of)
     ordered = sorted(evict, key=lambda p: (model.eviction_order(p.pod), p.pod.key))
     rows = []
     for placement in ordered:

@@ -94,7 +94,10 @@ def member_order(pod: PodInfo) -> tuple[int, int, str]:
 class Coscheduling:
     name = "Coscheduling"
 
-    def __init__(self, gangs: GangRegistry, apis: Sequence[GangApi] = GANG_APIS) -> None:
+    def __init__(
+        self, handle: Handle, gangs: GangRegistry, apis: Sequence[GangApi] = GANG_APIS
+    ) -> None:
+        self.handle = handle
         self.gangs = gangs
         self.apis = tuple(apis)
         gangs.read_with(Resolve(self.apis))
@@ -106,23 +109,13 @@ class Coscheduling:
         #: name gangs in two APIs: each is told once.
         self._told_ignored: set[str] = set()
         self._told_conflict: set[str] = set()
-        self._handle: Handle | None = None
         #: Gangs of gangs (CompositePodGroups): which hierarchy a gang is placed in.
         self.composites = Composites(gangs, gangs.composites)
-
-    def attach(self, handle: Handle) -> None:
-        self._handle = handle
         self.composites.labels = self._node_labels
 
     def _node_labels(self, name: str) -> Mapping[str, str]:
         node = self.handle.cache.node(name)
         return node.info.labels if node is not None and node.info is not None else {}
-
-    @property
-    def handle(self) -> Handle:
-        if self._handle is None:
-            raise RuntimeError("Coscheduling used before attach()")
-        return self._handle
 
     # -- queue ---------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ import pytest
 
 from koordgang.framework.cycle import CycleOutcome, run_cycle
 from koordgang.framework.group import SchedulingGroup
-from koordgang.framework.handle import Handle
+from koordgang.framework.handle import Services
 from koordgang.framework.report import Report
 from koordgang.framework.status import Code
 from koordgang.gangapis.koordinator import KoordinatorApi
@@ -164,42 +164,30 @@ class Clock:
         return self.now
 
 
-class FakeHandle(Handle):
-    """What the plugin may ask of the engine; reports, activations and moves are recorded."""
+class FakeEngine:
+    """What the plugins may ask of the engine; reports, activations and moves are recorded."""
 
-    def __init__(self, cache: SchedulerCache, gangs: GangRegistry, clock: Clock) -> None:
-        self._cache = cache
-        self._gangs = gangs
+    def __init__(self, cache: SchedulerCache, clock: Clock) -> None:
+        self.cache = cache
         self.clock = clock
         self.reports: list[Report] = []
         self.recorded: list[tuple[str, float]] = []
         self.activated: list[str] = []
         self.moves = 0
 
-    @property
-    def cache(self) -> SchedulerCache:
-        return self._cache
+    def services(self) -> Services:
+        return Services(
+            cache=self.cache,
+            now=lambda: self.clock.now,
+            wall=lambda: T0 + self.clock.now,
+            report=self.reports.append,
+            record=lambda metric, value: self.recorded.append((metric, value)),
+            activate=lambda pods: self.activated.extend(pod.name for pod in pods),
+            request_move=self._move,
+            is_pending=self.is_pending,
+        )
 
-    @property
-    def waiting(self) -> WaitingPods:
-        return self._gangs.waiting
-
-    def now(self) -> float:
-        return self.clock.now
-
-    def wall(self) -> float:
-        return T0 + self.clock.now
-
-    def report(self, report: Report) -> None:
-        self.reports.append(report)
-
-    def record(self, metric: str, value: float = 1.0) -> None:
-        self.recorded.append((metric, value))
-
-    def activate(self, pods: Iterable[PodInfo]) -> None:
-        self.activated.extend(pod.name for pod in pods)
-
-    def request_move(self) -> None:
+    def _move(self) -> None:
         self.moves += 1
 
     def is_pending(self, pod: PodInfo) -> bool:
@@ -207,11 +195,8 @@ class FakeHandle(Handle):
             not pod.node_name
             and not pod.is_terminal
             and not pod.is_terminating
-            and not self._cache.is_assumed(pod.uid)
+            and not self.cache.is_assumed(pod.uid)
         )
-
-    def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> Mapping[str, int]:
-        return {}
 
 
 class Scheduler:
@@ -230,8 +215,8 @@ class Scheduler:
             Settings(preemption=False), self.gangs, rng=random.Random(7)
         )
         self.clock = Clock()
-        self.handle = FakeHandle(self.cache, self.gangs, self.clock)
-        self.framework.attach(self.handle)
+        self.handle = FakeEngine(self.cache, self.clock)
+        self.framework.serve(self.handle.services())
         for info in nodes:
             self.cache.upsert_node(info)
         for obj in podgroups:
@@ -370,9 +355,11 @@ def test_the_default_profile_puts_coscheduling_at_every_gang_extension_point() -
     assert plugin not in framework.status_sources
 
 
-def test_an_unattached_plugin_says_so_instead_of_failing_obscurely() -> None:
-    with pytest.raises(RuntimeError, match="before attach"):
-        _ = Coscheduling(GangRegistry(DEFAULT_WAIT)).handle
+def test_a_framework_not_served_yet_says_so_instead_of_failing_obscurely() -> None:
+    framework = default_framework(Settings(), GangRegistry(DEFAULT_WAIT))
+    [plugin] = [p for p in framework.plugins if isinstance(p, Coscheduling)]
+    with pytest.raises(RuntimeError, match="not served yet"):
+        plugin.handle.now()
 
 
 def test_queue_order_keeps_the_members_of_a_gang_together() -> None:

@@ -122,8 +122,9 @@ class DynamicResources:
     name = "DynamicResources"
     scope = Scope.NODE
 
-    def __init__(self) -> None:
-        self._handle: Handle | None = None
+    def __init__(self, handle: Handle | None = None) -> None:
+        #: None where the plugin runs without a scheduler (a runner of filters alone).
+        self._handle = handle
         self.selectors = SelectorCache()
         #: Claims a what-if assumes exist (made from its file's templates), by key; the
         #: daemon's own plugin has none.
@@ -132,9 +133,6 @@ class DynamicResources:
         #: the ledger's class generation.
         self._extended: dict[str, str] = {}
         self._extended_generation = -1
-
-    def attach(self, handle: Handle) -> None:
-        self._handle = handle
 
     def metrics(self) -> Sequence[MetricSpec]:
         return METRICS

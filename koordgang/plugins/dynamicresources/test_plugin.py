@@ -6,6 +6,7 @@ import random
 
 from koordgang.framework.cycle import run_cycle
 from koordgang.framework.group import SchedulingGroup
+from koordgang.framework.handle import Services
 from koordgang.model.dra import (
     DeviceClassInfo,
     ResourceClaimInfo,
@@ -91,6 +92,18 @@ def test_pods_whose_claims_ask_alike_share_the_node_index_and_others_do_not() ->
     claims = [claim(f"one-{i}") for i in range(6)] + [claim(f"two-{i}", 2) for i in range(6)]
     cache.replace_resource_claims(claims)
     framework = default_framework(Settings(), GangRegistry(600.0), rng=random.Random(3))
+    framework.serve(
+        Services(
+            cache=cache,
+            now=lambda: 0.0,
+            wall=lambda: 0.0,
+            report=lambda report: None,
+            record=lambda metric, value: None,
+            activate=lambda pods: None,
+            request_move=lambda: None,
+            is_pending=lambda pod: not pod.node_name,
+        )
+    )
     pods = [with_claim(f"p-{c.name}", c.name) for c in claims]
     for pod in pods:
         cache.upsert_pod(pod)

@@ -69,8 +69,8 @@ _REMEMBERED = 10_000
 class NetworkTopology:
     name = NAME
 
-    def __init__(self) -> None:
-        self._handle: Handle | None = None
+    def __init__(self, handle: Handle) -> None:
+        self.handle = handle
         #: The ``default`` object as last seen (None: there is none).
         self._object: Mapping[str, Any] | None = None
         self._spec: TopologySpec | None = None
@@ -89,14 +89,6 @@ class NetworkTopology:
 
     def gang_facts(self, gang_key: str) -> Mapping[str, Any]:
         return {"domain": self.domain_of(gang_key)}
-
-    def attach(self, handle: Handle) -> None:
-        self._handle = handle
-
-    @property
-    def handle(self) -> Handle:
-        assert self._handle is not None, "attach() first"
-        return self._handle
 
     # -- the ClusterNetworkTopology ------------------------------------------------------------
 

@@ -63,6 +63,7 @@ class Preemption:
 
     def __init__(
         self,
+        handle: Handle,
         *,
         enabled: bool = True,
         cooldown: float = COOLDOWN_SECONDS,
@@ -75,15 +76,7 @@ class Preemption:
         #: look at different nodes, as kube-scheduler's random offset does).
         self._offset = 0
         self._attempts: dict[str, _Attempt] = {}
-        self._handle: Handle | None = None
-
-    def attach(self, handle: Handle) -> None:
-        self._handle = handle
-
-    @property
-    def handle(self) -> Handle:
-        assert self._handle is not None, "attach() first"
-        return self._handle
+        self.handle = handle
 
     # -- events --------------------------------------------------------------------------------
 

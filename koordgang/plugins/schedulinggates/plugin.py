@@ -25,10 +25,8 @@ class SchedulingGates:
 
     name = "SchedulingGates"
 
-    def __init__(self) -> None:
-        self._handle: Handle | None = None
-
-    def attach(self, handle: Handle) -> None:
+    def __init__(self, handle: Handle | None = None) -> None:
+        #: None where the plugin runs without a scheduler (a runner of filters alone).
         self._handle = handle
 
     def pre_enqueue(self, pod: PodInfo) -> Status:

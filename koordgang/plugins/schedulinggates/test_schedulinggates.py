@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from koordgang.framework.handle import HandleUser
 from koordgang.framework.interfaces import PreEnqueuePlugin
 from koordgang.framework.report import Report
 from koordgang.framework.status import Code
@@ -44,10 +43,8 @@ def pod(*gates: str, condition: dict[str, str] | None = None) -> PodInfo:
 
 
 def attached() -> tuple[SchedulingGates, RecordingHandle]:
-    plugin = SchedulingGates()
     handle = RecordingHandle()
-    plugin.attach(handle)  # type: ignore[arg-type]
-    return plugin, handle
+    return SchedulingGates(handle), handle  # type: ignore[arg-type]
 
 
 GATED = {"status": "False", "reason": "SchedulingGated", "message": GATED_MESSAGE}
@@ -109,13 +106,12 @@ def test_the_condition_is_written_once_then_left_alone() -> None:
     assert len(handle.reports) == 1
 
 
-def test_a_plugin_not_yet_attached_still_refuses_gated_pods() -> None:
+def test_a_plugin_without_a_handle_still_refuses_gated_pods() -> None:
     status = SchedulingGates().pre_enqueue(pod("g"))
     assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
-def test_scheduling_gates_is_a_pre_enqueue_plugin_with_a_handle() -> None:
+def test_scheduling_gates_is_a_pre_enqueue_plugin() -> None:
     plugin = SchedulingGates()
     assert isinstance(plugin, PreEnqueuePlugin)
-    assert isinstance(plugin, HandleUser)
     assert plugin.name == "SchedulingGates"

@@ -107,6 +107,7 @@ class StarvationGuard:
 
     def __init__(
         self,
+        handle: Handle,
         *,
         scheduler_name: str,
         reserve_after: float = 30.0,
@@ -122,20 +123,12 @@ class StarvationGuard:
         self._reservations: dict[str, Reservation] = {}
         #: member uid -> the job it holds room for.
         self._member_of: dict[str, str] = {}
-        self._handle: Handle | None = None
+        self.handle = handle
         self._pruned = 0.0
 
     @property
     def enabled(self) -> bool:
         return self.reserve_after > 0 and self.max_reserving > 0
-
-    def attach(self, handle: Handle) -> None:
-        self._handle = handle
-
-    @property
-    def handle(self) -> Handle:
-        assert self._handle is not None, "attach() first"
-        return self._handle
 
     # -- what others ask -------------------------------------------------------------------------
 
@@ -161,8 +154,7 @@ class StarvationGuard:
         return _METRICS
 
     def gauges(self) -> Mapping[str, Mapping[str, float]]:
-        if self._handle is not None:
-            self._drop_stale()
+        self._drop_stale()
         nodes = {n for r in self._reservations.values() for n in r.nodes}
         return {
             RESERVING_JOBS: {"": float(len(self._reservations))},

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import calendar
 
+from koordgang.framework.framework import Framework, prebuilt
+from koordgang.plugins.prioritysort import PrioritySort
 from koordgang.plugins.starvationguard import Reservation, StarvationGuard
 
 
@@ -34,6 +36,7 @@ def test_a_reservation_says_how_many_nodes_have_room_and_how_many_pods_it_waits_
 
 
 def test_the_guard_is_off_with_no_delay_or_no_place() -> None:
-    assert StarvationGuard(scheduler_name="s").enabled
-    assert not StarvationGuard(scheduler_name="s", reserve_after=0).enabled
-    assert not StarvationGuard(scheduler_name="s", max_reserving=0).enabled
+    handle = Framework(prebuilt([PrioritySort()])).handle
+    assert StarvationGuard(handle, scheduler_name="s").enabled
+    assert not StarvationGuard(handle, scheduler_name="s", reserve_after=0).enabled
+    assert not StarvationGuard(handle, scheduler_name="s", max_reserving=0).enabled
