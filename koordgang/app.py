@@ -42,6 +42,7 @@ from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.gang_rows import gang_rows
 from koordgang.state.gangs import GangRegistry
+from koordgang.state.network_topology import ClusterTopology
 from koordgang.whatif.fork import DaemonState
 from koordgang.whatif.service import WhatIfService
 
@@ -62,9 +63,15 @@ class App:
             pool_size=settings.bind_concurrency + 16,
             user_agent=f"koordgang/{self.identity}",
         )
+        # The state plugins share with the engine's status controllers.
         gangs = GangRegistry(settings.default_gang_waiting_time)
+        topology = ClusterTopology()
         self.scheduler = Scheduler(
-            settings, self.api, default_framework(settings, gangs), gangs=gangs
+            settings,
+            self.api,
+            default_framework(settings, gangs, topology=topology),
+            gangs=gangs,
+            topology=topology,
         )
         intake = self.scheduler.intake
         self.informers = (

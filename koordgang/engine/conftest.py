@@ -49,6 +49,7 @@ from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import GangRegistry
+from koordgang.state.network_topology import ClusterTopology
 from koordgang.state.queue import SchedulingQueue
 from koordgang.state.waiting import WaitingPods
 
@@ -469,7 +470,10 @@ class Harness:
         self.clock = clock
         self.settings = settings
         self.gangs = GangRegistry(settings.default_gang_waiting_time)
-        self.framework = default_framework(settings, self.gangs, rng=random.Random(7))
+        self.topology = ClusterTopology()
+        self.framework = default_framework(
+            settings, self.gangs, rng=random.Random(7), topology=self.topology
+        )
         self.scheduler = Scheduler(
             settings,
             api,  # type: ignore[arg-type]
@@ -477,6 +481,7 @@ class Harness:
             clock=clock,
             wall=clock.wall,
             gangs=self.gangs,
+            topology=self.topology,
         )
         self.tasks: list[asyncio.Task[None]] = []
 

@@ -32,12 +32,14 @@ from koordgang.engine.reporter import Reporter
 from koordgang.engine.signals import Signals
 from koordgang.engine.status_writer import StatusWriter
 from koordgang.engine.tasks import Supervisor
+from koordgang.engine.topology_status import TopologyStatus
 from koordgang.framework.framework import Framework
 from koordgang.framework.handle import Services
 from koordgang.framework.report import StatusUpdate
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import GangRegistry
+from koordgang.state.network_topology import ClusterTopology
 from koordgang.state.queue import SchedulingQueue
 
 log = structlog.get_logger("koordgang.scheduler")
@@ -54,6 +56,7 @@ class Scheduler:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         gangs: GangRegistry | None = None,
+        topology: ClusterTopology | None = None,
     ) -> None:
         self.settings = settings
         self.framework = framework
@@ -83,9 +86,12 @@ class Scheduler:
             explain_after=settings.explain_after,
         )
         self.status_writer = StatusWriter(api, self.metrics)
-        #: Statuses of custom objects: the plugins' (the ClusterNetworkTopology) and the gang
-        #: APIs' group objects (``gang_status``), asked once a second.
+        #: Statuses of custom objects, asked once a second: the gang APIs' group objects and
+        #: the ClusterNetworkTopology, each from the state the plugins share with the engine.
         self.gang_status = GangStatus(gangs, self.cache, clock, wall) if gangs is not None else None
+        self.topology_status = (
+            TopologyStatus(topology, self.cache) if topology is not None else None
+        )
         parts = EngineParts(
             cache=self.cache,
             queue=self.queue,
@@ -133,9 +139,9 @@ class Scheduler:
         )
 
     def status_updates(self) -> list[StatusUpdate]:
-        updates = self.framework.status_updates()
-        if self.gang_status is not None:
-            updates += self.gang_status.updates()
+        updates = [] if self.gang_status is None else self.gang_status.updates()
+        if self.topology_status is not None:
+            updates += self.topology_status.updates()
         return updates
 
     @property

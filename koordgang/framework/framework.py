@@ -44,12 +44,11 @@ from koordgang.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
     SortKey,
-    StatusSourcePlugin,
     WatcherPlugin,
 )
 from koordgang.framework.jobs import JobRef
 from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PreBindPlan
-from koordgang.framework.report import MetricSpec, StatusUpdate, WatchedResource
+from koordgang.framework.report import MetricSpec, WatchedResource
 from koordgang.framework.results import (
     ALLOW,
     Decision,
@@ -116,7 +115,6 @@ class Framework:
         self.pod_handlers: list[PodEventPlugin] = _of(plugins, PodEventPlugin)
         self.left_pending: list[PodLeftPendingPlugin] = _of(plugins, PodLeftPendingPlugin)
         self.object_handlers: list[ObjectEventPlugin] = _of(plugins, ObjectEventPlugin)
-        self.status_sources: list[StatusSourcePlugin] = _of(plugins, StatusSourcePlugin)
         self.job_views: list[JobViewPlugin] = _of(plugins, JobViewPlugin)
         self.gang_fact_sources: list[GangFactsPlugin] = _of(plugins, GangFactsPlugin)
         self.pod_gone: list[PodGonePlugin] = _of(plugins, PodGonePlugin)
@@ -194,9 +192,6 @@ class Framework:
 
     def gauges(self) -> dict[str, Mapping[str, float]]:
         return {name: values for p in self.gauge_sources for name, values in p.gauges().items()}
-
-    def status_updates(self) -> list[StatusUpdate]:
-        return [u for source in self.status_sources for u in source.status_updates()]
 
     # -- groups --------------------------------------------------------------------------------
 

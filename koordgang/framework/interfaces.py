@@ -21,7 +21,7 @@ from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPlan, GroupTopology, Placer, SchedulingGroup
 from koordgang.framework.jobs import JobRef
 from koordgang.framework.prebind import PreBindPlan
-from koordgang.framework.report import MetricSpec, StatusUpdate, WatchedResource
+from koordgang.framework.report import MetricSpec, WatchedResource
 from koordgang.framework.results import PermitResult, PostFilterResult, UnreserveReason
 from koordgang.framework.status import Status
 from koordgang.model.group_key import GroupKey
@@ -254,13 +254,6 @@ class MetricsPlugin(Plugin, Protocol):
     def metrics(self) -> Sequence[MetricSpec]:
         """The metrics the plugin feeds; the engine registers them (the engine names
         none of a plugin's)."""
-
-
-@runtime_checkable
-class StatusSourcePlugin(Plugin, Protocol):
-    def status_updates(self) -> list[StatusUpdate]:
-        """Statuses of custom resources that may have changed since last asked (PodGroups);
-        the engine writes those that differ from what it wrote before."""
 
 
 @runtime_checkable

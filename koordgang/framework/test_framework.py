@@ -19,7 +19,6 @@ from koordgang.framework.group import (
     SchedulingGroup,
 )
 from koordgang.framework.handle import Handle, Services
-from koordgang.framework.report import StatusUpdate
 from koordgang.framework.results import ALLOW, Decision, PermitResult, PostFilterResult
 from koordgang.framework.runner import PodRunner
 from koordgang.framework.status import SKIP, SUCCESS, Code, Status
@@ -155,14 +154,6 @@ class Listener:
         return kind == "PodGroup"
 
 
-class StatusSource:
-    def __init__(self, name: str, updates: list[StatusUpdate]) -> None:
-        self.name, self.updates = name, updates
-
-    def status_updates(self) -> list[StatusUpdate]:
-        return self.updates
-
-
 class HandleUserPlugin:
     name = "NeedsHandle"
 
@@ -218,9 +209,9 @@ def test_each_plugin_is_registered_at_every_extension_point_it_implements() -> N
     post = FixedPostFilter("Post", PostFilterResult(SUCCESS), journal)
     reserve, permit = RecordingReserve("Reserve", journal), FixedPermit("Permit", ALLOW)
     reclaim, listener = FixedReclaim("Reclaim", {}), Listener("Listener")
-    source, user, keeper = StatusSource("Source", []), HandleUserPlugin(), Gatekeeper()
+    user, keeper = HandleUserPlugin(), Gatekeeper()
     plugins = [sort, gate, fit, taints, score, grouping, group_gate, placement, post, reserve]
-    plugins += [permit, reclaim, listener, source, user, keeper]
+    plugins += [permit, reclaim, listener, user, keeper]
 
     fw = Framework(prebuilt(plugins))
 
@@ -235,7 +226,6 @@ def test_each_plugin_is_registered_at_every_extension_point_it_implements() -> N
     assert fw.reclaimers == [reclaim]
     assert fw.pod_handlers == fw.object_handlers == [listener]
     assert fw.left_pending == []
-    assert fw.status_sources == [source]
     assert fw.pods.pre_filters == (gate,)
     assert fw.pods.static_filters == (taints,)
     assert fw.pods.node_filters == (fit,)
@@ -383,13 +373,6 @@ def test_only_pods_that_left_pending_are_told_to_those_that_ask_for_them() -> No
     fw.on_pod(pod("q"), None)
 
     assert settled.told == [("p", False), ("p", True), ("q", True)]
-
-
-def test_status_updates_of_every_source_are_collected() -> None:
-    a = StatusUpdate("v1", "podgroups", "ns", "a", {"phase": "Running"})
-    b = StatusUpdate("v1", "podgroups", "ns", "b", {"phase": "Pending"})
-    fw = framework(StatusSource("One", [a]), StatusSource("Two", [b]))
-    assert fw.status_updates() == [a, b]
 
 
 class GangFacts:

@@ -21,21 +21,27 @@ from koordgang.plugins.tainttoleration import TaintToleration
 from koordgang.plugins.volumebinding import VolumeBinding
 from koordgang.settings import Settings
 from koordgang.state.gangs import GangRegistry
+from koordgang.state.network_topology import ClusterTopology
 
 
 def default_framework(
-    settings: Settings, gangs: GangRegistry, rng: random.Random | None = None
+    settings: Settings,
+    gangs: GangRegistry,
+    rng: random.Random | None = None,
+    topology: ClusterTopology | None = None,
 ) -> Framework:
     """Gang scheduling, kube-scheduler's filters and scores (with its default weights), in the
     order they run: each plugin takes part at every extension point it implements; cheap
     static checks first, filters that look at other pods last. Each entry makes its plugin
-    from the framework's handle."""
+    from the framework's handle. ``gangs`` and ``topology`` are the state the plugins share
+    with the engine's status controllers (a topology of its own when none is given)."""
+    cluster_topology = topology if topology is not None else ClusterTopology()
     profile: tuple[PluginFactory, ...] = (
         # Gates first: a gated pod hears about its gates, not about its gang.
         SchedulingGates,
         lambda handle: Coscheduling(handle, gangs),
         # Places gang groups that carry a network-topology spec inside one domain.
-        NetworkTopology,
+        lambda handle: NetworkTopology(handle, cluster_topology),
         lambda _: VolumeBinding(),
         lambda _: NodeUnschedulable(),
         lambda _: NodeAffinity(),

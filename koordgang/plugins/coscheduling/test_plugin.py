@@ -352,7 +352,7 @@ def test_the_default_profile_puts_coscheduling_at_every_gang_extension_point() -
     ):
         assert plugin in point
     # Its group objects' status is the engine's status controller's (engine/gang_status.py).
-    assert plugin not in framework.status_sources
+    assert not hasattr(plugin, "status_updates")
 
 
 def test_a_framework_not_served_yet_says_so_instead_of_failing_obscurely() -> None:

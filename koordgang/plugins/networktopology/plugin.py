@@ -1,10 +1,10 @@
-"""Network-topology-aware placement as a GroupPlacement plugin, and the keeper of the
-``ClusterNetworkTopology`` status.
+"""Network-topology-aware placement as a GroupPlacement plugin.
 
 A group whose gangs carry ``gang.scheduling.koordinator.sh/network-topology-spec`` is placed by
 the gather algorithm (``gather.py``) inside one domain; other groups are left to the default
-member-by-member placement. The ``default`` ClusterNetworkTopology's ``status.detailStatus`` is
-recomputed from the nodes' labels whenever nodes change, and written when it differs.
+member-by-member placement. The plugin watches the ``default`` ClusterNetworkTopology and feeds
+it to :class:`~koordgang.state.network_topology.ClusterTopology`, whose status the engine's
+controller writes (``engine/topology_status.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from koordgang.framework.group import (
     SchedulingGroup,
 )
 from koordgang.framework.handle import Handle
-from koordgang.framework.report import Report, StatusUpdate, WatchedResource
+from koordgang.framework.report import Report, WatchedResource
 from koordgang.framework.status import Code, Status
 from koordgang.model.gather import GatherRule
 from koordgang.model.koordinator import (
@@ -37,9 +37,7 @@ from koordgang.model.pod import PodInfo
 from koordgang.model.topology import (
     DEFAULT_NAME,
     TopologySpec,
-    TopologySpecError,
     TopologyTree,
-    parse_topology_spec,
 )
 from koordgang.plugins.networktopology.gather import (
     OfferCache,
@@ -49,6 +47,7 @@ from koordgang.plugins.networktopology.gather import (
     node_offers,
 )
 from koordgang.plugins.networktopology.levels import has_levels, level_scopes, place_levels
+from koordgang.state.network_topology import ClusterTopology
 from koordgang.state.snapshot import Placement, Snapshot
 
 log = structlog.get_logger("koordgang.topology")
@@ -69,15 +68,10 @@ _REMEMBERED = 10_000
 class NetworkTopology:
     name = NAME
 
-    def __init__(self, handle: Handle) -> None:
+    def __init__(self, handle: Handle, topology: ClusterTopology) -> None:
         self.handle = handle
-        #: The ``default`` object as last seen (None: there is none).
-        self._object: Mapping[str, Any] | None = None
-        self._spec: TopologySpec | None = None
-        self._problem = ""
-        self._tree: TopologyTree | None = None
-        self._tree_generation: object = None
-        self._detail: tuple[TopologyTree, list[dict[str, Any]]] | None = None
+        #: The ``default`` object, its layers and domains (shared with the status controller).
+        self.topology = topology
         self._offers = OfferCache()
         #: gang key -> the domain its group was last placed in (for the gang view), the most
         #: recent ``_REMEMBERED`` gangs.
@@ -99,60 +93,25 @@ class NetworkTopology:
         if kind != RESOURCE_ID or (obj.get("metadata") or {}).get("name") != DEFAULT_NAME:
             return False
         if event == "DELETED":
-            self._object, self._spec, self._problem = None, None, ""
-            self._tree = None
+            self.topology.delete()
             return True
-        self._object = obj
-        try:
-            spec = parse_topology_spec(obj)
-        except TopologySpecError as error:
-            problem = str(error)
-            if problem != self._problem:
-                log.warning("ClusterNetworkTopology not used", problem=problem)
-                self.handle.report(
-                    Report(self._ref(), "Warning", "InvalidTopologySpec", problem, event=True)
-                )
-            self._spec, self._problem = None, problem
-        else:
-            if spec != self._spec:
-                self._tree = None
-            self._spec, self._problem = spec, ""
+        problem = self.topology.update(obj)
+        if problem:
+            log.warning("ClusterNetworkTopology not used", problem=problem)
+            self.handle.report(
+                Report(self._ref(), "Warning", "InvalidTopologySpec", problem, event=True)
+            )
         return True
 
     def _ref(self) -> ObjectRef:
-        metadata = (self._object or {}).get("metadata") or {}
+        metadata = (self.topology.object or {}).get("metadata") or {}
         return ObjectRef(
             KIND, "", DEFAULT_NAME, str(metadata.get("uid") or ""), api_version=API_VERSION
         )
 
     def tree(self, snapshot: Snapshot) -> TopologyTree | None:
-        """The domains of the current nodes (rebuilt when the node set or labels change)."""
-        if self._spec is None:
-            return None
-        generation = snapshot.cache.node_generation
-        if self._tree is None or self._tree_generation != generation:
-            nodes = [(n.name, n.info.labels) for n in snapshot.nodes if n.info is not None]
-            self._tree = TopologyTree(self._spec, nodes)
-            self._tree_generation = generation
-        return self._tree
-
-    def status_updates(self) -> list[StatusUpdate]:
-        if self._object is None:
-            return []
-        condition = {
-            "type": "Valid",
-            "status": "False" if self._problem else "True",
-            "reason": "InvalidTopologySpec" if self._problem else "Valid",
-            "message": self._problem or "layers form one chain",
-        }
-        status: dict[str, Any] = {"conditions": [condition]}
-        if self._spec is not None:
-            tree = self.tree(Snapshot(self.handle.cache))
-            if tree is not None:
-                if self._detail is None or self._detail[0] is not tree:
-                    self._detail = (tree, tree.detail_status())
-                status["detailStatus"] = self._detail[1]
-        return [StatusUpdate(API_VERSION, PLURAL, "", DEFAULT_NAME, status)]
+        """The domains of the current nodes (None: no usable ClusterNetworkTopology)."""
+        return self.topology.tree(snapshot)
 
     # -- what users are told --------------------------------------------------------------------
 
@@ -291,7 +250,10 @@ class NetworkTopology:
         tree = self.tree(snapshot) if network else None
         if network and tree is None:
             if any(r.must for r in network):
-                why = self._problem or f"no ClusterNetworkTopology named {DEFAULT_NAME} exists"
+                why = (
+                    self.topology.problem
+                    or f"no ClusterNetworkTopology named {DEFAULT_NAME} exists"
+                )
                 return _all_failed(group, snapshot, f"network-topology spec cannot be met: {why}")
             network = []  # PreferGather without a topology: placed as if it had none
         if tree is not None:

@@ -141,13 +141,13 @@ def test_must_gather_without_a_topology_keeps_the_job_pending() -> None:
 def test_the_status_lists_the_domains_and_follows_the_nodes() -> None:
     sched = scheduler([], seed_nodes())
     [plugin] = [p for p in sched.framework.plugins if isinstance(p, NetworkTopology)]
-    [update] = plugin.status_updates()
-    assert update.plural == "clusternetworktopologies" and update.namespace == ""
-    assert len(update.status["detailStatus"]) == 7
-    assert update.status["conditions"][0]["status"] == "True"
+    status = plugin.topology.status(sched.cache)
+    assert status is not None
+    assert len(status["detailStatus"]) == 7
+    assert status["conditions"][0]["status"] == "True"
     sched.add_node(topo_node("node-8", "s3", "b5"))
-    [update] = plugin.status_updates()
-    assert len(update.status["detailStatus"]) == 9
+    status = plugin.topology.status(sched.cache)
+    assert status is not None and len(status["detailStatus"]) == 9
 
 
 def test_a_spec_with_a_cycle_is_not_used_and_says_so() -> None:
@@ -163,11 +163,12 @@ def test_a_spec_with_a_cycle_is_not_used_and_says_so() -> None:
     }
     sched.framework.on_object("clusternetworktopologies.scheduling.koordinator.sh", "ADDED", broken)
     [plugin] = [p for p in sched.framework.plugins if isinstance(p, NetworkTopology)]
-    [update] = plugin.status_updates()
-    condition = update.status["conditions"][0]
+    status = plugin.topology.status(sched.cache)
+    assert status is not None
+    condition = status["conditions"][0]
     assert (condition["status"], condition["reason"]) == ("False", "InvalidTopologySpec")
     assert "cycle" in condition["message"]
-    assert "detailStatus" not in update.status
+    assert "detailStatus" not in status
 
 
 def test_synthetic_tree_of_thousands_of_nodes_with_ties_fragments_and_multiples() -> None:
