@@ -63,6 +63,7 @@ from koordgang.plugins.networktopology.plugin import RESOURCE_ID, NetworkTopolog
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.gangs import GangRegistry
+from koordgang.state.network_topology import ClusterTopology
 from koordgang.state.snapshot import Snapshot
 
 # -- targets (issue 19, item 4) ----------------------------------------------------------------
@@ -527,8 +528,15 @@ class Simulation:
         self.settings = Settings()
         self.api = SimApi()
         gangs = GangRegistry(self.settings.default_gang_waiting_time)
-        self.framework = default_framework(self.settings, gangs)
-        self.scheduler = Scheduler(self.settings, self.api, self.framework)  # type: ignore[arg-type]
+        # As the daemon does: the topology's status is written from what the plugin placed in.
+        topology = ClusterTopology()
+        self.framework = default_framework(self.settings, gangs, topology=topology)
+        self.scheduler = Scheduler(
+            self.settings,
+            self.api,  # type: ignore[arg-type]
+            self.framework,
+            topology=topology,
+        )
         intake = self.scheduler.intake
         self.pods = pod_feed(intake)
         self.api.echo = self.pods.event

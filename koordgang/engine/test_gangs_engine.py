@@ -3,6 +3,8 @@ placements on a node that goes, and what a restarted scheduler rebuilds from a l
 
 from __future__ import annotations
 
+import pytest
+
 from koordgang.engine.conftest import (
     FakeApi,
     FakeClock,
@@ -247,6 +249,29 @@ async def test_after_a_restart_members_annotated_timed_out_are_never_scheduled(
     condition = api.condition("x-9")
     assert condition is not None and condition["reason"] == "GangTimeout"
     assert uid_of("x-9") not in sched.queue
+
+
+@pytest.mark.parametrize("minimum", [3, 4])
+async def test_a_timeout_annotation_arriving_by_watch_takes_the_queued_members_out(
+    make_scheduler: MakeScheduler, api: FakeApi, minimum: int
+) -> None:
+    """A gang times out by an event too: another leader's timeout annotation lands after this
+    one listed (or a user sets it). Members queued before it wait outside the queue, told
+    why; none is tried again (nor bound, had the room been there)."""
+    members = gang("x", 4, minimum, mode="NonStrict")
+    sched = make_scheduler()
+    sched.list(nodes=[node("n1", cpu="2")], pods=members[:3])
+    marked = pod("x-3", annotations=dict(members[3].annotations) | {TIMEOUT_KEY: "true"})
+    sched.add(marked)
+    sched.intake.on_node_upsert(node("n2", cpu="8"))
+    await sched.run()
+
+    assert gang_state(sched, "ns/x").timed_out
+    assert api.binds(landed=False) == []
+    for member in members[:3]:
+        assert member.uid not in sched.queue
+        condition = api.condition(member.name)
+        assert condition is not None and condition["reason"] == "GangTimeout"
 
 
 async def test_gang_metrics_count_phases_waits_and_timeouts(

@@ -40,14 +40,8 @@ class TopologySpec:
     """A valid network-topology spec: its rules, in order, and the text they came from."""
 
     rules: tuple[GatherRule, ...]
-    #: As the user wrote it (for messages); two specs are the same when their rules are.
+    #: As the user wrote it.
     text: str = ""
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, TopologySpec) and self.rules == other.rules
-
-    def __hash__(self) -> int:
-        return hash(self.rules)
 
 
 def parse_gather_spec(text: str) -> tuple[TopologySpec | None, str | None]:

@@ -252,7 +252,9 @@ class Gang:
             else:
                 self._representative = pod
 
-    def upsert(self, pod: PodInfo) -> None:
+    def upsert(self, pod: PodInfo) -> bool:
+        """Records a member; True when its timeout annotation timed the gang out just now."""
+        was_timed_out = self._timed_out
         old = self.members.get(pod.uid)
         self.members[pod.uid] = pod
         working = _working(pod) - (_working(old) if old is not None else 0)
@@ -270,6 +272,7 @@ class Gang:
             minimum = self.spec.min_available or 0
             self._ran_whole = self._ran_whole or self._working >= minimum > 0
             self._finished = self._done >= minimum > 0
+        return self._timed_out and not was_timed_out
 
     def remove(self, uid: str) -> bool:
         old = self.members.pop(uid, None)
@@ -377,6 +380,7 @@ class GangRegistry:
         #: Gangs whose group object's status may have changed since the statuses were last
         #: written: marked by whoever changes what a status says, taken by the status writer.
         self._touched: set[str] = set()
+        self._timed_out_by_event: list[Gang] = []
 
     def touch(self, key: str) -> None:
         self._touched.add(key)
@@ -437,9 +441,16 @@ class GangRegistry:
         if ref is None:
             return None
         gang = self._gang(ref)
-        gang.upsert(pod)
+        if gang.upsert(pod):
+            self._timed_out_by_event.append(gang)
         self._gang_of[pod.uid] = ref.key
         return gang
+
+    def take_timed_out_by_event(self) -> list[Gang]:
+        """Gangs a member's timeout annotation timed out since the last call (another leader
+        timed them out, or a user did): their members still queued must leave the queue."""
+        gangs, self._timed_out_by_event = self._timed_out_by_event, []
+        return gangs
 
     def on_pod_deleted(self, uid: str) -> Gang | None:
         self.conflicts.pop(uid, None)

@@ -19,7 +19,7 @@ from koordgang.model.pod import PodInfo
 class Nomination:
     pod: PodInfo
     node: str
-    #: The group it was nominated for ("" for a pod alone).
+    #: The group it was nominated for (empty for a pod alone).
     group: GroupKey
 
 

@@ -55,6 +55,9 @@ class GangEvents:
             if changed is not None:
                 self.gangs.touch(changed.key)
                 self._check_minimum(changed)
+        for timed_out in self.gangs.take_timed_out_by_event():
+            # PreEnqueue refuses its members now: those already queued leave the queue.
+            self.handle.activate(timed_out.pending_members())
         self._tell_conflict(pod)
         if gang is not None:
             self._tell_issues(gang, pod)

@@ -244,6 +244,10 @@ class Coscheduling:
     def _gangs_of(self, group_key: GroupKey) -> list[Gang]:
         return [g for g in (self.gangs.get(k) for k in group_key.gangs) if g is not None]
 
+    def _gangs_in(self, group: SchedulingGroup) -> list[Gang]:
+        """The group's gangs in the order it was built (the trigger's first)."""
+        return [g for g in (self.gangs.get(p.key) for p in group.parts) if g is not None]
+
     # -- before placing ------------------------------------------------------------------------
 
     def pre_filter_group(
@@ -280,7 +284,7 @@ class Coscheduling:
                     told[held.pod.uid] = text
             state.write(UNPLACED_MESSAGES, told)
             return Status.unschedulable(self.name, say.with_notes(gang, verdict.message))
-        active = self._gangs_of(group.key)
+        active = self._gangs_in(group)
         for member in active:
             if member.first_attempt is None:
                 member.first_attempt = self.handle.wall()
@@ -364,7 +368,7 @@ class Coscheduling:
     ) -> Status:
         if not group.key:
             return SUCCESS
-        for gang in self._gangs_of(group.key):
+        for gang in self._gangs_in(group):
             self.gangs.touch(gang.key)
         return SUCCESS
 
@@ -417,7 +421,7 @@ class Coscheduling:
     ) -> PermitResult:
         if not group.key:
             return ALLOW
-        gangs = self._gangs_of(group.key)
+        gangs = self._gangs_in(group)
         waiting = self.handle.waiting
         if plan.satisfied:
             # Under a CompositePodGroup, the parts beyond its need were taken back.
