@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import socket
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,61 @@ from e2e.daemon import LocalDaemon
 from e2e.dra import claims, doubly_allocated
 from e2e.kube import SCHEDULER, Cluster
 from e2e.rbac import USERNAME
-from koordgang.model.node import parse_node
-from koordgang.model.pod import parse_pod
-from koordgang.model.resources import PODS, Resources
+
+#: Quantity suffixes (Kubernetes' resource.Quantity): decimal SI, binary, and milli.
+_SUFFIXES: dict[str, Fraction] = {
+    "": Fraction(1),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+_QUANTITY = re.compile(r"([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)")
+
+
+def quantity(text: Any) -> Fraction:
+    """A quantity as the API server stores it (``500m``, ``1Gi``, ``2``), exactly. The checker's
+    own reading: it shares no code with the scheduler it checks."""
+    found = _QUANTITY.fullmatch(str(text).strip())
+    if found is None or found.group(2) not in _SUFFIXES:
+        raise ValueError(f"not a quantity: {text!r}")
+    return Fraction(found.group(1)) * _SUFFIXES[found.group(2)]
+
+
+def _requests(container: Mapping[str, Any]) -> Counter[str]:
+    raw = (container.get("resources") or {}).get("requests") or {}
+    return Counter({name: quantity(value) for name, value in raw.items()})
+
+
+def pod_requests(pod: Mapping[str, Any]) -> Counter[str]:
+    """What a pod holds on its node, as the kubelet admits it: its containers and sidecars
+    (init containers that keep running) together, or an init container with the sidecars
+    started before it if that is more, plus the pod's overhead."""
+    spec = pod.get("spec") or {}
+    running: Counter[str] = Counter()
+    for container in spec.get("containers") or []:
+        running.update(_requests(container))
+    sidecars: Counter[str] = Counter()
+    peak: Counter[str] = Counter()
+    for container in spec.get("initContainers") or []:
+        if container.get("restartPolicy") == "Always":
+            sidecars.update(_requests(container))
+            continue
+        starting = sidecars + _requests(container)
+        peak = Counter({k: max(peak[k], starting[k]) for k in set(peak) | set(starting)})
+    running.update(sidecars)
+    total = Counter({k: max(running[k], peak[k]) for k in set(running) | set(peak)})
+    total.update({k: quantity(v) for k, v in (spec.get("overhead") or {}).items()})
+    return total
 
 
 def overcommitted(
@@ -25,22 +79,25 @@ def overcommitted(
 ) -> dict[str, list[str]]:
     """Nodes whose bound, non-terminal pods request more than the node's allocatable:
     ``node -> [resources short]``. Takes the API server's JSON objects."""
-    parsed = {n["metadata"]["name"]: parse_node(n) for n in nodes}
-    used: dict[str, Resources] = defaultdict(lambda: Resources.EMPTY)
-    counts: dict[str, int] = defaultdict(int)
-    for raw in pods:
-        pod = parse_pod(raw)
-        if pod.node_name and not pod.is_terminal:
-            used[pod.node_name] = used[pod.node_name] + pod.requests
-            counts[pod.node_name] += 1
+    allocatable = {
+        n["metadata"]["name"]: {
+            k: quantity(v) for k, v in ((n.get("status") or {}).get("allocatable") or {}).items()
+        }
+        for n in nodes
+    }
+    used: dict[str, Counter[str]] = defaultdict(Counter)
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        phase = (pod.get("status") or {}).get("phase")
+        if node and phase not in ("Succeeded", "Failed"):
+            used[node].update(pod_requests(pod))
+            used[node]["pods"] += 1
     over: dict[str, list[str]] = {}
     for name, requested in used.items():
-        node = parsed.get(name)
-        if node is None:
+        room = allocatable.get(name)
+        if room is None:
             continue
-        short = list(requested.exceeds(node.allocatable))
-        if counts[name] > node.allocatable.get(PODS):
-            short.append(PODS)
+        short = sorted(k for k, v in requested.items() if v > room.get(k, Fraction(0)))
         if short:
             over[name] = short
     return over

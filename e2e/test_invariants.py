@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from e2e.invariants import (
     AuditLog,
+    overcommitted,
     pod_deletes_by,
     pods_bound_twice,
+    quantity,
     writes_by,
 )
 from e2e.rbac import USERNAME
@@ -89,3 +94,77 @@ def test_writes_by_one_daemon_in_a_time_window() -> None:
         e["objectRef"]["name"]
         for e in writes_by(events, "koordgang/host_1", since=since, until=until)
     ] == ["a"]
+
+
+# -- the over-commit half: the checker's own reading of requests --------------------------------
+
+
+def node_json(name: str, **allocatable: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "status": {"allocatable": allocatable}}
+
+
+def pod_json(
+    name: str,
+    node: str,
+    *requests: dict[str, str],
+    init: tuple[dict[str, Any], ...] = (),
+    phase: str = "Running",
+    overhead: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "nodeName": node,
+        "containers": [
+            {"name": f"c{i}", "resources": {"requests": r}} for i, r in enumerate(requests)
+        ],
+        "initContainers": list(init),
+    }
+    if overhead:
+        spec["overhead"] = overhead
+    return {"metadata": {"name": name}, "spec": spec, "status": {"phase": phase}}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("500m", Fraction(1, 2)),
+        ("2", Fraction(2)),
+        ("1Gi", Fraction(2**30)),
+        ("1536Mi", Fraction(1536 * 2**20)),
+        ("1k", Fraction(1000)),
+        ("1.5", Fraction(3, 2)),
+        ("2e3", Fraction(2000)),
+        ("1E", Fraction(10**18)),
+    ],
+)
+def test_quantities_are_read_exactly(text: str, value: Fraction) -> None:
+    assert quantity(text) == value
+
+
+def test_pods_over_a_nodes_allocatable_are_found_per_resource() -> None:
+    nodes = [node_json("n1", cpu="2", memory="1Gi", pods="3"), node_json("n2", cpu="2", pods="1")]
+    pods = [
+        pod_json("a", "n1", {"cpu": "1500m", "memory": "512Mi"}),
+        pod_json("b", "n1", {"cpu": "600m", "memory": "512Mi"}),
+        pod_json("done", "n1", {"cpu": "4"}, phase="Succeeded"),
+        pod_json("c", "n2", {"cpu": "1"}),
+        pod_json("d", "n2", {"cpu": "1"}),
+        pod_json("pending", "", {"cpu": "64"}),
+    ]
+    assert overcommitted(nodes, pods) == {"n1": ["cpu"], "n2": ["pods"]}
+    assert overcommitted(nodes, pods[2:]) == {"n2": ["pods"]}
+
+
+def test_an_init_container_counts_when_it_asks_more_and_sidecars_always_count() -> None:
+    init = ({"name": "setup", "resources": {"requests": {"cpu": "3"}}},)
+    sidecar = (
+        {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
+    )
+    nodes = [node_json("n1", cpu="2", pods="10")]
+    assert overcommitted(nodes, [pod_json("big-init", "n1", {"cpu": "1"}, init=init)]) == {
+        "n1": ["cpu"]
+    }
+    with_sidecar = pod_json("p", "n1", {"cpu": "1500m"}, init=sidecar)
+    assert overcommitted(nodes, [with_sidecar]) == {"n1": ["cpu"]}
+    overhead = pod_json("o", "n1", {"cpu": "1800m"}, overhead={"cpu": "250m"})
+    assert overcommitted(nodes, [overhead]) == {"n1": ["cpu"]}
+    assert overcommitted(nodes, [pod_json("fits", "n1", {"cpu": "2"})]) == {}
