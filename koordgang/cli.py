@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
             dest=option.field,
             metavar=metavar_of(option),
             default=None,
+            action="append" if option.repeatable else "store",
             help=f"{option.help} [{option.env}] (default: {default_of(option)})",
         )
     gangs = commands.add_parser(
@@ -101,8 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     gangs.add_argument(
         "--scheduler-name",
         default=_env("KOORDGANG_SCHEDULER_NAME", "koord-scheduler"),
-        help="with --kubeconfig/--from-cluster: whose pods [KOORDGANG_SCHEDULER_NAME] "
-        "(default: %(default)s)",
+        help="with --kubeconfig/--from-cluster: whose pods, one name or several separated by "
+        "commas [KOORDGANG_SCHEDULER_NAME] (default: %(default)s)",
     )
     gangs.add_argument(
         "--url",
@@ -225,7 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         try:
             if args.kubeconfig or args.from_cluster:
-                gangs = from_cluster(args.kubeconfig, args.scheduler_name)
+                names = [n.strip() for n in args.scheduler_name.split(",") if n.strip()]
+                gangs = from_cluster(args.kubeconfig, names)
             else:
                 gangs = fetch(args.url)
         except ViewError as error:

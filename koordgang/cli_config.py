@@ -107,6 +107,28 @@ def _text(value: Any) -> str:
     return value
 
 
+def _names(value: Any) -> tuple[str, ...]:
+    """Scheduler names: one, a comma-separated list (the environment), a YAML list (the file)
+    or the values of a repeated flag; each a valid name, each once, in the order given."""
+    items = value if isinstance(value, list | tuple) else [value]
+    names: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ValueError("expected a name or a list of names")
+        for name in (part.strip() for part in item.split(",")):
+            if not _NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a scheduler name (a DNS subdomain)")
+            if name not in names:
+                names.append(name)
+    if not names:
+        raise ValueError("expected at least one name")
+    return tuple(names)
+
+
+#: What kube-apiserver accepts as ``spec.schedulerName`` (a DNS-1123 subdomain).
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
 @dataclass(frozen=True)
 class Option:
     field: str
@@ -116,11 +138,15 @@ class Option:
     parse: Callable[[Any], Any]
     help: str
     metavar: str | None = None
+    #: The flag may be given more than once (each value is kept).
+    repeatable: bool = False
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("scheduler_name", "schedulerName", "--scheduler-name", "KOORDGANG_SCHEDULER_NAME",
-           _text, "schedule pods whose spec.schedulerName is this"),
+    Option("scheduler_names", "schedulerName", "--scheduler-name", "KOORDGANG_SCHEDULER_NAME",
+           _names, "schedule pods whose spec.schedulerName is this; several names (a list in the "
+           "file, the flag repeated, commas in the environment) are served by one daemon",
+           "NAME", repeatable=True),
     Option("kubeconfig", "kubeconfig", "--kubeconfig", "KUBECONFIG", _text,
            "kubeconfig file; without one, the in-cluster service account is used, then "
            "~/.kube/config"),
@@ -204,6 +230,8 @@ def default_of(option: Option) -> Any:
     value = getattr(Settings(), option.field)
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, tuple):
+        return ",".join(value)
     return value.value if hasattr(value, "value") else value
 
 

@@ -6,7 +6,7 @@ import asyncio
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 COLUMNS = (
@@ -45,7 +45,7 @@ def fetch(url: str, timeout: float = 10.0) -> list[dict[str, Any]]:
 
 
 def from_cluster(
-    kubeconfig: str | None = None, scheduler_name: str = "koord-scheduler"
+    kubeconfig: str | None = None, scheduler_names: Collection[str] = ("koord-scheduler",)
 ) -> list[dict[str, Any]]:
     """The same rows, built from the API server instead of a daemon: PodGroups and pods are
     listed and their gangs worked out as the daemon does after a restart; a gang that waits
@@ -118,7 +118,7 @@ def from_cluster(
             pod = parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS)
         except ModelError:
             continue
-        if pod.scheduler_name != scheduler_name:
+        if pod.scheduler_name not in scheduler_names:
             continue
         cache.upsert_pod(pod)
         gang = registry.on_pod(pod)

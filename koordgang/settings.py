@@ -28,8 +28,10 @@ class LogFormat(enum.StrEnum):
 class Settings:
     """Everything the daemon can be told. Defaults suit a production cluster."""
 
-    #: Pods whose ``spec.schedulerName`` equals this are ours; all others only use capacity.
-    scheduler_name: str = "koord-scheduler"
+    #: Pods whose ``spec.schedulerName`` is one of these are ours; all others only use
+    #: capacity. One engine and one view of the cluster serve every name (as kube-scheduler's
+    #: profiles do); the first names the daemon itself (its Lease, its logs).
+    scheduler_names: tuple[str, ...] = ("koord-scheduler",)
     #: Path to a kubeconfig; empty means in-cluster config, then ``~/.kube/config``.
     kubeconfig: str = ""
     log_format: LogFormat = LogFormat.CONSOLE
@@ -86,3 +88,8 @@ class Settings:
     #: The Lease: its name, and its namespace ("" means this pod's namespace, else default).
     leader_elect_resource_name: str = "koordgang"
     leader_elect_resource_namespace: str = ""
+
+    @property
+    def scheduler_name(self) -> str:
+        """The first of :attr:`scheduler_names`: the name the daemon goes by."""
+        return self.scheduler_names[0]

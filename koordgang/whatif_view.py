@@ -77,7 +77,7 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
     )
 
     try:
-        parsed = read_input(text, settings.scheduler_name)
+        parsed = read_input(text, settings.scheduler_names)
     except WhatIfError as error:
         raise BadInput(str(error)) from None
     try:
@@ -92,7 +92,7 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
             needed = priority_class_names(parsed.pods)
             priorities, warning = await read_priorities(api, needed)
             served = await resolve_versions(api, watched)
-            cluster = await read_cluster(api, served, settings.scheduler_name)
+            cluster = await read_cluster(api, served, settings.scheduler_names)
             return cluster, priorities, warning
         finally:
             await api.close()

@@ -33,11 +33,13 @@ class Eviction:
     #: The job the room is made for (``default/hello-job``) and the pod that asked.
     preemptor: str
     trigger: str
+    #: The scheduler name the preemptor answers to ("": the daemon's first name).
+    scheduler: str = ""
 
 
 def condition_message(scheduler_name: str, eviction: Eviction) -> str:
     return (
-        f"{scheduler_name}: preempting to accommodate higher priority pods, "
+        f"{eviction.scheduler or scheduler_name}: preempting to accommodate higher priority pods, "
         f"preemptor: {eviction.preemptor}, triggerpod: {eviction.trigger}"
     )
 
@@ -110,7 +112,7 @@ class Evictor:
                 reason="Preempted",
                 message=f"Preempted by {eviction.preemptor} (trigger pod {eviction.trigger}) "
                 f"on node {eviction.node}",
-                component=self._scheduler_name,
+                component=eviction.scheduler or self._scheduler_name,
                 action="Preempting",
             )
         except (ApiError, ApiUnavailable) as error:

@@ -169,7 +169,7 @@ class Intake(EnginePart):
         log.warning(
             "pod cannot be scheduled: invalid spec", pod=f"{namespace}/{name}", error=str(error)
         )
-        ours = spec.get("schedulerName") == self._pending.scheduler_name
+        ours = spec.get("schedulerName") in self._pending.names
         if not ours or spec.get("nodeName") or not name:
             return
         ref = ObjectRef("Pod", namespace, name, str(meta.get("uid") or ""))
@@ -183,6 +183,7 @@ class Intake(EnginePart):
                 message,
                 condition=("False", "Unschedulable"),
                 always=True,
+                component=str(spec.get("schedulerName")),
             )
         )
 

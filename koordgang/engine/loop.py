@@ -65,7 +65,7 @@ class SchedulingLoop(EnginePart):
     async def run(self) -> None:
         """Schedules until ``stop()``; starts only once pods and nodes have been listed."""
         await self._intake.ready.wait()
-        log.info("scheduling loop started", scheduler=self._pending.scheduler_name)
+        log.info("scheduling loop started", schedulers=sorted(self._pending.names))
         self._update_gauges()
         while not self._stopping:
             if not self._binder.has_room():
@@ -131,7 +131,8 @@ class SchedulingLoop(EnginePart):
             self.schedule(entry, members)
         except Exception:
             log.exception("scheduling attempt failed", pod=entry.pod.key)
-            self._metrics.attempts.labels("error", self._metrics.profile).inc()
+            profile = entry.pod.scheduler_name or self._metrics.profile
+            self._metrics.attempts.labels("error", profile).inc()
             now = self._clock()
             for queued in members.values():
                 if queued.state is QueueState.IN_FLIGHT:
@@ -161,7 +162,7 @@ class SchedulingLoop(EnginePart):
         result = "scheduled" if outcome.bind or outcome.allow_waiting else "unschedulable"
         if outcome.status.code is Code.ERROR:
             result = "error"
-        self._metrics.attempt(result, self._clock() - started)
+        self._metrics.attempt(result, self._clock() - started, pod.scheduler_name)
 
     def _apply(self, outcome: CycleOutcome, members: dict[str, QueuedPod], now: float) -> None:
         group = outcome.group
@@ -248,7 +249,13 @@ class SchedulingLoop(EnginePart):
                 self._held.nominate(pod, node, group.key)
         for placement in outcome.evict:
             self._evictor.submit(
-                Eviction(placement.pod, placement.node_name, outcome.preemptor, group.trigger.key)
+                Eviction(
+                    placement.pod,
+                    placement.node_name,
+                    outcome.preemptor,
+                    group.trigger.key,
+                    scheduler=group.trigger.scheduler_name,
+                )
             )
         if outcome.dry_run_seconds is not None:
             self._metrics.preemption_attempts.inc()

@@ -153,10 +153,12 @@ class Metrics:
             child = self._children[key] = metric.labels(*values)
         return child
 
-    def attempt(self, result: str, seconds: float) -> None:
-        """One scheduling attempt ended with ``result``."""
-        self._child(self.attempts, result, self.profile).inc()
-        self._child(self.attempt_duration, result, self.profile).observe(seconds)
+    def attempt(self, result: str, seconds: float, profile: str = "") -> None:
+        """One scheduling attempt ended with ``result``; ``profile`` is the scheduler name the
+        pod asked for (one daemon answers to several), "" the daemon's first."""
+        profile = profile or self.profile
+        self._child(self.attempts, result, profile).inc()
+        self._child(self.attempt_duration, result, profile).observe(seconds)
 
     def _register(self, spec: MetricSpec) -> None:
         labels = [spec.label] if spec.label else []

@@ -260,7 +260,7 @@ class Reporter:
                         type_=report.event_type,
                         reason=report.reason,
                         message=report.message,
-                        component=self._component,
+                        component=report.component or self._component,
                     ),
                     attempts=3,
                 )

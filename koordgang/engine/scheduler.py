@@ -70,7 +70,7 @@ class Scheduler:
             unschedulable_retry_interval=settings.unschedulable_retry_interval,
         )
         self.signals = Signals()
-        self.pending = PendingRule(settings.scheduler_name, self.cache, framework.nominations)
+        self.pending = PendingRule(settings.scheduler_names, self.cache, framework.nominations)
         self.reporter = Reporter(
             api,
             settings.scheduler_name,

@@ -28,6 +28,9 @@ class Report:
     event: bool = True
     #: With the condition: ``status.nominatedNodeName`` to set ("" clears it; None leaves it).
     nominated_node: str | None = None
+    #: Who the Event is from: the pod's own scheduler (one daemon answers to several names);
+    #: "" for the daemon's first name.
+    component: str = ""
 
     @staticmethod
     def for_pod(
@@ -42,7 +45,17 @@ class Report:
         event: bool = True,
     ) -> Report:
         ref = ObjectRef("Pod", pod.namespace, pod.name, pod.uid)
-        return Report(ref, event_type, reason, message, condition, annotations or {}, always, event)
+        return Report(
+            ref,
+            event_type,
+            reason,
+            message,
+            condition,
+            annotations or {},
+            always,
+            event,
+            component=pod.scheduler_name,
+        )
 
     @staticmethod
     def unschedulable(
@@ -63,6 +76,7 @@ class Report:
             ("False", reason),
             {},
             nominated_node=nominated_node,
+            component=pod.scheduler_name,
         )
 
 

@@ -33,11 +33,21 @@ def own_problem(gang: Gang) -> str:
         return f"cannot start: {reason}"
     minimum = spec.min_available or 0
     created = gated = 0
+    schedulers: dict[str, int] = {}
     for pod in gang.live_members():
         if pod.scheduling_gates:
             gated += 1
         else:
             created += 1
+        schedulers[pod.scheduler_name] = schedulers.get(pod.scheduler_name, 0) + 1
+    if len(schedulers) > 1:
+        # One daemon answers to several names, but a gang is one decision of one scheduler:
+        # a job whose pods disagree is told so rather than scheduled under two names.
+        named = ", ".join(f"{name} ({count})" for name, count in sorted(schedulers.items()))
+        return (
+            f"cannot start: its members name different schedulers ({named}); give every "
+            "member the same spec.schedulerName"
+        )
     if created < minimum:
         # Scheduling-gated members (Kueue holds pods this way) do not count until ungated.
         note = f" ({gated} more scheduling-gated)" if gated else ""

@@ -60,7 +60,7 @@ def default_framework(
         # After Preemption: a job waits for room only where none can be made by evicting.
         lambda handle: StarvationGuard(
             handle,
-            scheduler_name=settings.scheduler_name,
+            scheduler_names=settings.scheduler_names,
             reserve_after=settings.reserve_after,
             max_reserving=settings.max_reserving_jobs,
             default_waiting_time=settings.default_gang_waiting_time,

@@ -8,7 +8,7 @@ gang still short (those are in the daemon's memory only) and no nomination beyon
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,7 @@ class ClusterState:
 
 
 async def read_cluster(
-    api: KubeApi, watched: Sequence[WatchedResource], scheduler_name: str
+    api: KubeApi, watched: Sequence[WatchedResource], scheduler_names: Collection[str]
 ) -> ClusterState:
     """Nodes, pods, and every watched kind, listed as the daemon's informers list them at
     start; namespaces, claims and disruption budgets too when the reader may list them."""
@@ -77,7 +77,7 @@ async def read_cluster(
         nominated = pod.nominated_node_name
         if (
             nominated
-            and pod.scheduler_name == scheduler_name
+            and pod.scheduler_name in scheduler_names
             and not pod.node_name
             and cache.node(nominated) is not None
         ):

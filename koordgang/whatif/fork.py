@@ -78,10 +78,10 @@ class ReadOnly:
     warnings)."""
 
     def __init__(
-        self, cache: SchedulerCache, scheduler_name: str, nominations: Nominations
+        self, cache: SchedulerCache, scheduler_names: Iterable[str], nominations: Nominations
     ) -> None:
         self.cache = cache
-        self._scheduler_name = scheduler_name
+        self._scheduler_names = frozenset(scheduler_names)
         self._nominations = nominations
         #: What the plugins would have told users.
         self.reports: list[Report] = []
@@ -91,7 +91,7 @@ class ReadOnly:
     def is_pending(self, pod: PodInfo) -> bool:
         # The daemon's rule (engine/pending.py), plus: not placed by this what-if already.
         if (
-            pod.scheduler_name != self._scheduler_name
+            pod.scheduler_name not in self._scheduler_names
             or pod.node_name
             or pod.is_terminal
             or pod.is_terminating
@@ -144,12 +144,12 @@ def fork(
     framework = default_framework(settings, gangs)
     for nomination in state.nominations:
         framework.nominations.add(nomination.pod, nomination.node, nomination.group)
-    services = ReadOnly(state.cache, settings.scheduler_name, framework.nominations)
+    services = ReadOnly(state.cache, settings.scheduler_names, framework.nominations)
     framework.serve(services.services(clock, wall))
     for kind, obj in state.objects:
         framework.on_object(kind, "ADDED", obj)
     for pod in state.cache.pods():
-        if pod.scheduler_name == settings.scheduler_name:
+        if pod.scheduler_name in settings.scheduler_names:
             framework.on_pod(None, pod)
     # What the daemon's own pods were told is the daemon's business; from here on, only what
     # the file's pods hear is kept.

@@ -114,7 +114,7 @@ def load_documents(text: str) -> list[dict[str, Any]]:
 
 
 def read_input(
-    text: str, scheduler_name: str | None, apis: Sequence[GangApi] = GANG_APIS
+    text: str, scheduler_names: Sequence[str] | None, apis: Sequence[GangApi] = GANG_APIS
 ) -> WhatIfInput:
     """The pods and gang objects of ``text``; raises :class:`WhatIfError`."""
     result = WhatIfInput()
@@ -180,11 +180,12 @@ def read_input(
         )
     for pod in result.pods:
         name = pod["spec"].get("schedulerName") or "default-scheduler"
-        if scheduler_name is not None and name != scheduler_name:
+        if scheduler_names is not None and name not in scheduler_names:
             meta = pod["metadata"]
+            ours = " or ".join(repr(n) for n in scheduler_names)
             raise WhatIfError(
                 f"pod {meta['namespace']}/{meta['name']}: spec.schedulerName: {name!r}; "
-                f"koordgang schedules the pods that name {scheduler_name!r}"
+                f"koordgang schedules the pods that name {ours}"
             )
     return result
 

@@ -35,7 +35,7 @@ class WhatIfService:
     async def answer(self, text: str) -> dict[str, Any]:
         """The answer for a file's contents; raises ``WhatIfError`` for a file it cannot
         answer for."""
-        parsed = read_input(text, self._settings.scheduler_name)
+        parsed = read_input(text, self._settings.scheduler_names)
         priorities, warning = await read_priorities(self._api, priority_class_names(parsed.pods))
         pods = make_pods(parsed.pods, priorities, self._wall())
         claims = make_claims(parsed, pods)

@@ -54,6 +54,30 @@ def test_a_flag_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     assert _settings(["run", "--scheduler-name", "from-flag"]).scheduler_name == "from-flag"
 
 
+def test_several_scheduler_names_from_the_file_the_environment_or_repeated_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "koordgang.yaml"
+    config.write_text("schedulerName: [koord-scheduler, scheduler-plugins-scheduler]\n")
+    from_file = _settings(["run", "--config", str(config)])
+    assert from_file.scheduler_names == ("koord-scheduler", "scheduler-plugins-scheduler")
+    assert from_file.scheduler_name == "koord-scheduler"  # the daemon's own name: the first
+
+    monkeypatch.setenv("KOORDGANG_SCHEDULER_NAME", "a, b,a")
+    assert _settings(["run"]).scheduler_names == ("a", "b")
+    flags = ["run", "--scheduler-name", "x", "--scheduler-name", "y"]
+    assert _settings(flags).scheduler_names == ("x", "y")
+
+
+@pytest.mark.parametrize("value", ["Not_A_Name", "", "a,,b"])
+def test_a_scheduler_name_that_is_no_name_stops_the_daemon_with_a_message(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KOORDGANG_SCHEDULER_NAME", value)
+    with pytest.raises(SettingsError, match=r"KOORDGANG_SCHEDULER_NAME: .* is not usable"):
+        _settings(["run"])
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -23,7 +23,7 @@ its waiting time (then it waits ``reserve_after`` again before it may reserve ag
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,7 +109,7 @@ class StarvationGuard:
         self,
         handle: Handle,
         *,
-        scheduler_name: str,
+        scheduler_names: Iterable[str],
         reserve_after: float = 30.0,
         max_reserving: int = 1,
         default_waiting_time: float = 600.0,
@@ -118,7 +118,7 @@ class StarvationGuard:
         self.reserve_after = reserve_after
         self.max_reserving = max(0, max_reserving)
         self._default_waiting_time = default_waiting_time
-        self._scheduler_name = scheduler_name
+        self._scheduler_names = frozenset(scheduler_names)
         self._waiting: dict[str, _Waiting] = {}
         self._reservations: dict[str, Reservation] = {}
         #: member uid -> the job it holds room for.
@@ -361,7 +361,7 @@ class StarvationGuard:
         (a DaemonSet's or a static pod would come back)."""
         return (
             bool(pod.node_name)
-            and pod.scheduler_name == self._scheduler_name
+            and pod.scheduler_name in self._scheduler_names
             and pod.priority <= below
             and not pod.is_terminating
             and pod.owner_kind != "DaemonSet"

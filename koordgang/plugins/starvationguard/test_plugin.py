@@ -37,6 +37,6 @@ def test_a_reservation_says_how_many_nodes_have_room_and_how_many_pods_it_waits_
 
 def test_the_guard_is_off_with_no_delay_or_no_place() -> None:
     handle = Framework(prebuilt([PrioritySort()])).handle
-    assert StarvationGuard(handle, scheduler_name="s").enabled
-    assert not StarvationGuard(handle, scheduler_name="s", reserve_after=0).enabled
-    assert not StarvationGuard(handle, scheduler_name="s", max_reserving=0).enabled
+    assert StarvationGuard(handle, scheduler_names=("s",)).enabled
+    assert not StarvationGuard(handle, scheduler_names=("s",), reserve_after=0).enabled
+    assert not StarvationGuard(handle, scheduler_names=("s",), max_reserving=0).enabled
