@@ -19,20 +19,22 @@ from koordgang.clients import pods as pod_client
 from koordgang.clients.api import KubeApi
 from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.engine.binder import BindOutcome, BindRequest
+from koordgang.engine.metrics import Metrics
 from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.framework.report import Report
 from koordgang.framework.results import UnreserveReason
 from koordgang.gangapis import POD_ANNOTATION_KEYS
-from koordgang.model.pod import PodParseError, parse_pod
+from koordgang.model.pod import PodInfo, PodParseError, parse_pod
 from koordgang.state.snapshot import Placement
 
 log = structlog.get_logger("koordgang.binder")
 
 
 class BindOutcomes(EnginePart):
-    def __init__(self, parts: EngineParts, api: KubeApi) -> None:
+    def __init__(self, parts: EngineParts, api: KubeApi, metrics: Metrics) -> None:
         super().__init__(parts)
         self._api = api
+        self._metrics = metrics
         self._followups: set[asyncio.Task[None]] = set()
         self.stopping = False
 
@@ -97,9 +99,25 @@ class BindOutcomes(EnginePart):
             return
         if fresh.uid == pod.uid:
             self._cache.upsert_pod(fresh)  # bound: counts on its real node from now on
+            if fresh.node_name and fresh.node_name != request.node:
+                self._bound_by_another(fresh, request.node)
         self._release(request)
         if fresh.uid == pod.uid and self._pending.is_pending(fresh):
             self._queue.readd_after_failure(fresh, self._clock(), request.attempts)
+
+    def _bound_by_another(self, pod: PodInfo, ours: str) -> None:
+        """Another binder got there first: a second scheduler answers to this pod's name (or a
+        user bound it by hand). It is told and counted, not fought over: the pod stays where
+        it was bound."""
+        message = (
+            f"bound to {pod.node_name} by another binder while {pod.scheduler_name} chose "
+            f"{ours}: run one scheduler per schedulerName ({pod.scheduler_name!r} answers here)"
+        )
+        log.warning("pod bound by another binder", pod=pod.key, node=pod.node_name, ours=ours)
+        self._metrics.binds_taken.inc()
+        self._reporter.report(
+            Report.for_pod(pod, "Warning", "BoundByAnotherScheduler", message, always=True)
+        )
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.create_task(coro, name=name)

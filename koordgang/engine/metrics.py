@@ -82,6 +82,12 @@ class Metrics:
             ["result"],
             registry=self.registry,
         )
+        self.binds_taken = Counter(
+            "koordgang_binds_taken",
+            "Pods another binder bound elsewhere while we bound them: a second scheduler answers "
+            "to one of our names (or a user bound them by hand).",
+            registry=self.registry,
+        )
         self.queue_depth = Gauge(
             "scheduler_pending_pods",
             "Pods waiting in the queue, by queue (active, backoff, unschedulable, gated).",

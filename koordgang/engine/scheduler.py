@@ -106,7 +106,7 @@ class Scheduler:
         #: the intake (to the queue, or gated).
         self.held = HeldRoom(parts, requeue=lambda pod: self.intake.enqueue(pod))
         self.intake = Intake(parts, self.held)
-        self.bind_outcomes = BindOutcomes(parts, api)
+        self.bind_outcomes = BindOutcomes(parts, api, self.metrics)
         self.binder = Binder(
             api,
             self.metrics,

@@ -115,6 +115,12 @@ async def test_a_409_reads_the_pod_back_and_trusts_it_when_it_is_bound_or_replac
     else:
         assert sched.cache.node_of(uid_of("p")) == "n2"
         assert cpu_free(sched, "n2") == 1000
+        # Another binder: told on the pod and counted, not fought over.
+        [event] = api.events("p", "BoundByAnotherScheduler")
+        assert event["type"] == "Warning"
+        assert "bound to n2 by another binder while koord-scheduler chose n1" in event["message"]
+        text = sched.scheduler.metrics.render().decode()
+        assert "koordgang_binds_taken_total 1.0" in text
     assert uid_of("p") not in sched.queue
     clock.advance(120)
     await sched.run()
