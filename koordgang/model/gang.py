@@ -42,6 +42,7 @@ __all__ = [
     "NameIn",
     "PodGroupInfo",
     "check_min",
+    "count_problem",
     "parse_min_resources",
     "parse_minimum",
     "parse_timeout_seconds",
@@ -344,14 +345,19 @@ def parse_min_resources(raw: Any, key: str, issues: list[ConfigIssue]) -> Resour
         return None
 
 
-def check_min(key: str, value: str, number: int | None) -> tuple[int | None, ConfigIssue | None]:
-    problem = None
+def count_problem(number: int | None) -> str | None:
+    """What is wrong with a member count (a minimum, a total), None when it is usable."""
     if number is None:
-        problem = "is not an integer"
-    elif number < 1:
-        problem = "is less than 1"
-    elif number > MAX_MIN_AVAILABLE:
-        problem = f"is too large (more than {MAX_MIN_AVAILABLE})"
+        return "is not an integer"
+    if number < 1:
+        return "is less than 1"
+    if number > MAX_MIN_AVAILABLE:
+        return f"is too large (more than {MAX_MIN_AVAILABLE})"
+    return None
+
+
+def check_min(key: str, value: str, number: int | None) -> tuple[int | None, ConfigIssue | None]:
+    problem = count_problem(number)
     if problem is not None:
         return None, ConfigIssue(key, value, problem, CANNOT_START, fatal=True)
     return number, None

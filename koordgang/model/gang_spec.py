@@ -16,7 +16,6 @@ from typing import Any
 from koordgang.model.errors import ModelError
 from koordgang.model.gang import (
     CANNOT_START,
-    MAX_MIN_AVAILABLE,
     MAX_WAITING_TIME,
     ConfigIssue,
     GangMode,
@@ -25,6 +24,7 @@ from koordgang.model.gang import (
     MatchPolicy,
     PodGroupInfo,
     check_min,
+    count_problem,
 )
 from koordgang.model.gather import TopologySpec, parse_gather_spec
 from koordgang.model.json_values import int_text, shown
@@ -191,14 +191,8 @@ def _resolve_total(text: str | None, minimum: int | None, issues: list[ConfigIss
     if text is None:
         return fallback
     number = int_text(text)
-    problem = None
-    if number is None:
-        problem = "is not an integer"
-    elif number < 1:
-        problem = "is less than 1"
-    elif number > MAX_MIN_AVAILABLE:
-        problem = f"is too large (more than {MAX_MIN_AVAILABLE})"
-    elif minimum is not None and number < minimum:
+    problem = count_problem(number)
+    if problem is None and number is not None and minimum is not None and number < minimum:
         issues.append(
             ConfigIssue(
                 TOTAL_NUMBER_KEY,
