@@ -14,7 +14,7 @@ KUBE ?= 1.37
 export KUBE
 PYTEST_ARGS ?=
 # The product, its tests, and the tools: the local control plane, the bench, the soak, the demo.
-PYTHON_TREES := koordgang tests e2e controlplane bench soak demo.py
+PYTHON_TREES := koordgang tests harness e2e controlplane bench soak demo.py
 
 .PHONY: help venv build-controlplane cluster-up cluster-down run lint unit coverage e2e e2e-upstream-1.36 test demo clean
 
@@ -66,7 +66,7 @@ coverage: $(STAMP)
 
 e2e: $(STAMP) build-controlplane
 	@echo "==> building the real clients the e2e tests run (Kubeflow training-operator)"
-	@$(PY) -m e2e.clients.build
+	@$(PY) -m harness.clients.build
 	@echo "==> e2e tests on the local control plane (started and stopped by the suite)"
 	@$(PY) -m pytest e2e -q $(PYTEST_ARGS)
 

@@ -22,8 +22,8 @@ from kubernetes.client.exceptions import ApiException
 from controlplane import DEFAULT_NODES_FILE, LocalControlPlane
 from controlplane.crds import install_crds
 from controlplane.releases import selected_release
-from e2e.daemon import LocalDaemon
-from e2e.kube import Cluster, deployment_body, job_body, pod_body, scheduled_condition
+from harness.daemon import LocalDaemon
+from harness.kube import Cluster, deployment_body, job_body, pod_body, scheduled_condition
 from koordgang.gangs_view import fetch, render_table
 from koordgang.whatif.render import render_text
 from koordgang.whatif_view import BadInput, WhatIfFailed, ask_daemon

@@ -10,7 +10,7 @@ from typing import Any
 
 from bench.cluster import BenchCluster
 from bench.workload import CompositePlan
-from e2e.invariants import overcommitted
+from harness.invariants import overcommitted
 
 
 def bound_per_gang(

@@ -17,7 +17,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench import procstats
-from e2e.daemon import REPO, free_port
+from harness.daemon import REPO, free_port
 
 #: Counters worth keeping per scenario: what the daemon did besides binding; its claims
 #: allocated and batches given up over a device (DRA); and kube-scheduler's pod group cycles

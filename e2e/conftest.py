@@ -5,7 +5,7 @@ plane (started here if it is not up, and stopped again at the end if it was star
 The cluster belongs to the tests: fake nodes left from earlier runs are removed first.
 
 The tests act as cluster admin (``kubeconfig``); the scheduler does not: it runs with a token
-of the ServiceAccount of manifests/rbac.yaml (``scheduler_kubeconfig``, see e2e/rbac.py).
+of the ServiceAccount of manifests/rbac.yaml (``scheduler_kubeconfig``, see harness/rbac.py).
 """
 
 from __future__ import annotations
@@ -15,14 +15,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import config
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
 from controlplane import LocalControlPlane
 from controlplane.crds import install_crds
-from e2e.daemon import Daemon, DeploymentDaemon, LocalDaemon
-from e2e.invariants import AuditLog, assert_invariants
-from e2e.kube import Cluster, unique
-from e2e.rbac import make_scheduler_kubeconfig, rbac_denials
+from harness.daemon import Daemon, DeploymentDaemon, LocalDaemon
+from harness.disruptions import DisruptionWatch
+from harness.gangs import GangBook
+from harness.invariants import AuditLog, assert_invariants
+from harness.kube import Cluster, unique, wait_until
+from harness.rbac import make_scheduler_kubeconfig, rbac_denials
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -148,3 +151,68 @@ def check_invariants(cluster: Cluster, namespace: str) -> Iterator[None]:
     pending pod of ours is explained."""
     yield
     assert_invariants(cluster, namespace)
+
+
+# -- shared by the preemption tests -----------------------------------------------------------
+
+PRIORITIES = {"e2e-low": 10, "e2e-medium": 50, "e2e-high": 100}
+
+
+@pytest.fixture(scope="module")
+def priority_classes(cluster: Cluster) -> None:
+    api = client.SchedulingV1Api(cluster.api_client)
+    for name, value in PRIORITIES.items():
+        body = client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value)
+        try:
+            api.create_priority_class(body)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+
+
+@pytest.fixture
+def disruptions(cluster: Cluster, namespace: str) -> Iterator[DisruptionWatch]:
+    recorder = DisruptionWatch(cluster, namespace)
+    yield recorder
+    recorder.stop()
+
+
+@pytest.fixture
+def apps(cluster: Cluster, namespace: str) -> Iterator[client.AppsV1Api]:
+    """Deployments of the test; deleted first at the end, so that no controller makes pods
+    for later tests."""
+    api = client.AppsV1Api(cluster.api_client)
+    yield api
+    for deployment in api.list_namespaced_deployment(namespace).items:
+        api.delete_namespaced_deployment(
+            deployment.metadata.name, namespace, propagation_policy="Orphan"
+        )
+    wait_until(
+        lambda: (
+            not client.AppsV1Api(cluster.api_client).list_namespaced_replica_set(namespace).items
+            or all(
+                api.delete_namespaced_replica_set(rs.metadata.name, namespace) is not None
+                for rs in api.list_namespaced_replica_set(namespace).items
+            )
+        ),
+        what="replica sets gone",
+    )
+
+
+# -- gangs -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(name="gang_book")
+def gang_book_fixture(
+    cluster: Cluster, namespace: str, request: pytest.FixtureRequest
+) -> Iterator[GangBook]:
+    """List it after ``daemon`` and before ``check_invariants`` in a test's arguments, so that
+    ``check_invariants`` sees the scenario's end state before the book cleans up."""
+    book = GangBook(cluster, namespace)
+    yield book
+    try:
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.passed:
+            book.check()
+    finally:
+        book.cleanup()

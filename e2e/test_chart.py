@@ -12,8 +12,8 @@ import yaml
 from kubernetes import dynamic
 
 from controlplane.build import binary_paths
-from e2e.kube import Cluster
-from e2e.rbac import kubectl
+from harness.kube import Cluster
+from harness.rbac import kubectl
 
 CHART = Path(__file__).resolve().parent.parent / "charts" / "koordgang"
 MANIFESTS = Path(__file__).resolve().parent.parent / "manifests"

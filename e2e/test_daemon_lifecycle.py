@@ -10,9 +10,9 @@ from collections import Counter
 
 import pytest
 
-from e2e.daemon import LocalDaemon
-from e2e.invariants import kopf_marks_on_pods, overcommitted_nodes
-from e2e.kube import Cluster, bound, pending, pod_body, scheduled_condition, wait_until
+from harness.daemon import LocalDaemon
+from harness.invariants import kopf_marks_on_pods, overcommitted_nodes
+from harness.kube import Cluster, bound, pending, pod_body, scheduled_condition, wait_until
 
 local_only = pytest.mark.skipif(
     os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment",

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from e2e.daemon import Daemon, LocalDaemon
-from e2e.dra import (
+from harness.daemon import Daemon, LocalDaemon
+from harness.dra import (
     FINALIZER,
     Devices,
     allocated_devices,
@@ -29,18 +29,17 @@ from e2e.dra import (
     doubly_allocated,
     with_claims,
 )
-from e2e.faultproxy import FaultProxy, Rule, upstream_of, write_proxied_kubeconfig
-from e2e.gangs import (
+from harness.faultproxy import FaultProxy, Rule, upstream_of, write_proxied_kubeconfig
+from harness.gangs import (
     GangBook,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     holds,
     members,
     wait_bound,
     wait_explained,
 )
-from e2e.invariants import AuditLog, daemon_user_agent
-from e2e.kube import Cluster, deployment_body, job_body, pod_body, wait_until
-from e2e.rbac import rbac_denials
+from harness.invariants import AuditLog, daemon_user_agent
+from harness.kube import Cluster, deployment_body, job_body, pod_body, wait_until
+from harness.rbac import rbac_denials
 
 #: Keeps kwok from completing a Job's pods at once (controlplane/kwok-stages.yaml).
 KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}

@@ -3,7 +3,7 @@ started again while a gang of a thousand binds; kube-apiserver and then etcd fro
 while gangs bind and a high-priority job preempts.
 
 The daemon talks to the API server directly, as it does in a cluster. After each fault the
-shared checker (e2e/invariants.py, `assert_all_invariants`) asks: every gang whole or wholly
+shared checker (harness/checks.py, `assert_all_invariants`) asks: every gang whole or wholly
 pending, no node over-committed, every pending pod of ours explained, every PodGroup's status
 converged on what its members show, no pod bound twice and none deleted twice (from the
 control plane's audit log), and the daemon still running. Each test leaves the control plane
@@ -23,28 +23,22 @@ from kubernetes import client
 
 from controlplane import LocalControlPlane
 from controlplane.cluster import APISERVER, ETCD
-from e2e.daemon import LocalDaemon
-from e2e.gangs import (
+from harness.checks import assert_all_invariants
+from harness.daemon import LocalDaemon
+from harness.disruptions import DisruptionWatch
+from harness.gangs import (
     Gang,
     GangBook,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     wait_bound,
 )
-from e2e.invariants import (
+from harness.invariants import (
     AuditLog,
-    assert_all_invariants,
     bindings_per_pod,
     pod_deletes_by,
     received_at,
 )
-from e2e.kube import Cluster, deployment_body, pod_body, wait_until
-from e2e.rbac import rbac_denials
-from e2e.test_preemption import (  # noqa: F401 (fixtures)
-    DisruptionWatch,
-    apps,
-    disruptions,
-    priority_classes,
-)
+from harness.kube import Cluster, deployment_body, pod_body, wait_until
+from harness.rbac import rbac_denials
 
 #: The gang of the restart test: its size and its members' requests, on nodes that hold it
 #: with room to spare (no node may take more than ``pods`` of them).
@@ -218,9 +212,9 @@ def test_apiserver_and_etcd_frozen_while_gangs_bind_and_a_job_preempts(
     audit_log: AuditLog,
     local_daemon: LocalDaemon,
     gang_book: GangBook,
-    priority_classes: None,  # noqa: F811
-    disruptions: DisruptionWatch,  # noqa: F811
-    apps: client.AppsV1Api,  # noqa: F811
+    priority_classes: None,
+    disruptions: DisruptionWatch,
+    apps: client.AppsV1Api,
 ) -> None:
     cluster = clean_nodes
     cluster.add_nodes(

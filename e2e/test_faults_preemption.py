@@ -1,6 +1,6 @@
 """The daemon SIGKILLed half-way through a preemption, then replaced by a new one.
 
-The daemon reaches the API server only through the fault proxy (e2e/faultproxy.py), which
+The daemon reaches the API server only through the fault proxy (harness/faultproxy.py), which
 holds one class of its writes: the daemon is killed exactly between two of them, and the held
 writes are then dropped (as if it had died before sending them). Two points:
 
@@ -22,17 +22,16 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from e2e.daemon import LocalDaemon
-from e2e.faultproxy import FaultProxy, Record, Rule, upstream_of, write_proxied_kubeconfig
-from e2e.gangs import (
+from harness.checks import assert_all_invariants
+from harness.daemon import LocalDaemon
+from harness.faultproxy import FaultProxy, Record, Rule, upstream_of, write_proxied_kubeconfig
+from harness.gangs import (
     GangBook,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     wait_bound,
 )
-from e2e.invariants import AuditLog, assert_all_invariants, daemon_user_agent
-from e2e.kube import Cluster, deployment_body, pod_body, wait_until
-from e2e.rbac import rbac_denials
-from e2e.test_preemption import apps, priority_classes  # noqa: F401 (fixtures)
+from harness.invariants import AuditLog, daemon_user_agent
+from harness.kube import Cluster, deployment_body, pod_body, wait_until
+from harness.rbac import rbac_denials
 
 POD = r"^/api/v1/namespaces/[^/]+/pods/[^/]+$"
 POD_STATUS = r"^/api/v1/namespaces/[^/]+/pods/[^/]+/status$"
@@ -116,8 +115,8 @@ def test_daemon_killed_mid_preemption_and_replaced(
     daemons: Daemons,
     audit_log: AuditLog,
     gang_book: GangBook,
-    priority_classes: None,  # noqa: F811
-    apps: client.AppsV1Api,  # noqa: F811
+    priority_classes: None,
+    apps: client.AppsV1Api,
 ) -> None:
     cluster = clean_nodes
     cluster.add_nodes([f"kill-{i}" for i in range(4)], {"cpu": "4", "memory": "32Gi"})

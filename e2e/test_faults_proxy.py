@@ -1,4 +1,5 @@
-"""Faults between the daemon and the API server, injected by a proxy of ours (e2e/faultproxy.py).
+"""Faults between the daemon and the API server, injected by a proxy of ours
+(harness/faultproxy.py).
 
 Each test runs a daemon whose only way to the API server is the proxy, switches one fault on,
 submits gangs while it is on, switches it off and then checks: the fault fired (the proxy's
@@ -17,21 +18,20 @@ from pathlib import Path
 
 import pytest
 
-from e2e.daemon import LocalDaemon
-from e2e.faultproxy import FaultProxy, Rule, upstream_of, write_proxied_kubeconfig
-from e2e.gangs import (
+from harness.daemon import LocalDaemon
+from harness.faultproxy import FaultProxy, Rule, upstream_of, write_proxied_kubeconfig
+from harness.gangs import (
     Gang,
     GangBook,
     assert_no_partial_gangs,
     bound_count,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     podgroup_status,
     wait_bound,
     wait_explained,
 )
-from e2e.invariants import assert_invariants
-from e2e.kube import Cluster, wait_until
-from e2e.rbac import rbac_denials
+from harness.invariants import assert_invariants
+from harness.kube import Cluster, wait_until
+from harness.rbac import rbac_denials
 
 BINDING = r"^/api/v1/namespaces/[^/]+/pods/[^/]+/binding$"
 POD_STATUS = r"^/api/v1/namespaces/[^/]+/pods/[^/]+/status$"

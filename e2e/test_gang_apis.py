@@ -14,8 +14,8 @@ import pytest
 import yaml
 from kubernetes import client
 
-from e2e.daemon import Daemon
-from e2e.gangs import (
+from harness.daemon import Daemon
+from harness.gangs import (
     KUEUE_LABEL,
     KUEUE_TOTAL,
     UPSTREAM,
@@ -30,8 +30,8 @@ from e2e.gangs import (
     holds,
     wait_explained,
 )
-from e2e.invariants import assert_invariants
-from e2e.kube import Cluster, bound, job_body, pod_body, wait_until
+from harness.invariants import assert_invariants
+from harness.kube import Cluster, bound, job_body, pod_body, wait_until
 
 KUEUE_GATE = "kueue.x-k8s.io/admission"
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from e2e.daemon import Daemon
-from e2e.gangs import UPSTREAM, assert_no_partial_gangs, holds, wait_explained
-from e2e.invariants import assert_invariants
-from e2e.kube import Cluster, bound, job_body, pod_body, wait_until
+from harness.daemon import Daemon
+from harness.gangs import UPSTREAM, assert_no_partial_gangs, holds, wait_explained
+from harness.invariants import assert_invariants
+from harness.kube import Cluster, bound, job_body, pod_body, wait_until
 
 GROUP = "scheduling.k8s.io"
 COMPOSITE_VERSION = "v1alpha3"

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from e2e.daemon import Daemon
-from e2e.gangs import (
+from harness.daemon import Daemon
+from harness.gangs import (
     GangBook,
     bound_count,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     holds,
     matching_events,
     podgroup_status,
@@ -16,7 +15,7 @@ from e2e.gangs import (
     wait_bound,
     wait_explained,
 )
-from e2e.kube import Cluster, scheduled_condition, wait_until
+from harness.kube import Cluster, scheduled_condition, wait_until
 
 
 def test_gang_of_4_binds_all_4_when_there_is_room_for_exactly_4(

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from e2e.daemon import Daemon
-from e2e.gangs import (
+from harness.daemon import Daemon
+from harness.gangs import (
     GROUPS,
     LITE_MIN,
     MATCH_POLICY,
@@ -27,7 +27,6 @@ from e2e.gangs import (
     Way,
     bound_count,
     explanation,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     holds,
     matching_events,
     mentions,
@@ -36,7 +35,7 @@ from e2e.gangs import (
     wait_bound,
     wait_explained,
 )
-from e2e.kube import Cluster, pod_body, scheduled_condition, wait_until
+from harness.kube import Cluster, pod_body, scheduled_condition, wait_until
 
 REASON = "InvalidGangConfig"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from e2e.gangs import (
+from harness.gangs import (
     GROUPS,
     LITE_MIN,
     LITE_NAME,
@@ -19,14 +19,13 @@ from e2e.gangs import (
     GangBook,
     Way,
     assert_no_partial_gangs,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     groups_value,
     observed_gangs,
     options,
     partial_gangs,
     podgroup,
 )
-from e2e.kube import Cluster
+from harness.kube import Cluster
 
 
 def test_a_podgroup_is_accepted_and_reads_back_as_built(

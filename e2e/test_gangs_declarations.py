@@ -6,22 +6,21 @@ from typing import Any
 
 import pytest
 
-from e2e.daemon import Daemon
-from e2e.gangs import (
+from harness.daemon import Daemon
+from harness.gangs import (
     WAYS,
     Gang,
     GangBook,
     Way,
     bound_count,
     explanation,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     holds,
     options,
     podgroup_status,
     wait_bound,
     wait_explained,
 )
-from e2e.kube import Cluster, pending, wait_until
+from harness.kube import Cluster, pending, wait_until
 
 
 def _podgroup_reports_scheduled(cluster: Cluster, gang: Gang) -> dict[str, Any]:

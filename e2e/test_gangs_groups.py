@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from e2e.daemon import Daemon
-from e2e.gangs import (
+from harness.daemon import Daemon
+from harness.gangs import (
     GROUPS,
     GangBook,
     bound_count,
     explanation,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     groups_value,
     holds,
     podgroup_status,
     wait_bound,
     wait_explained,
 )
-from e2e.kube import Cluster, wait_until
+from harness.kube import Cluster, wait_until
 
 
 def test_gang_group_in_two_namespaces_binds_together_or_not_at_all(

@@ -3,16 +3,15 @@ its members hear which resource is short by how much, and it starts once room ap
 
 from __future__ import annotations
 
-from e2e.daemon import Daemon
-from e2e.gangs import (
+from harness.daemon import Daemon
+from harness.gangs import (
     GangBook,
     bound_count,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     podgroup_body,
     wait_bound,
     wait_explained,
 )
-from e2e.kube import Cluster
+from harness.kube import Cluster
 
 GPU = "nvidia.com/gpu"
 

@@ -7,13 +7,12 @@ import time
 from collections import Counter
 
 from controlplane import delete_nodes
-from e2e.daemon import Daemon
-from e2e.gangs import (
+from harness.daemon import Daemon
+from harness.gangs import (
     TIMEOUT,
     Gang,
     GangBook,
     bound_count,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     holds,
     matching_events,
     members,
@@ -21,7 +20,7 @@ from e2e.gangs import (
     wait_bound,
     wait_explained,
 )
-from e2e.kube import Cluster, pod_body, scheduled_condition, wait_until
+from harness.kube import Cluster, pod_body, scheduled_condition, wait_until
 
 
 def _wait_timed_out(cluster: Cluster, gang: Gang, names: list[str], timeout: float) -> None:

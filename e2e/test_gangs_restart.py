@@ -9,16 +9,15 @@ from typing import Any
 
 from kubernetes import watch
 
-from e2e.daemon import Daemon
-from e2e.gangs import (
+from harness.daemon import Daemon
+from harness.gangs import (
     Gang,
     GangBook,
     bound_members,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     scheduled_event_counts,
     wait_bound,
 )
-from e2e.kube import Cluster, wait_until
+from harness.kube import Cluster, wait_until
 
 
 class _KillOnFirstBinding(threading.Thread):

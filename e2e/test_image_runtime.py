@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from e2e.daemon import REPO, free_port
-from e2e.gangs import GangBook, gang_book_fixture, wait_bound  # noqa: F401 (the fixture)
-from e2e.kube import Cluster, wait_until
-from e2e.rbac import NAMESPACE
+from harness.daemon import REPO, free_port
+from harness.gangs import GangBook, wait_bound
+from harness.kube import Cluster, wait_until
+from harness.rbac import NAMESPACE
 
 #: The Dockerfile's ``USER``.
 IMAGE_UID = 65532

@@ -1,4 +1,4 @@
-"""The audit-log half of the shared checker (e2e/invariants.py), on audit events written here:
+"""The audit-log half of the shared checker (harness/invariants.py), on audit events written here:
 no cluster needed."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from e2e.invariants import (
+from harness.invariants import (
     AuditLog,
     overcommitted,
     pod_deletes_by,
@@ -19,7 +19,7 @@ from e2e.invariants import (
     quantity,
     writes_by,
 )
-from e2e.rbac import USERNAME
+from harness.rbac import USERNAME
 
 
 def event(

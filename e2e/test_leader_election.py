@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 from controlplane import LocalControlPlane
-from e2e.daemon import LocalDaemon
-from e2e.invariants import (
+from harness.daemon import LocalDaemon
+from harness.invariants import (
     AuditLog,
     daemon_user_agent,
     describe_writes,
     pods_bound_twice,
     writes_by,
 )
-from e2e.kube import Cluster, bound, pod_body, unique, wait_until
-from e2e.rbac import rbac_denials
+from harness.kube import Cluster, bound, pod_body, unique, wait_until
+from harness.rbac import rbac_denials
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment",

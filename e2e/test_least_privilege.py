@@ -3,13 +3,13 @@
 `kubectl auth can-i --list`, run with the very token the daemon runs with in these tests
 (the ``scheduler_kubeconfig`` fixture), lists what manifests/rbac.yaml grants; it is compared
 with what the code calls: a rule widened (or a wildcard, or a read of Secrets) fails here, a
-rule missing fails the scenario that needs it (see e2e/rbac.py).
+rule missing fails the scenario that needs it (see harness/rbac.py).
 """
 
 from __future__ import annotations
 
 from controlplane.releases import selected_release
-from e2e.rbac import NAMESPACE, kubectl
+from harness.rbac import NAMESPACE, kubectl
 from koordgang.gangapis import GANG_APIS
 from koordgang.plugins.networktopology.plugin import RESOURCE as TOPOLOGY
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from e2e.daemon import Daemon
-from e2e.kube import Cluster, pod_body, scheduled_condition, wait_until
+from harness.daemon import Daemon
+from harness.kube import Cluster, pod_body, scheduled_condition, wait_until
 
 
 def test_foreign_pods_are_left_alone_and_their_requests_respected(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from e2e.daemon import Daemon
-from e2e.kube import Cluster, pod_body, scheduled_condition, wait_until
+from harness.daemon import Daemon
+from harness.kube import Cluster, pod_body, scheduled_condition, wait_until
 
 GPU = "nvidia.com/gpu"
 

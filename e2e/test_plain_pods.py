@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from e2e.daemon import Daemon
-from e2e.invariants import overcommitted_nodes
-from e2e.kube import Cluster, bound, pending, pod_body, scheduled_condition, wait_until
+from harness.daemon import Daemon
+from harness.invariants import overcommitted_nodes
+from harness.kube import Cluster, bound, pending, pod_body, scheduled_condition, wait_until
 from koordgang.model.pod import parse_pod
 from koordgang.model.quantity import to_int, to_milli
 

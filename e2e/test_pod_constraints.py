@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from e2e.daemon import Daemon
-from e2e.gangs import Gang
-from e2e.kube import Cluster, bound, pod_body, scheduled_condition, wait_until
+from harness.daemon import Daemon
+from harness.gangs import Gang
+from harness.kube import Cluster, bound, pod_body, scheduled_condition, wait_until
 
 ZONE = "topology.kubernetes.io/zone"
 

@@ -4,105 +4,23 @@ its members at once, with the fewest victims, and binds where it was nominated."
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from e2e.daemon import Daemon
-from e2e.gangs import (
+from harness.daemon import Daemon
+from harness.disruptions import DisruptionWatch
+from harness.gangs import (
     GangBook,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     wait_bound,
 )
-from e2e.kube import Cluster, deployment_body, pod_body, wait_until
+from harness.kube import Cluster, deployment_body, pod_body, wait_until
 
-PRIORITIES = {"e2e-low": 10, "e2e-medium": 50, "e2e-high": 100}
 CONDITION_MESSAGE = (
     "koord-scheduler: preempting to accommodate higher priority pods, "
     "preemptor: {namespace}/hello-job, triggerpod: {namespace}/{trigger}"
 )
-
-
-@pytest.fixture(scope="module")
-def priority_classes(cluster: Cluster) -> None:
-    api = client.SchedulingV1Api(cluster.api_client)
-    for name, value in PRIORITIES.items():
-        body = client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value)
-        try:
-            api.create_priority_class(body)
-        except ApiException as error:
-            if error.status != 409:
-                raise
-
-
-class DisruptionWatch:
-    """Records every DisruptionTarget condition a pod of the namespace carried (victims are
-    deleted right after, so only a watch sees them)."""
-
-    def __init__(self, cluster: Cluster, namespace: str) -> None:
-        self.seen: dict[str, Any] = {}
-        #: pod name -> every nominatedNodeName it showed, in order.
-        self.nominated: dict[str, list[str]] = {}
-        self._watch = watch.Watch()
-        self._thread = threading.Thread(
-            target=self._run, args=(cluster, namespace), daemon=True, name="disruption-watch"
-        )
-        self._thread.start()
-
-    def _run(self, cluster: Cluster, namespace: str) -> None:
-        try:
-            for event in self._watch.stream(
-                cluster.core.list_namespaced_pod, namespace, timeout_seconds=300
-            ):
-                self._record(event["object"])
-        except Exception:
-            return
-
-    def _record(self, pod: Any) -> None:
-        for condition in pod.status.conditions or []:
-            if condition.type == "DisruptionTarget":
-                self.seen[pod.metadata.name] = condition
-        node = pod.status.nominated_node_name
-        if node:
-            history = self.nominated.setdefault(pod.metadata.name, [])
-            if not history or history[-1] != node:
-                history.append(node)
-
-    def stop(self) -> None:
-        self._watch.stop()
-
-
-@pytest.fixture
-def disruptions(cluster: Cluster, namespace: str) -> Iterator[DisruptionWatch]:
-    recorder = DisruptionWatch(cluster, namespace)
-    yield recorder
-    recorder.stop()
-
-
-@pytest.fixture
-def apps(cluster: Cluster, namespace: str) -> Iterator[client.AppsV1Api]:
-    """Deployments of the test; deleted first at the end, so that no controller makes pods
-    for later tests."""
-    api = client.AppsV1Api(cluster.api_client)
-    yield api
-    for deployment in api.list_namespaced_deployment(namespace).items:
-        api.delete_namespaced_deployment(
-            deployment.metadata.name, namespace, propagation_policy="Orphan"
-        )
-    wait_until(
-        lambda: (
-            not client.AppsV1Api(cluster.api_client).list_namespaced_replica_set(namespace).items
-            or all(
-                api.delete_namespaced_replica_set(rs.metadata.name, namespace) is not None
-                for rs in api.list_namespaced_replica_set(namespace).items
-            )
-        ),
-        what="replica sets gone",
-    )
 
 
 def test_a_high_priority_job_evicts_the_fewest_low_priority_pods_and_binds_whole(

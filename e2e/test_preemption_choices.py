@@ -10,13 +10,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from e2e.daemon import Daemon
-from e2e.gangs import (
+from harness.daemon import Daemon
+from harness.gangs import (
     GangBook,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
 )
-from e2e.kube import Cluster, pod_body, scheduled_condition, wait_until
-from e2e.test_preemption import priority_classes  # noqa: F401 (the fixture)
+from harness.kube import Cluster, pod_body, scheduled_condition, wait_until
 
 DELETE_DELAY = "pod-delete.stage.kwok.x-k8s.io/delay"
 
@@ -53,7 +51,7 @@ def test_a_running_gang_is_spared_and_the_lone_pod_goes(
     namespace: str,
     daemon: Daemon,
     gang_book: GangBook,
-    priority_classes: None,  # noqa: F811
+    priority_classes: None,
     check_invariants: None,
 ) -> None:
     cluster = clean_nodes
@@ -75,7 +73,7 @@ def test_a_pod_under_an_exhausted_disruption_budget_is_spared(
     namespace: str,
     daemon: Daemon,
     budgets: client.PolicyV1Api,
-    priority_classes: None,  # noqa: F811
+    priority_classes: None,
     check_invariants: None,
 ) -> None:
     cluster = clean_nodes
@@ -107,7 +105,7 @@ def test_a_failure_no_eviction_can_fix_evicts_nothing(
     clean_nodes: Cluster,
     namespace: str,
     daemon: Daemon,
-    priority_classes: None,  # noqa: F811
+    priority_classes: None,
     check_invariants: None,
 ) -> None:
     cluster = clean_nodes
@@ -127,7 +125,7 @@ def test_victims_still_terminating_are_waited_for_and_the_room_stays_held(
     clean_nodes: Cluster,
     namespace: str,
     daemon: Daemon,
-    priority_classes: None,  # noqa: F811
+    priority_classes: None,
     check_invariants: None,
 ) -> None:
     cluster = clean_nodes
@@ -176,7 +174,7 @@ def test_pods_labelled_disable_preemptible_are_never_evicted(
     clean_nodes: Cluster,
     namespace: str,
     daemon: Daemon,
-    priority_classes: None,  # noqa: F811
+    priority_classes: None,
     check_invariants: None,
 ) -> None:
     cluster = clean_nodes

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from e2e.gangs import X_K8S, X_K8S_LABEL, declaration, wait_explained
-from e2e.kube import Cluster, pod_body, wait_until
+from harness.gangs import X_K8S, X_K8S_LABEL, declaration, wait_explained
+from harness.kube import Cluster, pod_body, wait_until
 
 OURS = "koord-scheduler"
 HARD_CODED = "scheduler-plugins-scheduler"

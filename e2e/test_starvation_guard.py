@@ -13,14 +13,13 @@ import threading
 import time
 from typing import Any
 
-from e2e.daemon import Daemon, LocalDaemon
-from e2e.gangs import (
+from harness.daemon import Daemon, LocalDaemon
+from harness.gangs import (
     GangBook,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     members,
     wait_bound,
 )
-from e2e.kube import Cluster, pod_body, scheduled_condition, wait_until
+from harness.kube import Cluster, pod_body, scheduled_condition, wait_until
 from koordgang.gangs_view import fetch
 
 #: How long a small pod runs once bound, and how often one is created (seconds).

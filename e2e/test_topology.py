@@ -11,18 +11,17 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from e2e.daemon import Daemon
-from e2e.gangs import (
+from harness.daemon import Daemon
+from harness.gangs import (
     GROUPS,
     PREFIX,
     GangBook,
     bound_members,
-    gang_book_fixture,  # noqa: F401 (the gang_book fixture)
     groups_value,
     wait_bound,
     wait_explained,
 )
-from e2e.kube import Cluster, pod_body, wait_until
+from harness.kube import Cluster, pod_body, wait_until
 
 SPINE = "network.topology.nvidia.com/spine"
 BLOCK = "network.topology.nvidia.com/block"

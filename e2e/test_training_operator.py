@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from e2e.clients.training_operator import (
+from harness.clients.training_operator import (
     PYTORCHJOB,
     VOLCANO_PODGROUP,
     XK8S_PODGROUP,
@@ -21,10 +21,10 @@ from e2e.clients.training_operator import (
     operator_crds,
     pytorchjob_body,
 )
-from e2e.daemon import Daemon
-from e2e.gangs import assert_no_partial_gangs, group_object, holds, wait_explained
-from e2e.invariants import assert_invariants
-from e2e.kube import SCHEDULER, Cluster, bound, wait_until
+from harness.daemon import Daemon
+from harness.gangs import assert_no_partial_gangs, group_object, holds, wait_explained
+from harness.invariants import assert_invariants
+from harness.kube import SCHEDULER, Cluster, bound, wait_until
 
 JOB_LABEL = "training.kubeflow.org/job-name"
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.daemon import LocalDaemon
-from e2e.kube import Cluster, bound, pod_body, wait_until
+from harness.daemon import LocalDaemon
+from harness.kube import Cluster, bound, pod_body, wait_until
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment",

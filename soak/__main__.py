@@ -23,10 +23,10 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from controlplane import LocalControlPlane, NodeSpec
-from e2e.daemon import LocalDaemon
-from e2e.invariants import AuditLog, pods_bound_twice
-from e2e.kube import Cluster
-from e2e.rbac import make_scheduler_kubeconfig
+from harness.daemon import LocalDaemon
+from harness.invariants import AuditLog, pods_bound_twice
+from harness.kube import Cluster
+from harness.rbac import make_scheduler_kubeconfig
 from soak.jobs import BLOCK, HIGH_PRIORITY, SPINE
 from soak.report import save, verdict
 from soak.run import Soak, Violation

@@ -12,7 +12,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from e2e.kube import Cluster, pod_body
+from harness.kube import Cluster, pod_body
 
 #: Every pod of the soak carries its job's name here.
 JOB_LABEL = "soak.koordgang/job"

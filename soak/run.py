@@ -25,9 +25,9 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from e2e.daemon import LocalDaemon
-from e2e.invariants import overcommitted_nodes
-from e2e.kube import SCHEDULER, Cluster
+from harness.daemon import LocalDaemon
+from harness.invariants import overcommitted_nodes
+from harness.kube import SCHEDULER, Cluster
 from soak import jobs
 from soak.jobs import SoakJob
 

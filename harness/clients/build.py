@@ -2,7 +2,7 @@
 when a pin changes) and find the files their releases ship, read from the Go module cache:
 the training-operator's CRDs and the PodGroup CRDs of the gang APIs it writes.
 
-    python -m e2e.clients.build          # build (or reuse) every client, print the paths
+    python -m harness.clients.build          # build (or reuse) every client, print the paths
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from kubernetes import client, config, dynamic
 
-from e2e.kube import wait_until
+from harness.kube import wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 MANIFESTS = REPO / "manifests"

@@ -13,8 +13,8 @@ import urllib.request
 from pathlib import Path
 from typing import Protocol
 
-from e2e.kube import Cluster, wait_until
-from e2e.rbac import NAMESPACE
+from harness.kube import Cluster, wait_until
+from harness.rbac import NAMESPACE
 
 REPO = Path(__file__).resolve().parent.parent
 

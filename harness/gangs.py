@@ -2,8 +2,8 @@
 reading what users see about them, and the no-partial-gang invariant.
 
 A test declares a gang with :class:`Gang` and creates it through a :class:`GangBook` (the
-``gang_book`` fixture: import ``gang_book_fixture`` from here into the test module), which
-remembers every namespace, PodGroup and gang of the scenario. After the scenario the book
+``gang_book`` fixture of e2e/conftest.py), which remembers every namespace, PodGroup and gang
+of the scenario. After the scenario the book
 checks, in every namespace it knows:
 
 - the common invariants (no node over-committed, no kopf marks, every pending pod explained);
@@ -18,16 +18,15 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import pytest
 from kubernetes.client.exceptions import ApiException
 
 from controlplane.releases import selected_release
-from e2e.invariants import assert_invariants, unexplained_pending
-from e2e.kube import SCHEDULER, Cluster, pod_body, scheduled_condition, unique, wait_until
+from harness.invariants import assert_invariants, unexplained_pending
+from harness.kube import SCHEDULER, Cluster, pod_body, scheduled_condition, unique, wait_until
 
 # -- the vocabulary ---------------------------------------------------------------------------
 
@@ -172,7 +171,7 @@ class Gang:
         return [self.pod_name(i) for i in range(self.members)]
 
     def pod(self, index: int, **pod_args: Any) -> dict[str, Any]:
-        """Body of member ``index`` (``pod_args`` go to :func:`e2e.kube.pod_body`)."""
+        """Body of member ``index`` (``pod_args`` go to :func:`harness.kube.pod_body`)."""
         min_text = None if self.omit_min else (self.min_text or str(self.min_member))
         labels, annotations = declaration(self.way, self.name, min_text)
         labels[MEMBER_LABEL] = self.name
@@ -631,19 +630,3 @@ class GangBook:
             except ApiException as error:
                 if error.status != 404:
                     raise
-
-
-@pytest.fixture(name="gang_book")
-def gang_book_fixture(
-    cluster: Cluster, namespace: str, request: pytest.FixtureRequest
-) -> Iterator[GangBook]:
-    """List it after ``daemon`` and before ``check_invariants`` in a test's arguments, so that
-    ``check_invariants`` sees the scenario's end state before the book cleans up."""
-    book = GangBook(cluster, namespace)
-    yield book
-    try:
-        report = getattr(request.node, "rep_call", None)
-        if report is not None and report.passed:
-            book.check()
-    finally:
-        book.cleanup()

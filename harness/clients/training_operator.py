@@ -39,7 +39,7 @@ from typing import Any
 from controlplane.crds import install_crd_files
 from controlplane.ports import free_loopback_ports
 from controlplane.progress import Reporter
-from e2e.clients.build import (
+from harness.clients.build import (
     TRAINING_OPERATOR,
     ensure_clients,
     scheduler_plugins_podgroup_crd,
