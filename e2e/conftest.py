@@ -20,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 
 from controlplane import LocalControlPlane
 from controlplane.crds import install_crds
+from harness.clients.process import ClientProcess
 from harness.daemon import Daemon, DeploymentDaemon, LocalDaemon
 from harness.disruptions import DisruptionWatch
 from harness.gangs import GangBook
@@ -216,3 +217,20 @@ def gang_book_fixture(
             book.check()
     finally:
         book.cleanup()
+
+
+# -- real clients ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clients(request: pytest.FixtureRequest) -> Iterator[list[ClientProcess]]:
+    """The real clients a test started (it appends each once started): stopped at the end, and
+    their logs printed if the test failed."""
+    started: list[ClientProcess] = []
+    yield started
+    for process in reversed(started):
+        process.stop()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        for process in started:
+            print(f"--- {process.name} log ({process.log_path}) ---\n{process.log_tail(8000)}")

@@ -26,7 +26,14 @@ TRAINING_OPERATOR = GoBinary(
     "github.com/kubeflow/training-operator",
     GOMOD,
 )
-CLIENT_BINARIES: tuple[GoBinary, ...] = (TRAINING_OPERATOR,)
+MPI_OPERATOR = GoBinary(
+    "mpi-operator",
+    "tools.go",
+    "github.com/kubeflow/mpi-operator/cmd/mpi-operator",
+    "github.com/kubeflow/mpi-operator",
+    GOMOD,
+)
+CLIENT_BINARIES: tuple[GoBinary, ...] = (TRAINING_OPERATOR, MPI_OPERATOR)
 
 # The scheduler-plugins release whose API the operator links (its go.mod requires it, so the
 # version comes from our go.mod and the hash from our go.sum).
@@ -87,6 +94,12 @@ def training_operator_crds(names: Iterable[str] | None = None) -> list[Path]:
     if missing:
         raise BuildError(f"{directory} has no {', '.join(missing)}")
     return paths
+
+
+def release_file(binary: GoBinary, *parts: str) -> Path:
+    """A file the binary's pinned release ships (its CRDs, its webhook configurations), read
+    from the Go module cache."""
+    return _existing(module_source(binary).joinpath(*parts))
 
 
 def scheduler_plugins_podgroup_crd() -> Path:

@@ -26,12 +26,6 @@ The operator watches PodGroups only if their CRD is served when it starts
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,11 +35,11 @@ from controlplane.ports import free_loopback_ports
 from controlplane.progress import Reporter
 from harness.clients.build import (
     TRAINING_OPERATOR,
-    ensure_clients,
     scheduler_plugins_podgroup_crd,
     training_operator_crds,
     volcano_podgroup_crd,
 )
+from harness.clients.process import ClientProcess, http_ok, without
 
 VOLCANO = "volcano"
 #: (group, version, plural) of PyTorchJobs, for CustomObjectsApi calls.
@@ -63,10 +57,6 @@ SCHEMES: Mapping[str, tuple[str, str]] = {
     "mpijob": ("kubeflow.org_mpijobs.yaml", "mpijob-controller"),
     "paddlejob": ("kubeflow.org_paddlejobs.yaml", "paddlejob-controller"),
 }
-
-
-class OperatorFailed(RuntimeError):
-    """The operator exited, or did not start its controllers in time."""
 
 
 def podgroup_api(gang_scheduler_name: str) -> tuple[str, str, str] | None:
@@ -108,11 +98,13 @@ def install_crds(api_client: Any, paths: Sequence[Path], timeout: float = 60.0) 
     return install_crd_files(api_client, paths, timeout)
 
 
-class TrainingOperator:
+class TrainingOperator(ClientProcess):
     """One training-operator process. ``start()`` builds it if needed (cached), spawns it with
     its endpoints on free loopback ports and leader election off, and returns once the
     controllers of ``schemes`` have started their workers; ``stop()`` ends it. Everything it
     prints goes to ``log_path``."""
+
+    binary_spec = TRAINING_OPERATOR
 
     def __init__(
         self,
@@ -126,8 +118,9 @@ class TrainingOperator:
         extra_args: Sequence[str] = (),
         reporter: Reporter | None = None,
     ) -> None:
-        self.kubeconfig = Path(kubeconfig)
-        self.log_path = Path(log_path)
+        super().__init__(
+            kubeconfig, log_path, binary=binary, extra_args=extra_args, reporter=reporter
+        )
         self.gang_scheduler_name = gang_scheduler_name
         self.schemes = [s.lower() for s in schemes]
         unknown = [s for s in self.schemes if s not in SCHEMES]
@@ -136,11 +129,7 @@ class TrainingOperator:
             # missing CRD.
             raise ValueError(f"schemes must name some of {', '.join(SCHEMES)}; got {schemes}")
         self.namespace = namespace
-        self.binary = binary
-        self.extra_args = list(extra_args)
-        self.reporter = reporter or Reporter()
         self.metrics_port, self.health_port, self.webhook_port = free_loopback_ports(3)
-        self.process: subprocess.Popen[bytes] | None = None
 
     def argv(self) -> list[str]:
         assert self.binary is not None
@@ -160,29 +149,14 @@ class TrainingOperator:
             args.append(f"--namespace={self.namespace}")
         return args + self.extra_args
 
-    def start(self, timeout: float = 60.0) -> None:
-        if self.binary is None:
-            self.binary = ensure_clients([TRAINING_OPERATOR.name], self.reporter)[
-                TRAINING_OPERATOR.name
-            ]
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.reporter.step(f"starting training-operator (gang: {self.gang_scheduler_name})"):
-            with self.log_path.open("ab") as log:
-                self.process = subprocess.Popen(
-                    self.argv(),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    # KUBEFLOW_NAMESPACE would restrict it to one namespace behind our back.
-                    env={k: v for k, v in os.environ.items() if k != "KUBEFLOW_NAMESPACE"},
-                )
-            try:
-                self._wait_started(timeout)
-            except BaseException:
-                self.stop()
-                raise
+    def environment(self) -> dict[str, str]:
+        # KUBEFLOW_NAMESPACE would restrict it to one namespace behind our back.
+        return without(super().environment(), "KUBEFLOW_NAMESPACE")
 
-    def _wait_started(self, timeout: float) -> None:
+    def describe(self) -> str:
+        return f"starting training-operator (gang: {self.gang_scheduler_name})"
+
+    def not_started_yet(self) -> str | None:
         # controller-runtime logs `Starting workers {"controller": "pytorchjob-controller", ...}`
         # when a controller starts; the operator adds its PodGroup watch just after, logging
         # `Starting EventSource {"controller": ..., "source": "kind source: *v1alpha1.PodGroup"}`
@@ -192,73 +166,15 @@ class TrainingOperator:
         if api is not None:
             source = f"kind source: *{api[1]}.PodGroup"
             wanted += [(source, SCHEMES[s][1]) for s in self.schemes]
-        deadline = time.monotonic() + timeout
-        while True:
-            self.check_alive()
-            if self._ready():
-                lines = self.log_path.read_text(errors="replace").splitlines()
-                missing = [
-                    (text, controller)
-                    for text, controller in wanted
-                    if not any(text in line and f'"{controller}"' in line for line in lines)
-                ]
-                if not missing:
-                    return
-            else:
-                missing = wanted
-            if time.monotonic() > deadline:
-                hint = ""
-                if any("PodGroup" in text for text, _ in missing):
-                    hint = f" (is the {api and api[0]} PodGroup CRD installed?)"
-                raise OperatorFailed(
-                    f"training-operator did not log {missing} within {timeout:.0f} s{hint}; "
-                    f"log {self.log_path}:\n{self.log_tail()}"
-                )
-            time.sleep(0.1)
-
-    def _ready(self) -> bool:
-        url = f"http://127.0.0.1:{self.health_port}/readyz"
-        try:
-            with urllib.request.urlopen(url, timeout=1) as reply:
-                return bool(reply.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
-
-    def check_alive(self) -> None:
-        if self.process is None:
-            raise OperatorFailed("training-operator was not started")
-        if self.process.poll() is not None:
-            raise OperatorFailed(
-                f"training-operator exited with {self.process.returncode}; "
-                f"log {self.log_path}:\n{self.log_tail()}"
-            )
-
-    def stop(self, timeout: float = 10.0) -> int | None:
-        """SIGTERM, then SIGKILL after ``timeout``; returns the exit code (None: not started)."""
-        process = self.process
-        if process is None:
+        if not http_ok(f"http://127.0.0.1:{self.health_port}/readyz"):
+            return "its /readyz does not answer yet"
+        missing = [(t, c) for t, c in wanted if not self.logged(t, f'"{c}"')]
+        if not missing:
             return None
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        return process.returncode
-
-    def log_tail(self, chars: int = 4000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return "(no log)"
-
-    def __enter__(self) -> TrainingOperator:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        hint = ""
+        if any("PodGroup" in text for text, _ in missing):
+            hint = f" (is the {api and api[0]} PodGroup CRD installed?)"
+        return f"it has not logged {missing}{hint}"
 
 
 def pytorchjob_body(
