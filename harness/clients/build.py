@@ -33,7 +33,14 @@ MPI_OPERATOR = GoBinary(
     "github.com/kubeflow/mpi-operator",
     GOMOD,
 )
-CLIENT_BINARIES: tuple[GoBinary, ...] = (TRAINING_OPERATOR, MPI_OPERATOR)
+RAY_OPERATOR = GoBinary(
+    "ray-operator",
+    "tools.go",
+    "github.com/ray-project/kuberay/ray-operator",
+    "github.com/ray-project/kuberay/ray-operator",
+    GOMOD,
+)
+CLIENT_BINARIES: tuple[GoBinary, ...] = (TRAINING_OPERATOR, MPI_OPERATOR, RAY_OPERATOR)
 
 # The scheduler-plugins release whose API the operator links (its go.mod requires it, so the
 # version comes from our go.mod and the hash from our go.sum).
