@@ -1,6 +1,7 @@
 """Build the clients (cached outside the checkout like the control plane's binaries, rebuilt only
 when a pin changes) and find the files their releases ship, read from the Go module cache:
-the training-operator's CRDs and the PodGroup CRDs of the gang APIs it writes.
+their CRDs and webhook configurations, and the PodGroup CRDs of the gang APIs they write.
+The first build of all five takes about 8 minutes on two cores; later runs reuse them.
 
     python -m harness.clients.build          # build (or reuse) every client, print the paths
 """
@@ -40,7 +41,17 @@ RAY_OPERATOR = GoBinary(
     "github.com/ray-project/kuberay/ray-operator",
     GOMOD,
 )
-CLIENT_BINARIES: tuple[GoBinary, ...] = (TRAINING_OPERATOR, MPI_OPERATOR, RAY_OPERATOR)
+KUEUE = GoBinary("kueue", "tools.go", "sigs.k8s.io/kueue/cmd/kueue", "sigs.k8s.io/kueue", GOMOD)
+KARPENTER = GoBinary(
+    "karpenter-kwok", "tools.go", "sigs.k8s.io/karpenter/kwok", "sigs.k8s.io/karpenter", GOMOD
+)
+CLIENT_BINARIES: tuple[GoBinary, ...] = (
+    TRAINING_OPERATOR,
+    MPI_OPERATOR,
+    RAY_OPERATOR,
+    KUEUE,
+    KARPENTER,
+)
 
 # The scheduler-plugins release whose API the operator links (its go.mod requires it, so the
 # version comes from our go.mod and the hash from our go.sum).
