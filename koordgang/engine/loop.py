@@ -217,13 +217,16 @@ class SchedulingLoop(EnginePart):
             if message and pod is not None:
                 self._reporter.report(
                     Report.unschedulable(
-                        pod, message, nominated_node=_nomination_change(pod, outcome.nominated)
+                        pod,
+                        message,
+                        outcome.reason,
+                        nominated_node=_nomination_change(pod, outcome.nominated),
                     )
                 )
         for uid, message in outcome.explain.items():
             pod = self._cache.pod(uid)
             if message and pod is not None:
-                self._reporter.report(Report.unschedulable(pod, message))
+                self._reporter.report(Report.unschedulable(pod, message, outcome.reason))
         for queued in members.values():
             # Taken out of the queue but not part of the decision: back, to be tried again.
             self._queue.requeue(queued, now, unschedulable=False)

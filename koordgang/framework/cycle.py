@@ -10,6 +10,9 @@ whole over one snapshot.
                                           --WAIT---> hold, until allowed or the deadline
                                           --REJECT-> undo
 
+    members left waiting, no room being made --> Provisioning(group): can an autoscaler add
+        the room? If not, they say why, under a reason other than Unschedulable
+
 Synchronous and without I/O: the outcome says what to do, the engine does it. Placements that
 are kept (bound or held) are committed into the cache as assumed pods before returning, so the
 next cycle sees them.
@@ -61,9 +64,36 @@ class CycleOutcome:
     dry_run_seconds: float | None = None
     #: Writes to make whatever else happens (PostFilter's: claims given back).
     writes: tuple[ObjectWrite, ...] = ()
+    #: The PodScheduled reason of the members that wait (``unplaced`` and ``explain``): a
+    #: Provisioning plugin's when no autoscaler can add the room they lack.
+    reason: str = "Unschedulable"
 
 
 def run_cycle(
+    framework: Framework, group: SchedulingGroup, snapshot: Snapshot, now: float
+) -> CycleOutcome:
+    outcome = _run(framework, group, snapshot, now)
+    _ask_provisioning(framework, outcome, snapshot)
+    return outcome
+
+
+def _ask_provisioning(framework: Framework, outcome: CycleOutcome, snapshot: Snapshot) -> None:
+    """Members left without room, none being made for them: whether an autoscaler could add
+    it decides what they say (and the reason autoscalers read)."""
+    if not outcome.unplaced or outcome.nominated or outcome.status.code is Code.ERROR:
+        return
+    group = outcome.group
+    unplaced = [pod for pod in group.members() if pod.uid in outcome.unplaced]
+    verdict = framework.run_provisioning(group, unplaced, snapshot)
+    if verdict is None:
+        return
+    outcome.reason = verdict.reason
+    for messages in (outcome.unplaced, outcome.explain):
+        for uid, message in messages.items():
+            messages[uid] = f"{message}; {verdict.note}" if message else verdict.note
+
+
+def _run(
     framework: Framework, group: SchedulingGroup, snapshot: Snapshot, now: float
 ) -> CycleOutcome:
     state = CycleState()

@@ -39,6 +39,7 @@ from koordgang.framework.interfaces import (
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    ProvisioningPlugin,
     QueueSortPlugin,
     ReclaimPlugin,
     ReservePlugin,
@@ -54,6 +55,7 @@ from koordgang.framework.results import (
     Decision,
     PermitResult,
     PostFilterResult,
+    ProvisioningVerdict,
     UnreserveReason,
 )
 from koordgang.framework.runner import PodRunner
@@ -109,6 +111,7 @@ class Framework:
         self.group_pre_filters: list[GroupPreFilterPlugin] = _of(plugins, GroupPreFilterPlugin)
         self.group_placements: list[GroupPlacementPlugin] = _of(plugins, GroupPlacementPlugin)
         self.post_filters: list[PostFilterPlugin] = _of(plugins, PostFilterPlugin)
+        self.provisioners: list[ProvisioningPlugin] = _of(plugins, ProvisioningPlugin)
         self.reserves: list[ReservePlugin] = _of(plugins, ReservePlugin)
         self.permits: list[PermitPlugin] = _of(plugins, PermitPlugin)
         self.reclaimers: list[ReclaimPlugin] = _of(plugins, ReclaimPlugin)
@@ -265,6 +268,16 @@ class Framework:
             if result.status.code is not Code.SKIP:
                 merged.status = result.status
         return merged
+
+    def run_provisioning(
+        self, group: SchedulingGroup, unplaced: Sequence[PodInfo], snapshot: Snapshot
+    ) -> ProvisioningVerdict | None:
+        """The first verdict of a plugin that says an autoscaler cannot help, if any."""
+        for plugin in self.provisioners:
+            verdict = plugin.provisioning(group, unplaced, snapshot)
+            if verdict is not None:
+                return verdict
+        return None
 
     def placement_scopes(
         self, group: SchedulingGroup, snapshot: Snapshot

@@ -22,7 +22,12 @@ from koordgang.framework.group import GroupPlan, GroupTopology, Placer, Scheduli
 from koordgang.framework.jobs import JobRef
 from koordgang.framework.prebind import PreBindPlan
 from koordgang.framework.report import MetricSpec, WatchedResource
-from koordgang.framework.results import PermitResult, PostFilterResult, UnreserveReason
+from koordgang.framework.results import (
+    PermitResult,
+    PostFilterResult,
+    ProvisioningVerdict,
+    UnreserveReason,
+)
 from koordgang.framework.status import Status
 from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
@@ -189,6 +194,16 @@ class PostFilterPlugin(Plugin, Protocol):
     ) -> PostFilterResult:
         """The group did not fit whole: what now? Plugins run in order until one succeeds
         (preemption nominates nodes); others may give up what was placed (a Strict gang)."""
+
+
+@runtime_checkable
+class ProvisioningPlugin(Plugin, Protocol):
+    def provisioning(
+        self, group: SchedulingGroup, unplaced: Sequence[PodInfo], snapshot: Snapshot
+    ) -> ProvisioningVerdict | None:
+        """``unplaced`` members of the group found no room (and none is being made for them):
+        can an autoscaler add it? None when it may (or nothing is known); a verdict when it
+        cannot, so that the members do not ask it in vain."""
 
 
 @runtime_checkable

@@ -35,6 +35,17 @@ class PostFilterResult:
     writes: tuple[ObjectWrite, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ProvisioningVerdict:
+    """What an autoscaler can do for a group that does not fit: nothing, here (the room it
+    lacks is beyond what the autoscaler may add). ``reason`` replaces ``Unschedulable`` on the
+    members' PodScheduled condition, which is what autoscalers act on; ``note`` is added to
+    what each member is told."""
+
+    reason: str
+    note: str
+
+
 class UnreserveReason(enum.StrEnum):
     """Why placements held or being bound were given up (what Unreserve is told)."""
 

@@ -10,6 +10,7 @@ from koordgang.plugins.dynamicresources import DynamicResources
 from koordgang.plugins.interpodaffinity import InterPodAffinity
 from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.nodeaffinity import NodeAffinity
+from koordgang.plugins.nodepools import NodePools
 from koordgang.plugins.nodeports import NodePorts
 from koordgang.plugins.noderesources import Fit, ResourceScore
 from koordgang.plugins.nodeunschedulable import NodeUnschedulable
@@ -65,6 +66,8 @@ def default_framework(
             max_reserving=settings.max_reserving_jobs,
             default_waiting_time=settings.default_gang_waiting_time,
         ),
+        # Last: members still without room ask an autoscaler for it only where it may add it.
+        lambda _: NodePools(),
     )
     return Framework(
         profile,
