@@ -65,7 +65,7 @@ coverage: $(STAMP)
 	@$(PY) -m pytest koordgang tests -q --cov=koordgang --cov-report=term $(PYTEST_ARGS)
 
 e2e: $(STAMP) build-controlplane
-	@echo "==> building the real clients the e2e tests run (Kubeflow training-operator)"
+	@echo "==> building the real clients the e2e tests run (training-operator, MPI operator, KubeRay, Kueue, Karpenter; about 8 minutes the first time)"
 	@$(PY) -m harness.clients.build
 	@echo "==> e2e tests on the local control plane (started and stopped by the suite)"
 	@$(PY) -m pytest e2e -q $(PYTEST_ARGS)
