@@ -94,6 +94,10 @@ apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
+  # Bindings with their body: the node each was for (a double binding shows two).
+  - level: Request
+    verbs: [create]
+    resources: [{group: "", resources: ["pods/binding"]}]
   - level: Metadata
     verbs: [create, update, patch, delete, deletecollection]
   - level: None

@@ -126,6 +126,7 @@ def test_apiserver_restarted_while_a_gang_of_a_thousand_binds(
     namespace: str,
     control_plane: LocalControlPlane,
     audit_log: AuditLog,
+    disruptions: DisruptionWatch,
     local_daemon: LocalDaemon,
     restarts: Restarts,
     gang_book: GangBook,
@@ -163,7 +164,12 @@ def test_apiserver_restarted_while_a_gang_of_a_thousand_binds(
     # after the API server came back.
     assert after > 0, "the gang was bound before the API server could be stopped"
     assert_all_invariants(
-        cluster, [namespace], gangs=gang_book.gangs, audit=audit_log, daemons=[local_daemon]
+        cluster,
+        [namespace],
+        gangs=gang_book.gangs,
+        audit=audit_log,
+        incarnations=disruptions.incarnations,
+        daemons=[local_daemon],
     )
     # Every member bound, in the audit log too (once each, says the checker): a Binding lost
     # with the API server's stop and never sent again would show here as a missing member.
@@ -250,7 +256,12 @@ def test_apiserver_and_etcd_frozen_while_gangs_bind_and_a_job_preempts(
         phases.append((process, high, began))
 
     assert_all_invariants(
-        cluster, [namespace], gangs=gang_book.gangs, audit=audit_log, daemons=[local_daemon]
+        cluster,
+        [namespace],
+        gangs=gang_book.gangs,
+        audit=audit_log,
+        incarnations=disruptions.incarnations,
+        daemons=[local_daemon],
     )
     # Each job evicted the 8 pods it needed, each once, and no more: a write the freeze held up
     # was not taken for lost and done again with other victims.

@@ -24,6 +24,7 @@ from kubernetes import client
 
 from harness.checks import assert_all_invariants
 from harness.daemon import LocalDaemon
+from harness.disruptions import DisruptionWatch
 from harness.faultproxy import FaultProxy, Record, Rule, upstream_of, write_proxied_kubeconfig
 from harness.gangs import (
     GangBook,
@@ -114,6 +115,7 @@ def test_daemon_killed_mid_preemption_and_replaced(
     proxy: FaultProxy,
     daemons: Daemons,
     audit_log: AuditLog,
+    disruptions: DisruptionWatch,
     gang_book: GangBook,
     priority_classes: None,
     apps: client.AppsV1Api,
@@ -179,7 +181,12 @@ def test_daemon_killed_mid_preemption_and_replaced(
     wait_bound(cluster, job, job.members, timeout=WAIT)
 
     assert_all_invariants(
-        cluster, [namespace], gangs=gang_book.gangs, audit=audit_log, daemons=[second]
+        cluster,
+        [namespace],
+        gangs=gang_book.gangs,
+        audit=audit_log,
+        incarnations=disruptions.incarnations,
+        daemons=[second],
     )
     # Per victim: deleted once at most, and marked once at most by each daemon.
     deleted = Counter(pod_of(r) for r in done(proxy, "DELETE", POD))

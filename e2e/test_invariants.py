@@ -13,6 +13,7 @@ import pytest
 
 from harness.invariants import (
     AuditLog,
+    double_bindings,
     overcommitted,
     pod_deletes_by,
     pods_bound_twice,
@@ -168,3 +169,57 @@ def test_an_init_container_counts_when_it_asks_more_and_sidecars_always_count() 
     overhead = pod_json("o", "n1", {"cpu": "1800m"}, overhead={"cpu": "250m"})
     assert overcommitted(nodes, [overhead]) == {"n1": ["cpu"]}
     assert overcommitted(nodes, [pod_json("fits", "n1", {"cpu": "2"})]) == {}
+
+
+def binding(name: str, node: str, code: int, at: str, user: str = USERNAME) -> dict[str, Any]:
+    e = event("create", name, subresource="binding", code=code, at=at, user=user)
+    e["requestObject"] = {"kind": "Binding", "target": {"kind": "Node", "name": node}}
+    return e
+
+
+def created(uid: str, at: str) -> tuple[str, dt.datetime]:
+    return (uid, dt.datetime.fromisoformat(at))
+
+
+def test_a_pod_asked_for_two_nodes_is_a_double_binding_whatever_the_answers() -> None:
+    events = [
+        binding("a", "n1", 201, "2026-01-01T00:00:01Z"),
+        binding("a", "n2", 409, "2026-01-01T00:00:02Z"),
+    ]
+    incarnations = {"ns/a": [created("uid-a", "2026-01-01T00:00:00Z")]}
+    assert double_bindings(events, incarnations) == {"ns/a#uid-a": ["n1:201", "n2:409"]}
+    # The answers do not matter: two refused requests for two nodes are two decisions too.
+    refused = [
+        binding("a", "n1", 500, "2026-01-01T00:00:01Z"),
+        binding("a", "n2", 500, "2026-01-01T00:00:02Z"),
+    ]
+    assert list(double_bindings(refused, incarnations)) == ["ns/a#uid-a"]
+
+
+def test_a_retry_to_the_same_node_and_a_name_recreated_are_not_double_bindings() -> None:
+    events = [
+        # The first answer was lost: the retry finds the pod bound where it asked.
+        binding("a", "n1", 201, "2026-01-01T00:00:01Z"),
+        binding("a", "n1", 409, "2026-01-01T00:00:02Z"),
+        # ns/b is deleted and made again under its name: two pods, one binding each.
+        binding("b", "n1", 201, "2026-01-01T00:00:01Z"),
+        binding("b", "n2", 201, "2026-01-01T00:00:09Z"),
+        # Refused before its body was read: no node to compare.
+        binding("d", "n1", 201, "2026-01-01T00:00:02Z"),
+        {**binding("d", "n2", 403, "2026-01-01T00:00:01Z"), "requestObject": None},
+        # Another user's bindings are not the scheduler's.
+        binding("c", "n1", 201, "2026-01-01T00:00:01Z", user="someone"),
+        binding("c", "n2", 201, "2026-01-01T00:00:02Z", user="someone"),
+    ]
+    incarnations = {
+        "ns/a": [created("uid-a", "2026-01-01T00:00:00Z")],
+        "ns/d": [created("uid-d", "2026-01-01T00:00:00Z")],
+        "ns/b": [
+            created("uid-b1", "2026-01-01T00:00:00Z"),
+            created("uid-b2", "2026-01-01T00:00:05Z"),
+        ],
+    }
+    assert double_bindings(events, incarnations) == {}
+    # Without the watch's second pod, ns/b would be one pod bound to two nodes.
+    merged = {**incarnations, "ns/b": incarnations["ns/b"][:1]}
+    assert list(double_bindings(events, merged)) == ["ns/b#uid-b1"]

@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.daemon import LocalDaemon
 from harness.gangs import PG_GROUP, PG_PLURAL, PG_VERSION, POD_GROUP_LABEL, assert_no_partial_gangs
-from harness.invariants import AuditLog, assert_invariants, pod_deletes_by, pods_bound_twice
+from harness.invariants import (
+    AuditLog,
+    assert_invariants,
+    double_bindings,
+    pod_deletes_by,
+    pods_bound_twice,
+)
 from harness.kube import Cluster
 
 # -- PodGroups -----------------------------------------------------------------------------------
@@ -81,6 +87,7 @@ def assert_all_invariants(
     *,
     gangs: Iterable[Any] = (),
     audit: AuditLog | None = None,
+    incarnations: Mapping[str, Sequence[tuple[str, Any]]] | None = None,
     daemons: Iterable[LocalDaemon] = (),
 ) -> None:
     """Everything that must hold once a scenario (with its faults) is over, in ``namespaces``:
@@ -91,6 +98,8 @@ def assert_all_invariants(
       were satisfied once), no GangGroup half bound, no timed-out member bound;
     - every PodGroup's status counts its members as the API server shows them;
     - from the audit log (when given): no pod bound twice, no pod deleted twice by the scheduler;
+      with ``incarnations`` (a watch's, harness.disruptions), no pod the scheduler asked to
+      bind to two nodes, whatever the answers;
     - every daemon given still running.
     """
     namespaces = list(namespaces)
@@ -102,6 +111,9 @@ def assert_all_invariants(
         events = audit.events()
         twice = pods_bound_twice(events)
         assert not twice, f"pods bound more than once (audit log): {twice}"
+        if incarnations is not None:
+            doubles = double_bindings(events, incarnations)
+            assert not doubles, f"pods the scheduler bound to two nodes (audit log): {doubles}"
         deleted = {pod: n for pod, n in pod_deletes_by(events).items() if n > 1}
         assert not deleted, f"pods deleted more than once by the scheduler: {deleted}"
     for daemon in daemons:

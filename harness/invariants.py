@@ -8,7 +8,7 @@ import re
 import socket
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -236,6 +236,72 @@ def pod_deletes_by(events: Iterable[Mapping[str, Any]], user: str = USERNAME) ->
         if e.get("verb") == "delete"
         and _is_pod(e, None)
         and _succeeded(e)
+        and (e.get("user") or {}).get("username") == user
+    )
+
+
+#: The node of a binding request whose body the audit log does not have.
+UNKNOWN_NODE = "?"
+
+
+def binding_requests(
+    events: Iterable[Mapping[str, Any]], user: str = USERNAME
+) -> list[tuple[str, str, int | None, dt.datetime]]:
+    """Every ``pods/binding`` create by ``user``, whatever the answer, oldest first: (pod
+    ``namespace/name``, the node asked for, the response code, when it was received). The node
+    is read from the request (the control plane logs Binding bodies)."""
+    found = []
+    for e in events:
+        if e.get("verb") != "create" or not _is_pod(e, "binding"):
+            continue
+        if (e.get("user") or {}).get("username") != user:
+            continue
+        target = ((e.get("requestObject") or {}).get("target") or {}).get("name") or UNKNOWN_NODE
+        code = (e.get("responseStatus") or {}).get("code")
+        found.append(
+            (_pod_key(e), str(target), code if isinstance(code, int) else None, received_at(e))
+        )
+    return sorted(found, key=lambda r: r[3])
+
+
+def double_bindings(
+    events: Iterable[Mapping[str, Any]],
+    incarnations: Mapping[str, Sequence[tuple[str, dt.datetime]]],
+    user: str = USERNAME,
+) -> dict[str, list[str]]:
+    """Pods the scheduler asked to bind to two different nodes, or that were bound twice.
+
+    A pod is one incarnation of a name: ``incarnations`` maps ``namespace/name`` to the
+    (uid, creationTimestamp) of every pod of that name a watch saw, and each request goes to
+    the latest one created before it was received, so that a pod deleted and re-created under
+    its name is two pods. A retry to the same node (the first answer lost) is not a double
+    binding. One line per pod: ``namespace/name#uid`` -> what was asked, as ``node:code``."""
+    asked: dict[str, list[tuple[str, int | None]]] = {}
+    for pod, node, code, at in binding_requests(events, user):
+        uid = "?"
+        for candidate, created in incarnations.get(pod, ()):
+            if created <= at:
+                uid = candidate
+        asked.setdefault(f"{pod}#{uid}", []).append((node, code))
+    doubles = {}
+    for pod, requests in asked.items():
+        # A request refused before its body was read (403 while the API server's authorizer
+        # warms up after a restart) names no node: it cannot be a second one.
+        nodes = {node for node, _ in requests if node != UNKNOWN_NODE}
+        successes = sum(1 for _, code in requests if code is not None and 200 <= code < 300)
+        if len(nodes) > 1 or successes > 1:
+            doubles[pod] = [f"{node}:{code}" for node, code in requests]
+    return doubles
+
+
+def pod_evictions_by(events: Iterable[Mapping[str, Any]], user: str = USERNAME) -> Counter[str]:
+    """``pods/eviction`` creates per ``namespace/name`` by ``user``, whatever the answer (an
+    eviction refused by a budget was still asked for)."""
+    return Counter(
+        _pod_key(e)
+        for e in events
+        if e.get("verb") == "create"
+        and _is_pod(e, "eviction")
         and (e.get("user") or {}).get("username") == user
     )
 
