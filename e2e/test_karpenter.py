@@ -86,10 +86,18 @@ class KarpenterSetup:
 
     def close(self) -> None:
         try:
-            self.cluster.delete_namespace_pods(self.namespace)
-            group, version, plural = NODEPOOL
-            for name in self.pools:
-                self.cluster.custom.delete_cluster_custom_object(group, version, plural, name)
+            try:
+                self.cluster.delete_namespace_pods(self.namespace)
+            finally:
+                group, version, plural = NODEPOOL
+                for name in self.pools:
+                    _ignore_missing(
+                        self.cluster.custom.delete_cluster_custom_object,
+                        group,
+                        version,
+                        plural,
+                        name,
+                    )
             wait_until(
                 lambda: not nodeclaims(self.cluster) and not karpenter_nodes(self.cluster),
                 timeout=60,
@@ -100,17 +108,34 @@ class KarpenterSetup:
             self._strip_finalizers()
 
     def _strip_finalizers(self) -> None:
+        """What Karpenter would have finished: its finalizers off, the objects gone."""
         group, version, plural = NODECLAIM
         listed = self.cluster.custom.list_cluster_custom_object(group, version, plural)
         for claim in listed["items"]:
             name = claim["metadata"]["name"]
-            self.cluster.custom.patch_cluster_custom_object(
-                group, version, plural, name, {"metadata": {"finalizers": None}}
+            _ignore_missing(
+                self.cluster.custom.patch_cluster_custom_object,
+                group,
+                version,
+                plural,
+                name,
+                {"metadata": {"finalizers": None}},
             )
-            self.cluster.custom.delete_cluster_custom_object(group, version, plural, name)
+            _ignore_missing(
+                self.cluster.custom.delete_cluster_custom_object, group, version, plural, name
+            )
         for node in karpenter_nodes(self.cluster):
-            self.cluster.core.patch_node(node.metadata.name, {"metadata": {"finalizers": None}})
-            self.cluster.core.delete_node(node.metadata.name)
+            name = node.metadata.name
+            _ignore_missing(self.cluster.core.patch_node, name, {"metadata": {"finalizers": None}})
+            _ignore_missing(self.cluster.core.delete_node, name)
+
+
+def _ignore_missing(call: Any, *args: Any) -> None:
+    try:
+        call(*args)
+    except ApiException as error:
+        if error.status != 404:
+            raise
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ from harness.clients.kueue import (
     kueue_crds,
     queue_bodies,
     strip_finalizers,
+    strip_object_finalizers,
 )
 from harness.daemon import Daemon
 from harness.gangs import X_K8S, X_K8S_LABEL, assert_no_partial_gangs, holds, wait_explained
@@ -100,16 +101,47 @@ class KueueSetup:
                 what="the namespace's pods gone (Kueue removes its finalizer)",
             )
         finally:
-            for plural, body in reversed(self.queues):
-                name = body["metadata"]["name"]
+            try:
+                self._delete_queues()
+                # Kueue keeps a finalizer on a ClusterQueue while Workloads use it.
+                wait_until(
+                    lambda: not self._left(),
+                    timeout=30,
+                    what="the queues and Workloads gone (Kueue removes their finalizers)",
+                )
+            finally:
+                self.kueue.stop()
+                strip_finalizers(self.cluster.core, self.namespace)
+                for plural, namespace, name in self._left():
+                    strip_object_finalizers(self.cluster.custom, plural, namespace, name)
+
+    def _delete_queues(self) -> None:
+        for plural, body in reversed(self.queues):
+            name = body["metadata"]["name"]
+            try:
                 if plural == "localqueues":
                     self.cluster.custom.delete_namespaced_custom_object(
                         *API, self.namespace, plural, name
                     )
                 elif plural == "clusterqueues":
                     self.cluster.custom.delete_cluster_custom_object(*API, plural, name)
-            self.kueue.stop()
-            strip_finalizers(self.cluster.core, self.namespace)
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+
+    def _left(self) -> list[tuple[str, str | None, str]]:
+        """Kueue objects of the test still there: (plural, namespace, name)."""
+        left: list[tuple[str, str | None, str]] = []
+        for plural in ("workloads", "localqueues"):
+            listed = self.cluster.custom.list_namespaced_custom_object(*API, self.namespace, plural)
+            left += [(plural, self.namespace, o["metadata"]["name"]) for o in listed["items"]]
+        try:
+            self.cluster.custom.get_cluster_custom_object(*API, "clusterqueues", self.cluster_queue)
+            left.append(("clusterqueues", None, self.cluster_queue))
+        except ApiException as error:
+            if error.status != 404:
+                raise
+        return left
 
 
 @pytest.fixture

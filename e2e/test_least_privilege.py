@@ -12,6 +12,7 @@ from controlplane.releases import selected_release
 from harness.rbac import NAMESPACE, kubectl
 from koordgang.gangapis import GANG_APIS
 from koordgang.plugins.networktopology.plugin import RESOURCE as TOPOLOGY
+from koordgang.plugins.nodepools import CLAIMS as NODECLAIMS
 from koordgang.plugins.nodepools import RESOURCE as NODEPOOLS
 
 READ = frozenset({"get", "list", "watch"})
@@ -66,8 +67,10 @@ CLUSTER_WIDE: dict[tuple[str, str], set[str]] = {
     ("", "events"): {"create"},
     (TOPOLOGY.group, TOPOLOGY.plural): set(READ),
     (TOPOLOGY.group, f"{TOPOLOGY.plural}/status"): {"patch"},
-    # Karpenter's NodePools, for their limits (koordgang/plugins/nodepools).
+    # Karpenter's NodePools and NodeClaims, for their limits and the room on its way
+    # (koordgang/plugins/nodepools).
     (NODEPOOLS.group, NODEPOOLS.plural): set(READ),
+    (NODECLAIMS.group, NODECLAIMS.plural): set(READ),
     # kopf learns from CRDs when the resources it watches appear.
     ("apiextensions.k8s.io", "customresourcedefinitions"): set(READ),
     **_gang_grants(),

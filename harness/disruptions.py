@@ -22,7 +22,8 @@ class DisruptionWatch:
         self.seen: dict[str, Any] = {}
         #: pod name -> every nominatedNodeName it showed, in order.
         self.nominated: dict[str, list[str]] = {}
-        #: pod name -> (nominatedNodeName, when first seen), each change in order.
+        #: pod name -> (nominatedNodeName, when first seen), each change in order ("" when
+        #: a nomination was given up).
         self.nominated_at: dict[str, list[tuple[str, float]]] = {}
         #: pod name -> (node, when its binding was first seen).
         self.bound: dict[str, tuple[str, float]] = {}
@@ -65,7 +66,10 @@ class DisruptionWatch:
             history = self.nominated.setdefault(pod.metadata.name, [])
             if not history or history[-1] != node:
                 history.append(node)
-                self.nominated_at.setdefault(name, []).append((node, now))
+        changes = self.nominated_at.setdefault(name, [])
+        # A nomination given up is recorded too (as ""), once the pod had one.
+        if (node or changes) and (not changes or changes[-1][0] != (node or "")):
+            changes.append((node or "", now))
 
     def stop(self) -> None:
         self._stopped.set()

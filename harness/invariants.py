@@ -274,8 +274,9 @@ def double_bindings(
     A pod is one incarnation of a name: ``incarnations`` maps ``namespace/name`` to the
     (uid, creationTimestamp) of every pod of that name a watch saw, and each request goes to
     the latest one created before it was received, so that a pod deleted and re-created under
-    its name is two pods. A retry to the same node (the first answer lost) is not a double
-    binding. One line per pod: ``namespace/name#uid`` -> what was asked, as ``node:code``."""
+    its name is two pods (creation times have whole seconds: a name made again within the
+    same second is not told apart). A retry to the same node (the first answer lost) is not a
+    double binding. One line per pod: ``namespace/name#uid`` -> what was asked, as ``node:code``."""
     asked: dict[str, list[tuple[str, int | None]]] = {}
     for pod, node, code, at in binding_requests(events, user):
         uid = "?"

@@ -20,7 +20,7 @@ from koordgang.cli_config import (
     read_file,
     resolve,
 )
-from koordgang.settings import Settings
+from koordgang.settings import LogFormat, Settings
 
 DESCRIPTION = """\
 koordgang schedules the pods that ask for it (spec.schedulerName) with gang semantics:
@@ -167,8 +167,13 @@ def _add_whatif(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _whatif(args: argparse.Namespace) -> int:
+    from koordgang.logs import configure_logging
     from koordgang.whatif.render import render_text
     from koordgang.whatif_view import BadInput, WhatIfFailed, ask_daemon, from_cluster
+
+    # The answer alone goes to standard output (`-o json` is read by programs); what the
+    # engine logs while working it out goes to standard error, warnings only.
+    configure_logging(LogFormat.CONSOLE, "warning")
 
     try:
         if args.filename == "-":

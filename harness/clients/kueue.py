@@ -241,9 +241,9 @@ class Kueue(ClientProcess):
         admission = client.AdmissionregistrationV1Api(self.api_client)
         for kind, name in self._installed:
             if kind == "MutatingWebhookConfiguration":
-                _delete(admission.delete_mutating_webhook_configuration, name)
+                _delete_missing_ok(admission.delete_mutating_webhook_configuration, name)
             else:
-                _delete(admission.delete_validating_webhook_configuration, name)
+                _delete_missing_ok(admission.delete_validating_webhook_configuration, name)
         self._installed.clear()
 
     def not_started_yet(self) -> str | None:
@@ -257,9 +257,23 @@ class Kueue(ClientProcess):
 
     def stop(self, timeout: float = 10.0) -> int | None:
         self.remove_webhooks()
+        self._remove_conversions()
         if self._mount is not None:
             self._mount.stop()
         return super().stop(timeout)
+
+    def _remove_conversions(self) -> None:
+        """The CRDs convert nothing once their webhook is gone (they serve one stored
+        version), rather than point at a port nothing listens on."""
+        from kubernetes import client
+
+        extensions = client.ApiextensionsV1Api(self.api_client)
+        for plural in CONVERTED:
+            _delete_missing_ok(
+                extensions.patch_custom_resource_definition,
+                f"{plural}.{API[0]}",
+                {"spec": {"conversion": {"strategy": "None", "webhook": None}}},
+            )
 
 
 class SecretMount:
@@ -301,11 +315,11 @@ class SecretMount:
         self._thread.join(timeout=5)
 
 
-def _delete(delete: Any, name: str, *namespace: str) -> None:
+def _delete_missing_ok(call: Any, *args: Any) -> None:
     from kubernetes.client.exceptions import ApiException
 
     try:
-        delete(name, *namespace)
+        call(*args)
     except ApiException as error:
         if error.status != 404:
             raise
@@ -314,7 +328,7 @@ def _delete(delete: Any, name: str, *namespace: str) -> None:
 def _create_or_replace(
     create: Any, delete: Any, name: str, body: Mapping[str, Any], *namespace: str
 ) -> None:
-    _delete(delete, name, *namespace)
+    _delete_missing_ok(delete, name, *namespace)
     create(*namespace, dict(body))
 
 
@@ -331,6 +345,23 @@ def strip_finalizers(core: Any, namespace: str) -> list[str]:
             )
             changed.append(pod.metadata.name)
     return changed
+
+
+def strip_object_finalizers(custom: Any, plural: str, namespace: str | None, name: str) -> None:
+    """Removes the finalizers of a Kueue object (after Kueue has stopped) and deletes it."""
+    from kubernetes.client.exceptions import ApiException
+
+    patch = {"metadata": {"finalizers": None}}
+    try:
+        if namespace is None:
+            custom.patch_cluster_custom_object(*API, plural, name, patch)
+            custom.delete_cluster_custom_object(*API, plural, name)
+        else:
+            custom.patch_namespaced_custom_object(*API, namespace, plural, name, patch)
+            custom.delete_namespaced_custom_object(*API, namespace, plural, name)
+    except ApiException as error:
+        if error.status != 404:
+            raise
 
 
 def queue_bodies(

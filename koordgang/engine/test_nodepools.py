@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from koordgang.engine.conftest import FakeApi, FakeClock, Harness, gang, node
-from koordgang.plugins.nodepools import REASON, RESOURCE
+from koordgang.plugins.nodepools import CLAIMS, REASON, RESOURCE
 
 KIND = RESOURCE.id
+CLAIM_KIND = CLAIMS.id
 
 
 def nodepool(name: str, limits: dict[str, str] | None, used: dict[str, str]) -> dict[str, Any]:
@@ -76,3 +77,38 @@ async def test_without_nodepools_nothing_changes(sched: Harness, api: FakeApi) -
     sched.intake.on_object(KIND, "DELETED", nodepool("gone", {"cpu": "1"}, {}))
     await sched.run()
     assert reasons(api, [m.name for m in members]) == {"Unschedulable"}
+
+
+async def test_only_the_members_the_minimum_needs_are_weighed(
+    sched: Harness, api: FakeApi
+) -> None:
+    # Ten members of 2 cpu, two of them the minimum: 1 cpu free, 3 more needed; a pool may
+    # add 4. The optional members do not count: the gang asks.
+    members = gang("m", 10, 2, cpu="2")
+    sched.list(nodes=[node("n1", cpu="1")], pods=members)
+    sched.intake.on_object(KIND, "ADDED", nodepool("general", {"cpu": "4"}, {}))
+    await sched.run()
+    assert reasons(api, [m.name for m in members]) == {"Unschedulable"}
+
+
+async def test_a_paused_pool_adds_nothing_and_room_on_its_way_counts(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    members = gang("w", 2, 2, cpu="4")  # 8 cpu; 3 free
+    sched.list(nodes=[node("n1", cpu="3")], pods=members)
+    sched.intake.on_object(KIND, "ADDED", nodepool("paused", {"cpu": "0"}, {}))
+    await sched.run()
+    names = [m.name for m in members]
+    assert reasons(api, names) == {REASON}
+
+    # The pool's nodes are booting: Karpenter counts them in use, no node shows them yet.
+    sched.intake.on_object(KIND, "MODIFIED", nodepool("paused", {"cpu": "8"}, {"cpu": "8"}))
+    claim = {
+        "metadata": {"name": "c1"},
+        "spec": {"resources": {"requests": {"cpu": "8"}}},
+        "status": {"allocatable": {"cpu": "7800m"}},
+    }
+    sched.intake.on_object(CLAIM_KIND, "ADDED", claim)
+    clock.advance(sched.settings.initial_backoff)
+    await sched.run()
+    assert reasons(api, names) == {"Unschedulable"}

@@ -28,6 +28,7 @@ from koordgang.framework.group import GroupPlan, PodResult, SchedulingGroup
 from koordgang.framework.prebind import ObjectWrite
 from koordgang.framework.results import Decision, UnreserveReason
 from koordgang.framework.status import SUCCESS, Code, Status
+from koordgang.model.pod import PodInfo
 from koordgang.state.snapshot import Placement, Snapshot
 
 
@@ -82,15 +83,34 @@ def _ask_provisioning(framework: Framework, outcome: CycleOutcome, snapshot: Sna
     it decides what they say (and the reason autoscalers read)."""
     if not outcome.unplaced or outcome.nominated or outcome.status.code is Code.ERROR:
         return
+    needed = _still_needed(outcome)
+    if not needed:
+        return
     group = outcome.group
-    unplaced = [pod for pod in group.members() if pod.uid in outcome.unplaced]
-    verdict = framework.run_provisioning(group, unplaced, snapshot)
+    verdict = framework.run_provisioning(group, needed, snapshot)
     if verdict is None:
         return
     outcome.reason = verdict.reason
     for messages in (outcome.unplaced, outcome.explain):
         for uid, message in messages.items():
             messages[uid] = f"{message}; {verdict.note}" if message else verdict.note
+
+
+def _still_needed(outcome: CycleOutcome) -> list[PodInfo]:
+    """The unplaced members without which the group cannot start: per part, as many as its
+    minimum still lacks after what this cycle placed (the members it names first)."""
+    placed = {p.pod.uid for p in (*outcome.bind, *outcome.hold)}
+    wanted: list[PodInfo] = []
+    for part in outcome.group.parts:
+        needed = part.needed()
+        short = len(needed) - sum(1 for pod in part.pending if pod.uid in placed)
+        if short <= 0:
+            continue
+        first = [pod for pod in needed if pod.uid in outcome.unplaced]
+        named = {pod.uid for pod in first}
+        rest = [p for p in part.pending if p.uid in outcome.unplaced and p.uid not in named]
+        wanted += (first + rest)[:short]
+    return wanted
 
 
 def _run(

@@ -270,11 +270,11 @@ class Framework:
         return merged
 
     def run_provisioning(
-        self, group: SchedulingGroup, unplaced: Sequence[PodInfo], snapshot: Snapshot
+        self, group: SchedulingGroup, needed: Sequence[PodInfo], snapshot: Snapshot
     ) -> ProvisioningVerdict | None:
         """The first verdict of a plugin that says an autoscaler cannot help, if any."""
         for plugin in self.provisioners:
-            verdict = plugin.provisioning(group, unplaced, snapshot)
+            verdict = plugin.provisioning(group, needed, snapshot)
             if verdict is not None:
                 return verdict
         return None

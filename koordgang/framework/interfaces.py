@@ -199,11 +199,12 @@ class PostFilterPlugin(Plugin, Protocol):
 @runtime_checkable
 class ProvisioningPlugin(Plugin, Protocol):
     def provisioning(
-        self, group: SchedulingGroup, unplaced: Sequence[PodInfo], snapshot: Snapshot
+        self, group: SchedulingGroup, needed: Sequence[PodInfo], snapshot: Snapshot
     ) -> ProvisioningVerdict | None:
-        """``unplaced`` members of the group found no room (and none is being made for them):
-        can an autoscaler add it? None when it may (or nothing is known); a verdict when it
-        cannot, so that the members do not ask it in vain."""
+        """The group cannot start: ``needed`` are the members it lacks for its minimum, which
+        found no room (and none is being made for them). Can an autoscaler add it? None when
+        it may (or nothing is known); a verdict when it cannot, so that the members do not
+        ask it in vain."""
 
 
 @runtime_checkable

@@ -309,3 +309,30 @@ def test_the_readme_names_every_duration_setting_and_the_help_says_what_a_durati
     for option in DURATION_OPTIONS:
         assert f"`{option.key}`" in durations, option.key
     assert DURATIONS in " ".join(EPILOG.split())
+
+
+def test_a_what_if_in_json_prints_the_answer_alone_and_logs_to_standard_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import structlog
+
+    import koordgang.whatif_view as view
+    from koordgang.cli import main
+
+    def from_cluster(kubeconfig: object, text: str, settings: object) -> dict[str, object]:
+        # The engine logs as it works the answer out (a gang placed, a warning).
+        structlog.get_logger("koordgang.engine").info("gang group placed", pods=2)
+        structlog.get_logger("koordgang.engine").warning("something to know")
+        return {"fits": True, "pods": 2, "groups": []}
+
+    monkeypatch.setattr(view, "from_cluster", from_cluster)
+    path = tmp_path / "job.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n")
+    code = main(["whatif", "-f", str(path), "--from-cluster", "-o", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert json.loads(out) == {"fits": True, "pods": 2, "groups": []}
+    assert "something to know" in err
+    assert "gang group placed" not in out + err  # info is not shown

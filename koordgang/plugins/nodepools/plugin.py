@@ -12,6 +12,10 @@ what every NodePool together may add, its members wait under the reason
 told which limit stops it. A NodePool's change moves them back to the queue, to be judged
 again.
 
+Room on its way counts as room: a NodeClaim whose node has not registered yet (Karpenter
+already counts its capacity as in use by its NodePool) adds its allocatable to the free room,
+so that a gang does not stop asking while its own nodes boot.
+
 The check is in resources, not in nodes: a group whose requests fit within the limits but whose
 members would not pack onto the nodes the limits allow (each node keeps some room back) still
 asks, as it may well be right to.
@@ -30,13 +34,15 @@ from koordgang.framework.report import WatchedResource
 from koordgang.framework.results import ProvisioningVerdict
 from koordgang.model.pod import PodInfo
 from koordgang.model.quantity import QuantityError
-from koordgang.model.resources import PODS, format_amount, parse_resource_list
+from koordgang.model.resources import PODS, format_amount, parse_amounts
 from koordgang.state.snapshot import Snapshot
 
 log = structlog.get_logger("koordgang.nodepools")
 
 RESOURCE = WatchedResource("karpenter.sh", "v1", "nodepools", "NodePool")
 RESOURCE_ID = RESOURCE.id
+CLAIMS = WatchedResource("karpenter.sh", "v1", "nodeclaims", "NodeClaim")
+CLAIMS_ID = CLAIMS.id
 #: The PodScheduled reason of members no NodePool can make room for.
 REASON = "BeyondNodePoolLimits"
 
@@ -56,52 +62,80 @@ class PoolRoom:
         return max(0, self.limits[resource] - self.used.get(resource, 0))
 
 
-def pool_room(obj: Mapping[str, Any]) -> PoolRoom | None:
-    """A NodePool object's room; None when its quantities cannot be read (logged)."""
+def pool_room(obj: Mapping[str, Any]) -> PoolRoom:
+    """A NodePool object's room. A limit of 0 is a limit (a paused pool); quantities that
+    cannot be read limit nothing (logged): a wrong "cannot" would leave a job waiting."""
     metadata = obj.get("metadata") or {}
     name = str(metadata.get("name") or "")
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     try:
-        limits = parse_resource_list(spec.get("limits"))
-        used = parse_resource_list(status.get("resources"))
+        limits = parse_amounts(spec.get("limits"))
     except QuantityError as error:
         log.warning("NodePool limits not read", nodepool=name, problem=str(error))
-        return None
-    return PoolRoom(name, dict(limits.items()), dict(used.items()))
+        limits = {}
+    try:
+        used = parse_amounts(status.get("resources"))
+    except QuantityError as error:
+        log.warning("NodePool usage not read", nodepool=name, problem=str(error))
+        limits, used = {}, {}
+    return PoolRoom(name, limits, used)
+
+
+def claim_on_the_way(obj: Mapping[str, Any]) -> dict[str, int]:
+    """What a NodeClaim brings that no node shows yet: its allocatable (else what it asked
+    for) while it has no registered node; nothing once it has one, or is going."""
+    metadata = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    if metadata.get("deletionTimestamp") or status.get("nodeName"):
+        return {}
+    raw = status.get("allocatable") or ((obj.get("spec") or {}).get("resources") or {}).get(
+        "requests"
+    )
+    try:
+        return {k: v for k, v in parse_amounts(raw).items() if v > 0}
+    except QuantityError:
+        return {}
 
 
 class NodePools:
-    """Keeps the NodePools' room, and judges whether a group's shortfall fits in it."""
+    """Keeps the NodePools' room and the NodeClaims still booting, and judges whether a
+    group's shortfall fits in what the pools may add."""
 
     name = "NodePools"
 
     def __init__(self) -> None:
         self._pools: dict[str, PoolRoom] = {}
+        self._coming: dict[str, dict[str, int]] = {}
 
     def watches(self) -> Sequence[WatchedResource]:
-        return (RESOURCE,)
+        return (RESOURCE, CLAIMS)
 
     def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        if kind == CLAIMS_ID:
+            coming = {} if event == "DELETED" else claim_on_the_way(obj)
+            before = self._coming.pop(name, {})
+            if coming:
+                self._coming[name] = coming
+            return coming != before
         if kind != RESOURCE_ID:
             return False
-        name = str((obj.get("metadata") or {}).get("name") or "")
-        room = None if event == "DELETED" else pool_room(obj)
-        if room is None:
-            self._pools.pop(name, None)
-        else:
-            self._pools[name] = room
-        # More room allowed (or less): the pods waiting for it are judged again.
-        return True
+        before_room = self._pools.pop(name, None)
+        if event != "DELETED":
+            self._pools[name] = pool_room(obj)
+        # Pods waiting for room are judged again only when what the pools may add changed
+        # (Karpenter rewrites a pool's status often).
+        return self._pools.get(name) != before_room
 
     def provisioning(
-        self, group: SchedulingGroup, unplaced: Sequence[PodInfo], snapshot: Snapshot
+        self, group: SchedulingGroup, needed: Sequence[PodInfo], snapshot: Snapshot
     ) -> ProvisioningVerdict | None:
         pools = list(self._pools.values())
-        if not pools or not unplaced:
+        if not pools or not needed:
             return None
         need: dict[str, int] = {}
-        for pod in unplaced:
+        for pod in needed:
             for resource, amount in pod.requests.items():
                 if resource != PODS:
                     need[resource] = need.get(resource, 0) + amount
@@ -110,6 +144,7 @@ class NodePools:
             if headroom is None:
                 continue
             free = sum(max(0, snapshot.free(node, resource)) for node in snapshot.nodes)
+            free += sum(coming.get(resource, 0) for coming in self._coming.values())
             short = need[resource] - free
             if short > headroom:
                 return ProvisioningVerdict(REASON, _note(pools, resource, short, headroom))
