@@ -79,9 +79,7 @@ async def test_without_nodepools_nothing_changes(sched: Harness, api: FakeApi) -
     assert reasons(api, [m.name for m in members]) == {"Unschedulable"}
 
 
-async def test_only_the_members_the_minimum_needs_are_weighed(
-    sched: Harness, api: FakeApi
-) -> None:
+async def test_only_the_members_the_minimum_needs_are_weighed(sched: Harness, api: FakeApi) -> None:
     # Ten members of 2 cpu, two of them the minimum: 1 cpu free, 3 more needed; a pool may
     # add 4. The optional members do not count: the gang asks.
     members = gang("m", 10, 2, cpu="2")
