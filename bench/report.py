@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import apiserver_stats, plot_peers
+from bench import apiserver_stats, plot_peers, targets
 from bench.apiserver_profile import GC_KEY, SAMPLED_KEY
 from bench.results import (
     KOORDGANG,
@@ -18,22 +18,9 @@ from bench.results import (
     is_koordgang,
     reference_rate,
 )
-from bench.starvation import TARGET_THROUGHPUT_RATIO, throughput_ratio
+from bench.starvation import throughput_ratio
 
-#: Targets of issue 4, checked in the report (they are goals, not correctness: a miss does
-#: not fail the run).
-KOORDINATOR_GANG_1K = 17.2
-TARGET_TIMES_KOORDINATOR = 10
-TARGET_SHARE_OF_CEILING = 70.0
-TARGET_SHARE_SCENARIOS = ("plain", "gang-1k", "big-gang")
-TARGET_PEAK_RSS_MB = 200.0
-TARGET_STARTUP_SECONDS = 10.0
 PROCESSES = ("scheduler", "kube-apiserver", "etcd", "kwok", "bench", "others")
-#: Targets of issue 10: koordgang against the best peer in one run.
-TARGET_TIMES_BEST_PEER_GANGS = 2.0
-TARGET_TIMES_BEST_PEER_PLAIN = 1.0
-#: A gang API costing koordgang more than this times Koordinator's annotations is flagged.
-GANG_API_TOLERANCE = 1.10
 
 
 def _num(value: float | int | None, digits: int = 1) -> str:
@@ -264,44 +251,44 @@ def dra_lines(results: Sequence[ScenarioResult]) -> list[str]:
 
 
 def target_lines(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioResult]) -> list[str]:
+    """koordgang against the targets of ``bench/targets.py`` that one run measures."""
     by_name = {r.name: r for r in results if r.scheduler == KOORDGANG}
     reference = reference_rate(ceilings)
     lines: list[str] = []
 
-    def verdict(ok: bool) -> str:
-        return "met   " if ok else "MISSED"
-
     gang = by_name.get("gang-1k")
     if gang is not None and gang.pods_per_s is not None:
-        goal = KOORDINATOR_GANG_1K * TARGET_TIMES_KOORDINATOR
+        published = targets.KOORDINATOR_GANG_1K
+        times = gang.pods_per_s / published.value
+        goal = targets.TIMES_KOORDINATOR
         lines.append(
-            f"{verdict(gang.pods_per_s >= goal)} gang-1k >= {goal:.0f} pods/s "
-            f"(10x Koordinator's {KOORDINATOR_GANG_1K}): {gang.pods_per_s:.0f} pods/s, "
-            f"{gang.pods_per_s / KOORDINATOR_GANG_1K:.1f}x"
+            f"{goal.verdict(times)} gang-1k {goal.wording} koord-scheduler's "
+            f"{published.value:g} {published.unit} ({published.source}): "
+            f"{gang.pods_per_s:.0f} pods/s, {times:.1f}x"
         )
     if reference is not None:
-        for name in TARGET_SHARE_SCENARIOS:
-            r = by_name.get(name)
-            if r is None or r.pct_of_ceiling is None:
+        share = targets.SHARE_OF_CEILING
+        for r in by_name.values():
+            if r.pct_of_ceiling is None:
                 continue
             lines.append(
-                f"{verdict(r.pct_of_ceiling >= TARGET_SHARE_OF_CEILING)} {name} >= "
-                f"{TARGET_SHARE_OF_CEILING:.0f}% of the ceiling: {r.pct_of_ceiling:.0f}% "
-                f"({r.pods_per_s:.0f} of {reference:.0f} pods/s)"
+                f"{share.verdict(r.pct_of_ceiling)} {r.name} {share.wording} of the ceiling: "
+                f"{r.pct_of_ceiling:.0f}% ({r.pods_per_s:.0f} of {reference:.0f} pods/s)"
             )
     startup = by_name.get("startup")
     if startup is not None:
         fillers = startup.notes.get("fillers", 0)
+        rss, seconds = targets.STARTUP_RSS_MB, targets.STARTUP_SECONDS
         if startup.daemon_peak_rss_mb is not None:
             lines.append(
-                f"{verdict(startup.daemon_peak_rss_mb < TARGET_PEAK_RSS_MB)} peak RSS < "
-                f"{TARGET_PEAK_RSS_MB:.0f} MB with {startup.nodes} nodes and {fillers} pods: "
+                f"{rss.verdict(startup.daemon_peak_rss_mb)} peak RSS {rss.wording} "
+                f"(set at 100,000 pods) with {startup.nodes} nodes and {fillers} pods: "
                 f"{startup.daemon_peak_rss_mb:.0f} MB"
             )
         if startup.first_bind_after_start_s is not None:
             lines.append(
-                f"{verdict(startup.first_bind_after_start_s < TARGET_STARTUP_SECONDS)} "
-                f"start-up to first bind < {TARGET_STARTUP_SECONDS:.0f} s with {fillers} pods: "
+                f"{seconds.verdict(startup.first_bind_after_start_s)} start-up to first bind "
+                f"{seconds.wording} (set at 100,000 pods) with {fillers} pods: "
                 f"{startup.first_bind_after_start_s:.1f} s"
             )
     return lines
@@ -445,8 +432,8 @@ def peer_target_lines(results: Sequence[ScenarioResult]) -> list[str]:
             lines.append(_latency_line(name, mine, peers))
             continue
         best = max(peers, key=lambda r: r.pods_per_s or 0.0)
-        gangs = bool(mine.gangs)
-        factor = TARGET_TIMES_BEST_PEER_GANGS if gangs else TARGET_TIMES_BEST_PEER_PLAIN
+        goal = targets.GANGS_VS_BEST_PEER if mine.gangs else targets.PLAIN_VS_BEST_PEER
+        factor = goal.limit
         rate, theirs = mine.pods_per_s or 0.0, best.pods_per_s or 0.0
         ok = rate >= factor * theirs and not mine.problems
         ratio = f"{rate / theirs:.1f}x" if theirs else "peers bound nothing"
@@ -503,7 +490,7 @@ def gang_api_lines(results: Sequence[ScenarioResult]) -> list[str]:
             cpu = scheduler_cpu_ms(r)
             cpu_ratio = cpu / base_cpu if cpu is not None and base_cpu else None
             rate_ratio = r.pods_per_s / base_rate if r.pods_per_s and base_rate else None
-            if cpu_ratio is not None and cpu_ratio > GANG_API_TOLERANCE:
+            if cpu_ratio is not None and cpu_ratio > targets.GANG_API_TOLERANCE:
                 flagged.append(
                     f"{name}: {r.gang_api} costs koordgang {cpu_ratio:.2f}x the CPU per bound "
                     f"pod of Koordinator's annotations ({cpu:.2f} vs {base_cpu:.2f} ms)"
@@ -522,8 +509,8 @@ def gang_api_lines(results: Sequence[ScenarioResult]) -> list[str]:
                 ]
             )
     notes = [
-        f"x: the ratio to Koordinator's annotations; more than {GANG_API_TOLERANCE:.2f}x the CPU "
-        "is flagged below"
+        "x: the ratio to Koordinator's annotations; more than "
+        f"{targets.GANG_API_TOLERANCE:.2f}x the CPU is flagged below"
     ]
     return [*table(header, rows), *notes, *(f"WORSE {line}" for line in flagged)]
 
@@ -605,10 +592,10 @@ def starvation_lines(results: Sequence[ScenarioResult]) -> list[str]:
         if ratio is None:
             lines.append(f"-      {label}: no small-pod throughput to compare")
             continue
-        ok = ratio >= TARGET_THROUGHPUT_RATIO
+        ok = ratio >= targets.STARVATION_THROUGHPUT.limit
         lines.append(
             f"{'met   ' if ok else 'MISSED'} {label}: small-pod throughput with the guard >= "
-            f"{100 * TARGET_THROUGHPUT_RATIO:.0f}% of without, over the same "
+            f"{100 * targets.STARVATION_THROUGHPUT.limit:.0f}% of without, over the same "
             f"{_num(guarded.notes.get('cap_window_s'), 0)} s after the gang arrived: "
             f"{100 * ratio:.0f}% ({guarded.notes.get('cap_small_pods_per_s')} vs "
             f"{unguarded.notes.get('cap_small_pods_per_s')} pods/s)"
@@ -792,11 +779,11 @@ def plot(
         )
     if reference is not None:
         right.axhline(
-            reference * TARGET_SHARE_OF_CEILING / 100,
+            reference * targets.SHARE_OF_CEILING.limit / 100,
             linestyle="--",
             color="tab:red",
             linewidth=1,
-            label=f"target: {TARGET_SHARE_OF_CEILING:.0f}% of ceiling",
+            label=f"target: {targets.SHARE_OF_CEILING.limit:.0f}% of ceiling",
         )
     for r in rated:
         if r.reference_pods_per_s and r.scheduler == KOORDGANG:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bench.report import TARGET_TIMES_BEST_PEER_GANGS, _num, scheduler_cpu_ms, table
+from bench import targets
+from bench.report import _num, scheduler_cpu_ms, table
 from bench.results import KOORDGANG, ScenarioResult, is_koordgang
 
 #: The scenarios compared here, and the notes each one's figures come from.
@@ -74,9 +75,9 @@ def _targets(runs: Sequence[ScenarioResult]) -> list[str]:
 def _speed(mine: ScenarioResult, peer: ScenarioResult) -> tuple[bool, str]:
     ours, theirs = mine.pods_per_s or 0.0, peer.pods_per_s or 0.0
     ratio = f"{ours / theirs:.1f}x" if theirs else "the peer bound nothing"
-    ok = ours >= TARGET_TIMES_BEST_PEER_GANGS * theirs and not mine.problems
+    ok = ours >= targets.GANGS_VS_BEST_PEER.limit * theirs and not mine.problems
     return ok, (
-        f"pods/s >= {TARGET_TIMES_BEST_PEER_GANGS:g}x: {ours:.0f} vs {theirs:.0f} ({ratio})"
+        f"pods/s >= {targets.GANGS_VS_BEST_PEER.limit:g}x: {ours:.0f} vs {theirs:.0f} ({ratio})"
         + (f"; koordgang problems: {len(mine.problems)}" if mine.problems else "")
     )
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import report
+from bench import report, targets
 from bench.medians import load
 from bench.results import KOORDGANG, ScenarioResult
 
@@ -19,9 +19,9 @@ COUNTERPARTS = {
     "gangs-5k": "gang-1k",
     "big-gang-5k": "big-gang",
 }
-TARGET_GROWTH = 1.5
-TARGET_STARTUP_S = 20.0
-TARGET_RSS_MB = 600.0
+TARGET_GROWTH = targets.CPU_GROWTH.limit
+TARGET_STARTUP_S = targets.STARTUP_SECONDS.limit
+TARGET_RSS_MB = targets.STARTUP_RSS_MB.limit
 
 
 def growth_lines(small: Sequence[ScenarioResult], large: Sequence[ScenarioResult]) -> list[str]:
@@ -65,6 +65,26 @@ def growth_lines(small: Sequence[ScenarioResult], large: Sequence[ScenarioResult
 
 
 def startup_lines(large: Sequence[ScenarioResult]) -> list[str]:
+    lines = _startup_each(large)
+    runs = [r for r in large if r.name == "startup-5k" and not r.skipped]
+    ours = [r.first_bind_after_start_s for r in runs if r.scheduler == KOORDGANG]
+    peers = [
+        r.first_bind_after_start_s
+        for r in runs
+        if r.scheduler != KOORDGANG and r.first_bind_after_start_s is not None
+    ]
+    if ours and ours[0] is not None and peers:
+        goal = targets.STARTUP_VS_BEST_PEER
+        ratio = min(peers) / ours[0] if ours[0] else None
+        shown = "-" if ratio is None else f"{ratio:.2f}x as fast"
+        lines.append(
+            f"[{goal.verdict(ratio).strip()}: no slower than the best peer] koordgang "
+            f"{ours[0]:.1f} s, the best peer {min(peers):.1f} s ({shown})"
+        )
+    return lines
+
+
+def _startup_each(large: Sequence[ScenarioResult]) -> list[str]:
     lines = []
     for r in large:
         if r.name != "startup-5k" or r.skipped:

@@ -44,7 +44,7 @@ from typing import Any
 import orjson
 import structlog
 
-from bench import report
+from bench import report, targets
 from bench.console import Ticker, say
 from bench.gather_time import parsed_spec
 from bench.report import table
@@ -68,10 +68,10 @@ from koordgang.state.snapshot import Snapshot
 
 # -- targets (issue 19, item 4) ----------------------------------------------------------------
 
-TARGET_GROWTH = 1.5
-TARGET_GATHER_S = 1.0
-TARGET_DRY_RUN_S = 1.0
-TARGET_RSS_GB = 4.0
+TARGET_GROWTH = targets.CPU_GROWTH.limit
+TARGET_GATHER_S = targets.GATHER_SECONDS.limit
+TARGET_DRY_RUN_S = targets.DRY_RUN_SECONDS.limit
+TARGET_RSS_GB = targets.SIMULATION_RSS_GB.limit
 
 FULL_NODES = 50_000
 FINISH = report.SIMULATED_FINISH

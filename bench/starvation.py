@@ -34,13 +34,14 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bench import targets
 from bench.results import percentile
 from bench.workload import GangRef, PodPlan, Requests, Workload, node_specs
 
 #: The daemon flag under comparison; 0 turns the guard off.
 RESERVE_AFTER_FLAG = "--reserve-after"
-#: Small-pod throughput with the guard over without, at least (a target, not a failure).
-TARGET_THROUGHPUT_RATIO = 0.90
+#: Small-pod throughput with the guard over without, at least (bench/targets.py).
+TARGET_THROUGHPUT_RATIO = targets.STARVATION_THROUGHPUT.limit
 SMALL_PREFIX = "small"
 GANG_PREFIX = "big"
 

@@ -20,7 +20,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,14 +107,6 @@ def daemon_with_guard(daemon_factory: Any) -> Daemon:
     )
     daemon.start()
     return daemon
-
-
-@pytest.fixture
-def apps(cluster: Cluster, namespace: str) -> Iterator[client.AppsV1Api]:
-    api = client.AppsV1Api(cluster.api_client)
-    yield api
-    for deployment in api.list_namespaced_deployment(namespace).items:
-        api.delete_namespaced_deployment(deployment.metadata.name, namespace)
 
 
 def test_bind_the_members_land_as_many_per_node_as_it_said(
