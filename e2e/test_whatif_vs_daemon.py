@@ -9,7 +9,10 @@ it), then the job submitted and the daemon watched.
   alike replicas goes is a tie), and the members bind where it said;
 - pending with a reservation (the starvation guard): after ``reserveAfter`` the members are
   nominated to the nodes it named;
-- gated: the pod waits on its gates, and nothing else is tried.
+- gated: the pod waits on its gates, and nothing else is tried;
+- hold: the members of a NonStrict gang that fit are held, unbound, and bind where it said
+  once room for the rest comes; meanwhile an answer from the API server says that it cannot
+  know the room the daemon holds for them.
 """
 
 from __future__ import annotations
@@ -186,16 +189,17 @@ def test_preempt_the_victims_are_exactly_those_it_named(
     cluster = clean_nodes
     for node in ("wv-1", "wv-2", "wv-3"):
         cluster.add_nodes([node], {"cpu": "4", "memory": "8Gi"}, labels={SLOT: node})
-    # Low-priority Deployments fill the nodes, each on its own node, in pods of three sizes:
-    # the cheapest room for three 2-cpu members is one pod on wv-3 and one on wv-2.
-    for name, node, replicas, cpu in (
-        ("small-1", "wv-1", 4, "1"),
-        ("small-2", "wv-2", 2, "1"),
-        ("mid-2", "wv-2", 1, "2"),
-        ("big-3", "wv-3", 1, "4"),
+    # Deployments fill the nodes, each on its own node. The small pods have a higher priority
+    # (still below the job's): the cheapest room for three 2-cpu members is the big pod on
+    # wv-3 and the mid one on wv-2.
+    for name, node, replicas, cpu, priority in (
+        ("small-1", "wv-1", 4, "1", "e2e-medium"),
+        ("small-2", "wv-2", 2, "1", "e2e-medium"),
+        ("mid-2", "wv-2", 1, "2", "e2e-low"),
+        ("big-3", "wv-3", 1, "4", "e2e-low"),
     ):
         low = pod_body(
-            name, requests={"cpu": cpu}, priority_class="e2e-low", node_selector={SLOT: node}
+            name, requests={"cpu": cpu}, priority_class=priority, node_selector={SLOT: node}
         )
         apps.create_namespaced_deployment(namespace, deployment_body(name, replicas, low))
     wait_until(lambda: len(bound(cluster.pods(namespace))) == 8, what="the low pods bound")
@@ -207,7 +211,7 @@ def test_preempt_the_victims_are_exactly_those_it_named(
     # Replicas of one Deployment on one node are alike: which of them goes is a tie, so the
     # victims are compared as (Deployment, node) counts.
     named = Counter((v["pod"].rsplit("-", 2)[0], v["node"]) for v in group["evict"])
-    assert named
+    assert named == Counter({(f"{namespace}/big-3", "wv-3"): 1, (f"{namespace}/mid-2", "wv-2"): 1})
 
     submit(cluster, namespace, pods)
 
@@ -293,3 +297,44 @@ def test_gated_the_pod_waits_on_its_gates(
     condition = wait_until(gated, what="the pod's condition")
     assert condition.reason == "SchedulingGated"
     holds(lambda: not bound(cluster.pods(namespace)), 2, what="nothing bound")
+
+
+def test_hold_members_that_fit_are_held_then_bind_where_it_said(
+    clean_nodes: Cluster,
+    namespace: str,
+    kubeconfig: str,
+    daemon_with_guard: Daemon,
+    tmp_path: Path,
+    check_invariants: None,
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes(["wh-1"], {"cpu": "3", "memory": "8Gi"})
+    cluster.add_nodes(["wh-2"], {"cpu": "2", "memory": "8Gi"})
+    # A NonStrict gang of three 2-cpu members: room for two (one per node).
+    pods = gang("part", 3, "2")
+    for body in pods:
+        body["metadata"]["annotations"]["gang.scheduling.koordinator.sh/mode"] = "NonStrict"
+        body["metadata"]["annotations"]["gang.scheduling.koordinator.sh/waiting-time"] = "5m"
+    answer = ask(kubeconfig, namespace, pods, tmp_path / "part.yaml")
+    [group] = answer["groups"]
+    assert group["outcome"] == "hold", group
+    said: dict[str, str] = group["placements"]
+    assert Counter(said.values()) == Counter({"wh-1": 1, "wh-2": 1}) and group["holdSeconds"] > 0
+
+    submit(cluster, namespace, pods)
+    holds(lambda: not bound(cluster.pods(namespace)), 3, what="the members held, unbound")
+    # What it cannot know from the API server, it says: the daemon holds room for them now.
+    other = ask(
+        kubeconfig, namespace, [pod_body("other", requests={"cpu": "1"})], tmp_path / "o.yaml"
+    )
+    assert any(
+        w.startswith("not known from the API server") and f"{namespace}/part" in w
+        for w in other["warnings"]
+    ), other["warnings"]
+
+    cluster.add_nodes(["wh-3"], {"cpu": "2", "memory": "8Gi"})
+    landed = wait_until(
+        lambda: len(b := bound(cluster.pods(namespace))) == 3 and b, what="the gang bound whole"
+    )
+    held = {f"{namespace}/{p.metadata.name}": p.spec.node_name for p in landed}
+    assert {pod: held[pod] for pod in said} == said, (held, said)

@@ -106,7 +106,9 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
     try:
         pods = make_pods(parsed.pods, priorities, _now())
         claims = make_claims(parsed, pods)
-        answer = what_if(settings, cluster.state, pods, parsed.gang_objects, claims=claims)
+        answer = what_if(
+            settings, cluster.state, pods, parsed.gang_objects, claims=claims, held_known=False
+        )
     except WhatIfError as error:
         raise BadInput(str(error)) from None
     answer["sources"] = parsed.sources

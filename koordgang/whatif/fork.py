@@ -38,6 +38,7 @@ from koordgang.framework.handle import Services
 from koordgang.framework.report import Report
 from koordgang.framework.status import Code
 from koordgang.model.dra import ResourceClaimInfo
+from koordgang.model.gang import GangMode
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import format_amount
 from koordgang.plugins.dynamicresources import DynamicResources
@@ -166,10 +167,12 @@ def what_if(
     claims: Sequence[ResourceClaimInfo] = (),
     clock: Callable[[], float] = time.monotonic,
     wall: Callable[[], float] = time.time,
+    held_known: bool = True,
 ) -> dict[str, Any]:
     """The answer (JSON-ready) for ``pods``, the file's ``gang_objects`` and the claims it
     makes (``claims``: taken to exist); raises :class:`WhatIfError` when the file declares its
-    gang wrongly."""
+    gang wrongly. ``held_known`` False (a state listed from the API server): the placements
+    the daemon holds are not in it, and the answer says so where they may be."""
     forked = fork(settings, state, clock=clock, wall=wall)
     framework, services = forked.framework, forked.services
     devices = next((p for p in framework.plugins if isinstance(p, DynamicResources)), None)
@@ -208,6 +211,8 @@ def what_if(
             if r.event_type == "Warning"
         }
     )
+    if not held_known:
+        warnings += _unknown_holds(forked.gangs, ours)
     fits = all(g["outcome"] == BIND for g in groups)
     return {
         "fits": fits,
@@ -215,6 +220,26 @@ def what_if(
         "groups": groups,
         "warnings": warnings,
     }
+
+
+def _unknown_holds(gangs: GangRegistry, ours: set[str]) -> list[str]:
+    """What a state listed from the API server cannot know: the daemon holds placements for
+    NonStrict gangs still short of their minimum, and no object shows them."""
+    short = sorted(
+        gang.key
+        for gang in gangs.gangs()
+        if gang.is_gang()
+        and gang.spec.mode is GangMode.NON_STRICT
+        and not gang.satisfied
+        and any(pod.uid not in ours for pod in gang.pending_members())
+    )
+    if not short:
+        return []
+    return [
+        f"not known from the API server: the daemon may hold room for the pending members of "
+        f"{', '.join(short)} (NonStrict, short of their minimum); this answer counts it as free "
+        f"(ask the daemon, `--server`, for what it holds)"
+    ]
 
 
 def _check_gangs(gangs: GangRegistry, pods: Sequence[PodInfo]) -> None:

@@ -54,7 +54,7 @@ def _state(sched: Harness) -> DaemonState:
     )
 
 
-def _ask(sched: Harness, text: str) -> dict[str, Any]:
+def _ask(sched: Harness, text: str, *, held_known: bool = True) -> dict[str, Any]:
     parsed = read_input(text, "koord-scheduler")
     pods = make_pods(parsed.pods, {}, sched.clock.wall())
     return what_if(
@@ -65,6 +65,7 @@ def _ask(sched: Harness, text: str) -> dict[str, Any]:
         claims=make_claims(parsed, pods),
         clock=sched.clock,
         wall=sched.clock.wall,
+        held_known=held_known,
     )
 
 
@@ -250,3 +251,16 @@ async def test_a_what_if_refuses_a_template_it_was_not_given(sched: Harness) -> 
     text = DRA_JOB.replace("COUNT", "1").split("---", 1)[1]
     with pytest.raises(WhatIfError, match="ResourceClaimTemplate ns/pair is not in the file"):
         _ask(sched, text)
+
+
+async def test_from_the_api_server_it_says_that_held_room_is_not_known(sched: Harness) -> None:
+    sched.list(nodes=[node("n1", cpu="4"), node("n2", cpu="4")])
+    sched.add(*gang("short", 2, 3, mode="NonStrict"))
+    await sched.run()
+    # Another job: the daemon's answer knows what it holds; a listed state does not.
+    assert _ask(sched, _job(2, "1"))["warnings"] == []
+    [warning] = _ask(sched, _job(2, "1"), held_known=False)["warnings"]
+    assert warning.startswith(
+        "not known from the API server: the daemon may hold room for the pending members of "
+        "ns/short (NonStrict, short of their minimum)"
+    )
