@@ -12,7 +12,7 @@ This module only builds and wires them; each part is a module of its own.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import structlog
 
@@ -36,6 +36,7 @@ from koordgang.engine.topology_status import TopologyStatus
 from koordgang.framework.framework import Framework
 from koordgang.framework.handle import Services
 from koordgang.framework.report import StatusUpdate
+from koordgang.model.pod import PodInfo
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import GangRegistry
@@ -135,8 +136,13 @@ class Scheduler:
                 activate=self.intake.activate,
                 request_move=self.signals.request_move,
                 is_pending=self.pending.is_pending,
+                retry_at=self._retry_at,
             )
         )
+
+    def _retry_at(self, pods: Iterable[PodInfo], when: float) -> None:
+        for pod in pods:
+            self.queue.retry_at(pod.uid, when)
 
     def status_updates(self) -> list[StatusUpdate]:
         updates = [] if self.gang_status is None else self.gang_status.updates()

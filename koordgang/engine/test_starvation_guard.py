@@ -202,3 +202,26 @@ async def test_a_higher_priority_job_takes_the_reserving_place_of_a_lower_one(
     guard = next(p for p in guarded.framework.plugins if p.name == "StarvationGuard")
     assert [r.job for r in guard.reservations().values()] == ["ns/high"]  # type: ignore[attr-defined]
     assert deletes(api) == []
+
+
+async def test_on_a_quiet_cluster_the_job_holds_once_reserve_after_has_passed(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """No event comes to retry the job: it asked to be tried again when reserveAfter has
+    passed, which is before the periodic retry of parked pods (a minute)."""
+    blockers = small_pods({"n1": 1, "n2": 2, "n3": 3})
+    members = gang("big", 3, 3, cpu="8")
+    nodes = [node(f"n{i}", cpu="8") for i in (1, 2, 3)] + [node("spare", cpu="2")]
+    guarded.list(nodes=nodes, pods=blockers + members)
+    await guarded.run()
+    assert guarded.settings.unschedulable_retry_interval > RESERVE_AFTER + 5
+
+    guarded.clock.advance(RESERVE_AFTER - 1)
+    guarded.scheduler.loop.tick(guarded.clock())
+    await guarded.run()
+    assert all(nominated(api, m.name) is None for m in members)
+
+    guarded.clock.advance(2)
+    guarded.scheduler.loop.tick(guarded.clock())
+    await guarded.run()
+    assert {nominated(api, m.name) for m in members} == {"n1", "n2", "n3"}

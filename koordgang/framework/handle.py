@@ -50,6 +50,9 @@ class Services:
     request_move: Callable[[], None]
     #: Ours, alive, unbound and not placed by this scheduler: it needs a node.
     is_pending: Callable[[PodInfo], bool]
+    #: Retry these pods at this monotonic moment if they are parked then (a plugin's verdict
+    #: changes at a time, not on an event); a runner without a queue ignores it.
+    retry_at: Callable[[Iterable[PodInfo], float], None] = lambda pods, when: None
 
 
 class FrameworkAnswers(Protocol):
@@ -115,6 +118,9 @@ class Handle:
 
     def request_move(self) -> None:
         self.services.request_move()
+
+    def retry_at(self, pods: Iterable[PodInfo], when: float) -> None:
+        self.services.retry_at(pods, when)
 
     def is_pending(self, pod: PodInfo) -> bool:
         return self.services.is_pending(pod)

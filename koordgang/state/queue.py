@@ -64,6 +64,8 @@ class QueuedPod:
     backoff_until: float = 0.0
     #: When it was parked as unschedulable.
     parked_at: float = 0.0
+    #: Retry it, if parked, at this moment (a plugin's verdict changes then), not later.
+    retry_at: float | None = None
     #: Version of its entries in the heaps; older heap entries are stale and skipped.
     seq: int = 0
 
@@ -222,16 +224,24 @@ class SchedulingQueue:
             self._push_active(entry)
 
     def flush_unschedulable(self, now: float) -> int:
-        """Parked pods are retried now and then even without an event, in case one was missed."""
+        """Parked pods are retried now and then even without an event, in case one was missed,
+        and at the moment a plugin asked for (``retry_at``)."""
         moved = 0
         for entry in list(self._entries.values()):
-            if (
-                entry.state is QueueState.UNSCHEDULABLE
-                and now - entry.parked_at >= self._retry_interval
-            ):
+            if entry.state is not QueueState.UNSCHEDULABLE:
+                continue
+            due = entry.retry_at is not None and entry.retry_at <= now
+            if due or now - entry.parked_at >= self._retry_interval:
+                entry.retry_at = None
                 self._to_active_or_backoff(entry, now)
                 moved += 1
         return moved
+
+    def retry_at(self, uid: str, when: float) -> None:
+        """Retry ``uid`` at ``when`` if it is parked then (the earliest of such requests)."""
+        entry = self._entries.get(uid)
+        if entry is not None and (entry.retry_at is None or when < entry.retry_at):
+            entry.retry_at = when
 
     def next_wakeup(self, now: float) -> float | None:
         """Seconds until the earliest backoff expires, if any."""

@@ -225,6 +225,9 @@ class StarvationGuard:
             return PostFilterResult(SKIP)
         if current is None:
             if not self._may_reserve(key, now):
+                # Tried again when reserveAfter has passed, not at the next event or the
+                # periodic retry (a minute on a quiet cluster).
+                self.handle.retry_at(members, self._waiting[key].first + self.reserve_after)
                 return PostFilterResult(SKIP)
             displaced = self._make_room_for(priority)
             if displaced is None:
