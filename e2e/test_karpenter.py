@@ -40,11 +40,7 @@ def karpenter_crds_installed(cluster: Cluster) -> None:
             "which kind does not run"
         )
     install_crd_files(cluster.api_client, karpenter_crds(), 60)
-    try:
-        cluster.create_namespace(NAMESPACE)
-    except ApiException as error:
-        if error.status != 409:
-            raise
+    cluster.ensure_namespace(NAMESPACE)
 
 
 def nodeclaims(cluster: Cluster) -> list[dict[str, Any]]:

@@ -54,11 +54,7 @@ def kueue_crds_installed(cluster: Cluster) -> None:
             "container cannot reach (its ExternalName Service names 127.0.0.1)"
         )
     install_crd_files(cluster.api_client, kueue_crds(), 60)
-    try:
-        cluster.create_namespace(NAMESPACE)
-    except ApiException as error:
-        if error.status != 409:
-            raise
+    cluster.ensure_namespace(NAMESPACE)
 
 
 class KueueSetup:

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes.client.exceptions import ApiException
 
 from controlplane.crds import install_crd_files
+from harness.checks import check_then_delete
 from harness.clients.mpi_operator import (
     JOB_NAME_LABEL,
     LOCK_NAMESPACE,
@@ -27,36 +27,24 @@ from harness.daemon import Daemon
 from harness.gangs import (
     X_K8S,
     X_K8S_LABEL,
-    assert_no_partial_gangs,
     group_object,
     holds,
     wait_explained,
 )
-from harness.invariants import assert_invariants
 from harness.kube import SCHEDULER, Cluster, bound, wait_until
 
 
 @pytest.fixture(scope="module")
 def mpi_operator_ready(cluster: Cluster) -> None:
     install_crd_files(cluster.api_client, [mpijob_crd()], 60)
-    try:
-        cluster.create_namespace(LOCK_NAMESPACE)
-    except ApiException as error:
-        if error.status != 409:
-            raise
+    cluster.ensure_namespace(LOCK_NAMESPACE)
 
 
 @pytest.fixture
 def mpijobs(cluster: Cluster, namespace: str) -> Iterator[None]:
     """Checks the invariants after the test, then deletes its MPIJobs and PodGroups."""
     yield
-    try:
-        assert_invariants(cluster, namespace)
-        assert_no_partial_gangs(cluster, [namespace])
-    finally:
-        group, version, plural = MPIJOB
-        cluster.custom.delete_collection_namespaced_custom_object(group, version, namespace, plural)
-        cluster.custom.delete_collection_namespaced_custom_object(*X_K8S, namespace, "podgroups")
+    check_then_delete(cluster, namespace, [MPIJOB, (*X_K8S, "podgroups")])
 
 
 def job_pods(cluster: Cluster, namespace: str, job: str) -> list[Any]:

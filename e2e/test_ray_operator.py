@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from controlplane.crds import install_crd_files
+from harness.checks import check_then_delete
 from harness.clients.process import ClientProcess
 from harness.clients.ray_operator import (
     CLUSTER_LABEL,
@@ -27,13 +28,11 @@ from harness.clients.ray_operator import (
 from harness.gangs import (
     X_K8S,
     X_K8S_LABEL,
-    assert_no_partial_gangs,
     group_object,
     holds,
     wait_explained,
 )
-from harness.invariants import assert_invariants
-from harness.kube import SCHEDULER, Cluster, bound, pod_body, wait_until
+from harness.kube import SCHEDULER, Cluster, bound, pod_body, scheduled_by, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -45,13 +44,7 @@ def ray_crds_installed(cluster: Cluster) -> None:
 def rayclusters(cluster: Cluster, namespace: str) -> Iterator[None]:
     """Checks the invariants after the test, then deletes its RayClusters and PodGroups."""
     yield
-    try:
-        assert_invariants(cluster, namespace)
-        assert_no_partial_gangs(cluster, [namespace])
-    finally:
-        group, version, plural = RAYCLUSTER
-        cluster.custom.delete_collection_namespaced_custom_object(group, version, namespace, plural)
-        cluster.custom.delete_collection_namespaced_custom_object(*X_K8S, namespace, "podgroups")
+    check_then_delete(cluster, namespace, [RAYCLUSTER, (*X_K8S, "podgroups")])
 
 
 def ray_pods(cluster: Cluster, namespace: str, name: str) -> list[Any]:
@@ -60,12 +53,6 @@ def ray_pods(cluster: Cluster, namespace: str, name: str) -> list[Any]:
         for p in cluster.pods(namespace, f"{CLUSTER_LABEL}={name}")
         if p.metadata.deletion_timestamp is None
     ]
-
-
-def scheduled_by(cluster: Cluster, namespace: str, name: str) -> set[str]:
-    """Who posted the pod's Scheduled Event."""
-    events: list[Any] = cluster.events_for(namespace, name)
-    return {e.source.component for e in events if e.reason == "Scheduled"}
 
 
 def test_a_raycluster_waits_whole_then_binds_whole_under_the_name_kuberay_hard_codes(

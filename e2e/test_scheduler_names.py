@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.gangs import X_K8S, X_K8S_LABEL, declaration, wait_explained
-from harness.kube import Cluster, pod_body, wait_until
+from harness.kube import Cluster, pod_body, scheduled_by, wait_until
 
 OURS = "koord-scheduler"
 HARD_CODED = "scheduler-plugins-scheduler"
@@ -16,12 +16,6 @@ HARD_CODED = "scheduler-plugins-scheduler"
 def bound_nodes(cluster: Cluster, namespace: str, names: list[str]) -> dict[str, str] | None:
     nodes = {name: cluster.pod(namespace, name).spec.node_name for name in names}
     return nodes if all(nodes.values()) else None
-
-
-def scheduled_by(cluster: Cluster, namespace: str, name: str) -> set[str]:
-    """Who posted the pod's Scheduled Event."""
-    events: list[Any] = cluster.events_for(namespace, name)
-    return {e.source.component for e in events if e.reason == "Scheduled"}
 
 
 def test_one_daemon_serves_two_names_and_a_gang_split_between_them_waits_and_says_why(

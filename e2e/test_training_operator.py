@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harness.checks import check_then_delete
 from harness.clients.training_operator import (
     PYTORCHJOB,
     VOLCANO_PODGROUP,
@@ -22,8 +23,7 @@ from harness.clients.training_operator import (
     pytorchjob_body,
 )
 from harness.daemon import Daemon
-from harness.gangs import assert_no_partial_gangs, group_object, holds, wait_explained
-from harness.invariants import assert_invariants
+from harness.gangs import group_object, holds, wait_explained
 from harness.kube import SCHEDULER, Cluster, bound, wait_until
 
 JOB_LABEL = "training.kubeflow.org/job-name"
@@ -62,16 +62,7 @@ def operator_factory(
 @pytest.fixture
 def jobs_check(cluster: Cluster, namespace: str) -> Iterator[None]:
     yield
-    try:
-        assert_invariants(cluster, namespace)
-        assert_no_partial_gangs(cluster, [namespace])
-    finally:
-        group, version, plural = PYTORCHJOB
-        cluster.custom.delete_collection_namespaced_custom_object(group, version, namespace, plural)
-        for group, version, plural in (XK8S_PODGROUP, VOLCANO_PODGROUP):
-            cluster.custom.delete_collection_namespaced_custom_object(
-                group, version, namespace, plural
-            )
+    check_then_delete(cluster, namespace, [PYTORCHJOB, XK8S_PODGROUP, VOLCANO_PODGROUP])
 
 
 def job_pods(cluster: Cluster, namespace: str, job: str) -> list[Any]:

@@ -120,3 +120,18 @@ def assert_all_invariants(
         assert daemon.process is not None and daemon.process.poll() is None, (
             f"the daemon exited ({daemon.returncode})"
         )
+
+
+def check_then_delete(
+    cluster: Cluster, namespace: str, resources: Iterable[tuple[str, str, str]]
+) -> None:
+    """After a client's scenario: the invariants and no partial gang in ``namespace``, then its
+    objects of each (group, version, plural) deleted whatever the checks said."""
+    try:
+        assert_invariants(cluster, namespace)
+        assert_no_partial_gangs(cluster, [namespace])
+    finally:
+        for group, version, plural in resources:
+            cluster.custom.delete_collection_namespaced_custom_object(
+                group, version, namespace, plural
+            )

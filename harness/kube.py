@@ -189,6 +189,15 @@ class Cluster:
         self.core.create_namespace({"metadata": {"name": name}})
         return name
 
+    def ensure_namespace(self, name: str) -> str:
+        """A namespace shared by the tests of a module (a client's own): made if missing."""
+        try:
+            self.create_namespace(name)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+        return name
+
     def create_pod(self, namespace: str, body: Mapping[str, Any]) -> Any:
         return self.core.create_namespaced_pod(namespace, dict(body))
 
@@ -232,3 +241,14 @@ def bound(pods: Iterable[Any]) -> list[Any]:
 
 def pending(pods: Iterable[Any]) -> list[Any]:
     return [p for p in pods if not p.spec.node_name]
+
+
+def scheduled_by(cluster: Cluster, namespace: str, name: str) -> set[str]:
+    """Who posted the pod's Scheduled Event (written just after its binding: waited for)."""
+
+    def posted() -> set[str] | None:
+        events: list[Any] = cluster.events_for(namespace, name)
+        return {e.source.component for e in events if e.reason == "Scheduled"} or None
+
+    found: set[str] = wait_until(posted, timeout=15, what=f"the Scheduled Event of {name}")
+    return found

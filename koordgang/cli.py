@@ -19,6 +19,7 @@ from koordgang.cli_config import (
     read_env,
     read_file,
     resolve,
+    scheduler_names,
 )
 from koordgang.settings import LogFormat, Settings
 
@@ -230,8 +231,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from koordgang.gangs_view import ViewError, fetch, from_cluster, render_table
 
         try:
+            names = scheduler_names(args.scheduler_name)
+        except ValueError as error:
+            print(f"koordgang: --scheduler-name: {error}", file=sys.stderr)
+            return 2
+        try:
             if args.kubeconfig or args.from_cluster:
-                names = [n.strip() for n in args.scheduler_name.split(",") if n.strip()]
                 gangs = from_cluster(args.kubeconfig, names)
             else:
                 gangs = fetch(args.url)

@@ -107,7 +107,7 @@ def _text(value: Any) -> str:
     return value
 
 
-def _names(value: Any) -> tuple[str, ...]:
+def scheduler_names(value: Any) -> tuple[str, ...]:
     """Scheduler names: one, a comma-separated list (the environment), a YAML list (the file)
     or the values of a repeated flag; each a valid name, each once, in the order given."""
     items = value if isinstance(value, list | tuple) else [value]
@@ -144,8 +144,9 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("scheduler_names", "schedulerName", "--scheduler-name", "KOORDGANG_SCHEDULER_NAME",
-           _names, "schedule pods whose spec.schedulerName is this; several names (a list in the "
-           "file, the flag repeated, commas in the environment) are served by one daemon",
+           scheduler_names, "schedule pods whose spec.schedulerName is this; several names (a "
+           "list in the file, the flag repeated, commas in the environment) are served by one "
+           "daemon",
            "NAME", repeatable=True),
     Option("kubeconfig", "kubeconfig", "--kubeconfig", "KUBECONFIG", _text,
            "kubeconfig file; without one, the in-cluster service account is used, then "

@@ -81,7 +81,12 @@ def run_cycle(
 def _ask_provisioning(framework: Framework, outcome: CycleOutcome, snapshot: Snapshot) -> None:
     """Members left without room, none being made for them: whether an autoscaler could add
     it decides what they say (and the reason autoscalers read)."""
-    if not outcome.unplaced or outcome.nominated or outcome.status.code is Code.ERROR:
+    if (
+        not framework.provisioners
+        or not outcome.unplaced
+        or outcome.nominated
+        or outcome.status.code is Code.ERROR
+    ):
         return
     needed = _still_needed(outcome)
     if not needed:

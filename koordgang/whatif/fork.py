@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from koordgang.engine.pending import PendingRule
 from koordgang.framework.cycle import CycleOutcome, run_cycle
 from koordgang.framework.framework import Framework
 from koordgang.framework.group import SchedulingGroup
@@ -82,23 +83,15 @@ class ReadOnly:
         self, cache: SchedulerCache, scheduler_names: Iterable[str], nominations: Nominations
     ) -> None:
         self.cache = cache
-        self._scheduler_names = frozenset(scheduler_names)
-        self._nominations = nominations
+        self._pending = PendingRule(scheduler_names, cache, nominations)
         #: What the plugins would have told users.
         self.reports: list[Report] = []
         #: Pods placed by an earlier cycle of this what-if (no longer pending).
         self.placed: Snapshot | None = None
 
     def is_pending(self, pod: PodInfo) -> bool:
-        # The daemon's rule (engine/pending.py), plus: not placed by this what-if already.
-        if (
-            pod.scheduler_name not in self._scheduler_names
-            or pod.node_name
-            or pod.is_terminal
-            or pod.is_terminating
-        ):
-            return False
-        if self.cache.is_assumed(pod.uid) and pod.uid not in self._nominations:
+        # The daemon's rule, plus: not placed by this what-if already.
+        if not self._pending.is_pending(pod):
             return False
         return self.placed is None or self.placed.node_of(pod.uid) is None
 
