@@ -3,10 +3,12 @@ the same cluster, the question asked from the API server (as `kubectl koordgang 
 it), then the job submitted and the daemon watched.
 
 - bind: the members bind, as many per node as it said (which of two equal nodes takes which
-  member is a tie: compared as counts per node);
+  member is a tie: compared as counts per node), and the answer names that tie;
 - pending: nothing binds, and each member is told what the answer said it would be;
 - preempt: the victims are the pods it named (as counts per Deployment and node: which of
-  alike replicas goes is a tie), and the members bind where it said;
+  alike replicas goes is a tie), and the members bind where it said; the answer names a tie
+  among victims only where one was evicted beside an alike replica that stays, which this
+  layout has not;
 - pending with a reservation (the starvation guard): after ``reserveAfter`` the members are
   nominated to the nodes it named;
 - gated: the pod waits on its gates, and nothing else is tried;
@@ -125,6 +127,9 @@ def test_bind_the_members_land_as_many_per_node_as_it_said(
     assert group["outcome"] == "bind", group
     said: dict[str, str] = group["placements"]
     assert sorted(said) == names(namespace, pods)
+    # The answer says which nodes are a tie: the two equal ones, not the smaller one.
+    [tie] = group["ties"]
+    assert tie.startswith("nodes wd-1, wd-2 are alike") and "wd-3" not in tie, group["ties"]
 
     submit(cluster, namespace, pods)
     landed = wait_until(
@@ -208,6 +213,9 @@ def test_preempt_the_victims_are_exactly_those_it_named(
     # victims are compared as (Deployment, node) counts.
     named = Counter((v["pod"].rsplit("-", 2)[0], v["node"]) for v in group["evict"])
     assert named == Counter({(f"{namespace}/big-3", "wv-3"): 1, (f"{namespace}/mid-2", "wv-2"): 1})
+    # Each victim is its Deployment's only replica, and the nodes differ (their slot labels):
+    # nothing here is a tie, and the answer says none.
+    assert group["ties"] == [], group["ties"]
 
     submit(cluster, namespace, pods)
 
@@ -223,6 +231,56 @@ def test_preempt_the_victims_are_exactly_those_it_named(
     assert evicted == named, (evicted, named)
     nominated = Counter(group["nominated"].values())
     assert Counter(p.spec.node_name for p in landed) == nominated
+
+
+def test_preempt_among_replicas_the_answer_names_the_victim_or_the_tie(
+    clean_nodes: Cluster,
+    namespace: str,
+    kubeconfig: str,
+    daemon_with_guard: Daemon,
+    apps: client.AppsV1Api,
+    priority_classes: None,
+    disruptions: DisruptionWatch,
+    tmp_path: Path,
+) -> None:
+    cluster = clean_nodes
+    cluster.add_nodes(["wt-1"], {"cpu": "4", "memory": "8Gi"}, labels={SLOT: "wt-1"})
+    low = pod_body(
+        "low", requests={"cpu": "2"}, priority_class="e2e-low", node_selector={SLOT: "wt-1"}
+    )
+    apps.create_namespaced_deployment(namespace, deployment_body("low", 2, low))
+    wait_until(lambda: len(bound(cluster.pods(namespace))) == 2, what="the low pods bound")
+
+    pods = gang("high", 1, "2", priority_class="e2e-high")
+    answer = ask(kubeconfig, namespace, pods, tmp_path / "high.yaml")
+    [group] = answer["groups"]
+    assert group["outcome"] == "preempt", group
+    [victim] = group["evict"]
+    # Either replica makes the room. Started in the same second, preemption cannot tell them
+    # apart, and the answer says the choice is a tie; started apart, the later goes, and the
+    # answer names it.
+    started = {p.metadata.name: p.status.start_time for p in bound(cluster.pods(namespace))}
+    tied = len(set(started.values())) == 1
+    if tied:
+        [tie] = group["ties"]
+        assert tie.startswith(
+            f"victims: which of the alike pods of {namespace}/low"
+        ) and tie.endswith("on wt-1 (priority 10) goes is a tie: 1 of 2"), tie
+    else:
+        assert group["ties"] == [], (group["ties"], started)
+
+    submit(cluster, namespace, pods)
+    wait_until(
+        lambda: any(p.metadata.name == "high-0" for p in bound(cluster.pods(namespace))),
+        timeout=60,
+        what="the high pod bound",
+    )
+    # What holds whichever way a tie is broken: one replica of low, on wt-1; without a tie,
+    # the very pod the answer named.
+    evicted = [(name.rsplit("-", 2)[0], disruptions.bound[name][0]) for name in disruptions.seen]
+    assert evicted == [("low", victim["node"])], (evicted, victim)
+    if not tied:
+        assert [f"{namespace}/{name}" for name in disruptions.seen] == [victim["pod"]]
 
 
 def test_reserve_the_members_are_nominated_to_the_nodes_it_named(

@@ -53,6 +53,7 @@ from koordgang.state.nominations import Nominations
 from koordgang.state.snapshot import Placement, Snapshot
 from koordgang.state.waiting import WaitingPods
 from koordgang.whatif.inputs import GangObject, WhatIfError
+from koordgang.whatif.ties import NodeKind, node_kinds, node_ties, victim_ties
 
 #: What a group's cycle would lead to.
 BIND = "bind"  # placed now, bound at once
@@ -190,10 +191,14 @@ def what_if(
             groups.append(_gated(pod, gate.message()))
             continue
         group = framework.build_group(pod, framework.group_members(pod))
+        # Before the cycle: its placements, committed into ``base``, would set apart the
+        # nodes it chose from their alike ones.
+        kinds = node_kinds(base)
         outcome = run_cycle(framework, group, base.fork(), clock())
         done.update(member.uid for member in group.members())
         answer = _group_answer(forked, group, outcome, ours, clock())
         answer["devices"] = _devices(base, outcome)
+        answer["ties"] = _ties(forked, outcome, kinds, base)
         if answer["outcome"] == PENDING and outcome.plan is not None:
             answer["reservation"] = _would_reserve(forked, group, outcome, base, wall())
         groups.append(answer)
@@ -279,6 +284,7 @@ def _gated(pod: PodInfo, message: str) -> dict[str, Any]:
         "reservation": None,
         "notes": [],
         "devices": {},
+        "ties": [],
     }
 
 
@@ -308,7 +314,7 @@ def _group_answer(
         answer["outcome"] = PREEMPT if outcome.evict else RESERVE
         answer["nominated"] = {name(uid): node for uid, node in outcome.nominated.items()}
         if outcome.evict:
-            answer["evict"], answer["evictionCost"] = _victims(forked, outcome.evict)
+            answer["evict"], answer["evictionCost"] = _victims(_cost_model(forked), outcome.evict)
         else:
             # A reservation: nodes held for the group without evicting anybody (pods there
             # finish on their own); what the plugin says about it is the note.
@@ -368,9 +374,30 @@ def _would_reserve(
     }
 
 
-def _victims(forked: Fork, evict: Sequence[Placement]) -> tuple[list[dict[str, Any]], str]:
+def _cost_model(forked: Fork) -> CostModel:
+    """Preemption's weighing of victims, with the fork's jobs and disruption budgets."""
+    return CostModel(forked.framework.job_of, forked.framework.handle.budgets_of)
+
+
+def _ties(
+    forked: Fork, outcome: CycleOutcome, kinds: Mapping[str, NodeKind], snapshot: Snapshot
+) -> list[str]:
+    """Where the daemon may choose otherwise, the choices being equal: among alike nodes for
+    placements, among alike pods for victims (``ties.py``). ``kinds`` are the nodes before the
+    cycle; ``snapshot`` is the state the cycle saw, which a preemption leaves unchanged."""
+    placed = outcome.bind or outcome.hold
+    if placed:
+        return node_ties(kinds, placed)
+    if outcome.nominated and outcome.evict:
+        model = _cost_model(forked)
+        return victim_ties(
+            outcome.evict, lambda pod: model.job(pod).key, model.eviction_order, snapshot
+        )
+    return []
+
+
+def _victims(model: CostModel, evict: Sequence[Placement]) -> tuple[list[dict[str, Any]], str]:
     """The victims in the order preemption weighs them (``victims.py``), and their cost."""
-    model = CostModel(forked.framework.job_of, forked.framework.handle.budgets_of)
     ordered = sorted(evict, key=lambda p: (model.eviction_order(p.pod), p.pod.key))
     rows = []
     for placement in ordered:

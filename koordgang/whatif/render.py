@@ -86,6 +86,12 @@ def _group(group: Mapping[str, Any]) -> list[str]:
         lines.extend(_by_node(nominated, indent="    "))
     for note in group.get("notes") or []:
         lines.append(f"  why: {note}")
+    # Where the daemon may choose otherwise among equal choices: said last, as what qualifies
+    # the nodes and victims above.
+    ties = group.get("ties") or []
+    if ties:
+        lines.append("  ties:")
+        lines.extend(f"    {tie}" for tie in ties)
     return lines
 
 

@@ -14,8 +14,11 @@ from koordgang.engine.conftest import (
     gpu_class,
     gpu_slice,
     node,
+    parse,
     pod,
+    pod_json,
 )
+from koordgang.model.pod import PodInfo
 from koordgang.whatif.fork import (
     BIND,
     PENDING,
@@ -24,6 +27,7 @@ from koordgang.whatif.fork import (
     what_if,
 )
 from koordgang.whatif.inputs import WhatIfError, make_claims, make_pods, read_input
+from koordgang.whatif.render import render_text
 
 
 def _job(count: int, cpu: str, *, priority: int = 0, name: str = "train") -> str:
@@ -264,3 +268,184 @@ async def test_from_the_api_server_it_says_that_held_room_is_not_known(sched: Ha
         "not known from the API server: the daemon may hold room for the pending members of "
         "ns/short (NonStrict, short of their minimum)"
     )
+
+
+# -- ties: where the daemon may choose otherwise among equal choices ---------------------------
+
+
+def _replica(
+    name: str,
+    owner: str,
+    node_name: str,
+    *,
+    cpu: str = "2",
+    priority: int = 0,
+    start: str = "2024-01-01T00:00:00Z",
+) -> PodInfo:
+    """A running replica of ReplicaSet ``ns/<owner>``: its job, as preemption weighs it."""
+    body = pod_json(name, cpu=cpu, node_name=node_name, phase="Running", priority=priority)
+    body["status"]["startTime"] = start
+    body["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "controller": True}
+    ]
+    return parse(body)
+
+
+def _hostname(name: str, **labels: str) -> dict[str, str]:
+    return {"kubernetes.io/hostname": name, **labels}
+
+
+async def test_alike_nodes_the_placements_touch_are_a_tie(sched: Harness) -> None:
+    # n1 and n2 are alike but for the hostname label; n3, smaller, is alike to none.
+    sched.list(
+        nodes=[
+            node("n1", cpu="4", labels=_hostname("n1", zone="a")),
+            node("n2", cpu="4", labels=_hostname("n2", zone="a")),
+            node("n3", cpu="2", labels=_hostname("n3", zone="a")),
+        ]
+    )
+    answer = _ask(sched, _job(5, "2"))
+    [group] = answer["groups"]
+    assert group["outcome"] == BIND
+    assert sorted(group["placements"].values()) == ["n1", "n1", "n2", "n2", "n3"]
+    assert group["ties"] == [
+        "nodes n1, n2 are alike (capacity, labels, taints and free room): which of them takes "
+        "which members is a tie; the counts per node hold, not which node has which"
+    ]
+    text = render_text(answer)
+    assert "  ties:\n    nodes n1, n2 are alike" in text
+
+
+async def test_an_alike_node_left_empty_is_still_a_tie(sched: Harness) -> None:
+    sched.list(nodes=[node("n1", cpu="4"), node("n2", cpu="4")])
+    [group] = _ask(sched, _job(1, "2"))["groups"]
+    assert len(set(group["placements"].values())) == 1
+    [tie] = group["ties"]
+    assert tie.startswith("nodes n1, n2 are alike")
+
+
+async def test_a_tie_of_many_nodes_names_the_one_placed_on_and_counts_the_rest(
+    sched: Harness,
+) -> None:
+    sched.list(nodes=[node(f"n{i:02}", cpu="4") for i in range(12)])
+    [group] = _ask(sched, _job(1, "2"))["groups"]
+    [chosen] = group["placements"].values()
+    [tie] = group["ties"]
+    named = tie.removeprefix("nodes ").split(" and 4 more are alike")[0].split(", ")
+    assert len(named) == 8 and chosen in named and named == sorted(named), tie
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        pytest.param({"cpu": "8"}, id="capacity"),
+        pytest.param({"cpu": "4", "labels": {"zone": "b"}}, id="label"),
+    ],
+)
+async def test_nodes_that_differ_are_no_tie(sched: Harness, second: dict[str, Any]) -> None:
+    sched.list(nodes=[node("n1", cpu="4", labels={"zone": "a"}), node("n2", **second)])
+    [group] = _ask(sched, _job(4, "2"))["groups"]
+    assert group["outcome"] == BIND
+    assert set(group["placements"].values()) == {"n1", "n2"}
+    assert group["ties"] == []
+
+
+async def test_nodes_alike_but_for_their_pods_are_no_tie(sched: Harness) -> None:
+    busy = bound(pod("busy", cpu="1"), "n1")
+    sched.list(nodes=[node("n1", cpu="4"), node("n2", cpu="4")], pods=[busy])
+    [group] = _ask(sched, _job(2, "1"))["groups"]
+    assert group["outcome"] == BIND
+    assert group["ties"] == []
+
+
+async def test_one_of_two_alike_replicas_evicted_is_a_victim_tie(sched: Harness) -> None:
+    replicas = [_replica(f"web-{i}", "web", "n1") for i in range(2)]
+    sched.list(nodes=[node("n1", cpu="4")], pods=replicas)
+    await sched.run()
+    answer = _ask(sched, _job(1, "2", priority=100))
+    [group] = answer["groups"]
+    assert group["outcome"] == PREEMPT
+    [victim] = group["evict"]
+    assert victim["job"] == "ns/web"
+    assert group["ties"] == [
+        "victims: which of the alike pods of ns/web on n1 (priority 0) goes is a tie: 1 of 2"
+    ]
+    assert "  ties:\n    victims: which of the alike pods" in render_text(answer)
+
+
+async def test_a_victim_without_an_alike_pod_is_no_tie(sched: Harness) -> None:
+    # Another replica of the same job, but on another node: no choice between them here.
+    solo = [_replica("web-0", "web", "n1", cpu="4"), _replica("web-1", "web", "n2", cpu="4")]
+    sched.list(nodes=[node("n1", cpu="4"), node("n2", cpu="8")], pods=solo)
+    await sched.run()
+    [group] = _ask(sched, _job(1, "8", priority=100))["groups"]
+    assert group["outcome"] == PREEMPT
+    assert [(v["pod"], v["node"]) for v in group["evict"]] == [("ns/web-1", "n2")]
+    assert group["ties"] == []
+
+
+@pytest.mark.parametrize(
+    ("owner", "priority"),
+    [pytest.param("web", 50, id="other-priority"), pytest.param("db", 0, id="other-job")],
+)
+async def test_a_victim_beside_pods_not_alike_is_no_tie(
+    sched: Harness, owner: str, priority: int
+) -> None:
+    # Beside the victim, two pods that differ from it in priority or job: too small to make
+    # the room, they stay, and were no alike choice.
+    pods = [
+        _replica("web-0", "web", "n1", cpu="4"),
+        _replica("keep-0", owner, "n1", cpu="1", priority=priority),
+        _replica("keep-1", owner, "n1", cpu="1", priority=priority),
+    ]
+    sched.list(nodes=[node("n1", cpu="6")], pods=pods)
+    await sched.run()
+    [group] = _ask(sched, _job(1, "4", priority=100))["groups"]
+    assert group["outcome"] == PREEMPT
+    assert [v["pod"] for v in group["evict"]] == ["ns/web-0"]
+    assert group["ties"] == []
+
+
+async def test_alike_replicas_started_apart_are_no_tie(sched: Harness) -> None:
+    # The most recently started goes first: the order decides, and the answer says which.
+    replicas = [
+        _replica("web-old", "web", "n1", start="2024-01-01T00:00:00Z"),
+        _replica("web-new", "web", "n1", start="2024-06-01T00:00:00Z"),
+    ]
+    sched.list(nodes=[node("n1", cpu="4")], pods=replicas)
+    await sched.run()
+    [group] = _ask(sched, _job(1, "2", priority=100))["groups"]
+    assert [v["pod"] for v in group["evict"]] == ["ns/web-new"]
+    assert group["ties"] == []
+
+
+async def test_alike_nodes_are_no_tie_for_members_that_name_a_node(sched: Harness) -> None:
+    sched.list(
+        nodes=[
+            node("n1", cpu="4", labels=_hostname("n1")),
+            node("n2", cpu="4", labels=_hostname("n2")),
+        ]
+    )
+    job = _job(1, "2").replace(
+        "schedulerName: koord-scheduler",
+        "schedulerName: koord-scheduler\n      nodeSelector: {kubernetes.io/hostname: n1}",
+    )
+    [group] = _ask(sched, job)["groups"]
+    assert list(group["placements"].values()) == ["n1"]
+    assert group["ties"] == []
+
+
+async def test_every_answer_has_ties(sched: Harness) -> None:
+    sched.list(nodes=[node("n1", cpu="4")])
+    gated = """
+apiVersion: v1
+kind: Pod
+metadata: {name: gated, namespace: ns}
+spec:
+  schedulerName: koord-scheduler
+  schedulingGates: [{name: example.com/later}]
+  containers: [{name: main, image: x}]
+"""
+    for text in (gated, _job(5, "2")):
+        [group] = _ask(sched, text)["groups"]
+        assert group["ties"] == []
