@@ -4,8 +4,9 @@ room for the members a job needs, and where each member would go.
 1. Pods already terminating on the candidate nodes count as gone (they are, soon), and so do
    pods merely nominated there with a lower priority (their nominations are given up).
 2. Members one by one: where one fits without evicting anything, it goes there; otherwise, for
-   every candidate node, the cheapest victims of that node (in eviction order) that let it
-   pass every filter; the node whose set costs least wins, its victims leave the fork.
+   every candidate node, the cheapest victims of that node that let it pass every filter
+   (the shortest prefix in eviction order, or one victim alone if that costs less); the node
+   whose set costs least wins, its victims leave the fork.
 3. Reprieve: every victim, most expensive first, comes back if all members on its node
    still pass their filters with it there.
 
@@ -126,7 +127,7 @@ class _NodeSearch:
         assert node is not None
         version = self._work.version_of(node)
         left = [p for p in self._eligible.get(name, ()) if p.uid not in self._chosen]
-        needed = _victims_to_fit(member, node, self._work, left, self._placer)
+        needed = _victims_to_fit(member, node, self._work, left, self._placer, self._model)
         if needed is None:
             return None
         return (self._model.cost(needed), index, name, version, needed)
@@ -159,6 +160,43 @@ class _NodeSearch:
 
 
 def _victims_to_fit(
+    member: PodInfo,
+    node: NodeState,
+    view: Snapshot,
+    victims: list[PodInfo],
+    placer: Placer,
+    model: CostModel,
+) -> list[PodInfo] | None:
+    """The cheapest victims on ``node`` found for ``member``: the shortest prefix of
+    ``victims`` (in eviction order) whose removal lets it pass, or one victim that does it
+    alone, whichever costs less. A prefix can overshoot: among pods of one priority, most
+    recently started first, two small ones may come before a larger one that alone makes the
+    room with one victim fewer (and which of them came first would decide the node)."""
+    prefix = _shortest_prefix(member, node, view, victims, placer)
+    if prefix is None or len(prefix) == 1:
+        return prefix
+    best, cost = prefix, model.cost(prefix)
+    # Only a victim the prefix would have reached by its class (lone or gang member, budgets,
+    # priority, marked), not by its start time: a node's set is costed alone, so a gang's
+    # members or a budget's pods taken one per node would add up to a broken gang or budget
+    # that no single node's cost shows. The order keeps those last; so does this.
+    reach = model.eviction_order(prefix[-1])[:-1]
+    for victim in victims:
+        if model.eviction_order(victim)[:-1] > reach:
+            break  # in eviction order: every victim after it is of a later class too
+        alone = [victim]
+        if model.cost(alone) >= cost:
+            continue
+        trial = view.fork()
+        trial.remove(victim)
+        if trial.insufficient(node, member.requests):
+            continue
+        if placer.check(member, node, trial).is_success:
+            best, cost = alone, model.cost(alone)
+    return best
+
+
+def _shortest_prefix(
     member: PodInfo, node: NodeState, view: Snapshot, victims: list[PodInfo], placer: Placer
 ) -> list[PodInfo] | None:
     """The shortest prefix of ``victims`` whose removal lets ``member`` pass on ``node``."""

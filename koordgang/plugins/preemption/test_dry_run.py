@@ -120,6 +120,39 @@ def test_lower_priorities_go_first_and_the_minimum_count_is_evicted() -> None:
     assert result.nominations == {"hi": "n1"}
 
 
+def test_one_larger_victim_is_taken_over_two_smaller_ones_that_came_first() -> None:
+    # One priority: most recently started first puts the two 1-cpu pods before the 2-cpu one,
+    # and their prefix makes the room; the 2-cpu pod alone makes it with one victim fewer.
+    pods = [
+        pod("small-a", "n1", priority=0, start="2024-06-01T00:00:00Z"),
+        pod("small-b", "n1", priority=0, start="2024-05-01T00:00:00Z"),
+        pod("mid", "n1", cpu="2", priority=0, start="2024-01-01T00:00:00Z"),
+    ]
+    result = run([node("n1")], pods, [pod("hi", cpu="2", priority=10)])
+    assert [p.pod.name for p in result.victims] == ["mid"]
+    assert result.nominations == {"hi": "n1"}
+
+
+def test_a_gang_member_alone_is_not_taken_over_lone_pods_that_make_the_room() -> None:
+    # On each node two 1-cpu lone pods and a 2-cpu member of a running gang of 3 (minimum 2).
+    # One member alone per node looks cheaper than two lone pods, but taking it on two nodes
+    # breaks the gang: one member may go, not two.
+    pods = [
+        pod(name, f"n{n}", cpu=cpu)
+        for n in range(3)
+        for name, cpu in ((f"lone-{n}-a", "1"), (f"lone-{n}-b", "1"), (f"g-{n}", "2"))
+    ]
+
+    def job_of(p: PodInfo) -> JobRef | None:
+        return JobRef("ns/g", minimum=2, running=3) if p.name.startswith("g-") else None
+
+    members = [pod(f"hi-{i}", cpu="2", priority=10) for i in range(2)]
+    result = run([node(f"n{n}") for n in range(3)], pods, members, CostModel(job_of))
+    assert len([p for p in result.victims if p.pod.name.startswith("g-")]) <= 1
+    assert result.cost.gangs_broken == 0
+    assert set(result.nominations) == {"hi-0", "hi-1"}
+
+
 def test_a_job_of_members_on_full_nodes_evicts_exactly_what_it_needs() -> None:
     pods = [pod(f"low-{n}-{i}", f"n{n}", priority=0) for n in range(4) for i in range(4)]
     members = [pod(f"hi-{i}", cpu="2", priority=10) for i in range(3)]
