@@ -34,6 +34,7 @@ from koordgang.clients.api import KubeApi
 from koordgang.clients.config import load_connection
 from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.engine.leader import LeaderElector, LeaseConfig
+from koordgang.engine.reporter import EVENT_WORKERS
 from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
 from koordgang.framework.report import WatchedResource
@@ -60,7 +61,9 @@ class App:
         self.identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}_{os.getpid()}"
         self.api = KubeApi(
             self.connection,
-            pool_size=settings.bind_concurrency + 16,
+            # Binds, the informational Events' writers, and 16 for the rest (conditions,
+            # evictions, leases, status).
+            pool_size=settings.bind_concurrency + EVENT_WORKERS + 16,
             user_agent=f"koordgang/{self.identity}",
         )
         # The state plugins share with the engine's status controllers.

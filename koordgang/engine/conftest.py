@@ -507,11 +507,18 @@ class Harness:
     def waiting(self) -> WaitingPods:
         return self.framework.waiting
 
-    def start_writers(self, workers: int | None = None) -> None:
-        """The reporter's workers and the status writer, as the daemon runs them."""
+    def start_writers(self, workers: int | None = None, event_workers: int | None = None) -> None:
+        """The reporter's workers and the status writer, as the daemon runs them (a test
+        giving ``workers`` gets no event writers unless it asks for them too)."""
         reporter = self.scheduler.reporter
         for index in range(reporter.workers if workers is None else workers):
             self.tasks.append(asyncio.create_task(reporter.work(), name=f"reporter-{index}"))
+        if event_workers is None:
+            event_workers = reporter.event_workers if workers is None else 0
+        for index in range(event_workers):
+            self.tasks.append(
+                asyncio.create_task(reporter.work(events_only=True), name=f"event-writer-{index}")
+            )
         self.tasks.append(
             asyncio.create_task(self.scheduler.status_writer.work(), name="status-writer")
         )
@@ -566,7 +573,7 @@ class Harness:
         of waiting."""
         reporter = self.scheduler.reporter
         if reporter.backlog:
-            reporter._wakeup.set()
+            reporter.nudge()
 
     def quiet(self) -> bool:
         return (
@@ -641,10 +648,16 @@ async def make_scheduler(api: FakeApi, clock: FakeClock) -> AsyncIterator[MakeSc
     told not to."""
     made: list[Harness] = []
 
-    def make(*, writers: bool = True, workers: int | None = None, **overrides: Any) -> Harness:
+    def make(
+        *,
+        writers: bool = True,
+        workers: int | None = None,
+        event_workers: int | None = None,
+        **overrides: Any,
+    ) -> Harness:
         harness = Harness(api, clock, Settings(**{"explain_after": 0.0, **overrides}))
         if writers:
-            harness.start_writers(workers)
+            harness.start_writers(workers, event_workers)
         made.append(harness)
         return harness
 

@@ -11,6 +11,7 @@ This module only builds and wires them; each part is a module of its own.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
 
@@ -158,6 +159,8 @@ class Scheduler:
         """Starts the loop and the writers as guarded tasks, and opens the bind connections."""
         for index in range(self.reporter.workers):
             supervisor.spawn(f"reporter-{index}", self.reporter.work)
+        for index in range(self.reporter.event_workers):
+            supervisor.spawn(f"event-writer-{index}", functools.partial(self.reporter.work, True))
         supervisor.spawn("status-writer", self.status_writer.work)
         for index in range(self.evictor.workers):
             supervisor.spawn(f"evictor-{index}", self.evictor.work)

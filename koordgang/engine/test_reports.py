@@ -279,6 +279,20 @@ async def test_scheduled_events_wait_while_binds_are_in_flight(
     ]
 
 
+async def test_event_writers_write_scheduled_events_and_leave_explanations_to_the_others(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler(workers=0, event_workers=2)
+    sched.list(nodes=[node("n1")], pods=[pod("p"), pod("huge", cpu="64")])
+    sched.step()
+    await sched.settle(turns=300)
+    assert api.binds() == [("p", "n1")]
+    assert [e["involvedObject"]["name"] for e in api.events(reason="Scheduled")] == ["p"]
+    # Why "huge" waits is a condition and a Warning: not an event writer's to write.
+    assert api.events("huge") == [] and api.writes_to("huge") == []
+    assert sched.scheduler.reporter.backlog == 1
+
+
 async def test_scheduled_events_beyond_their_rate_are_dropped(
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
