@@ -9,8 +9,9 @@
     make bench BENCH_ARGS="--scenarios starvation"   # the starvation guard on and off (5 min)
     make bench PEERS=kube-scheduler BENCH_ARGS="--scenarios dra"   # DRA, beside kube-scheduler
 
-First the *ceiling*: a minimal client binds pre-created pods to pre-chosen nodes as fast as the
-API server accepts, with no scheduling at all. Then each throughput scenario (see
+First the *ceiling*: a bare client (``bare_binder.py``) binds pre-created pods to pre-chosen
+nodes as fast as the API server accepts, with no scheduling at all, its requests in flight
+swept upwards until the API server saturates (``ceiling.py``). Then each throughput scenario (see
 ``scenarios.py``) runs on the same cluster: leftovers are deleted, nodes and pending pods are
 created while the daemon is down, the daemon is started, and a watch records when each pod is
 first bound. The ceiling is measured again after them, and the start-up scenario (a cluster full
@@ -19,7 +20,8 @@ own CRDs and ceiling and runs the same scenarios, its gangs in its own API (``ga
 With ``--gang-apis`` koordgang runs its gang scenarios once more per other gang API listed
 (``koordgang via volcano``, ...), after its own run and on its ceiling, and the report puts each
 beside Koordinator's annotations; ``koordgang via scheduler-plugins`` reads the very PodGroups
-Coscheduling reads.
+Coscheduling reads. With peers, ``koordgang all events`` runs every scenario a peer runs once
+more, writing a Scheduled Event for every bound pod as the peers do.
 The DRA scenario (``dra.py``; only by name) gives every node a ResourceSlice of 8 devices and
 every pod a ResourceClaim of its own, made before the window; kube-scheduler runs it with its
 alpha gang scheduling switched on, its gangs as upstream PodGroups, and each run is checked by

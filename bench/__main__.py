@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench import report, report_features, simulate
-from bench.ceiling import CONCURRENCY, measure_ceiling
+from bench.ceiling import SWEEP, measure_ceiling
 from bench.cluster import CRDS, BenchCluster
 from bench.console import say
 from bench.gang_api import BY_KEY, GangApi, parse_gang_apis
@@ -101,7 +101,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="do not measure the ceiling, at the start and at the end (no %% of ceiling then)",
     )
     parser.add_argument(
-        "--ceiling-concurrency", type=int, default=CONCURRENCY, help="(default: %(default)s)"
+        "--ceiling-sweep",
+        type=lambda text: tuple(int(level) for level in text.split(",")),
+        default=SWEEP,
+        help="requests in flight, level by level; the best level is the ceiling "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--daemon-args",
@@ -213,7 +217,7 @@ async def run(
         for ctx in contexts:
             await _run_scheduler(args, ctx, done, rated, ceiling=not args.skip_ceiling)
         if rated and not args.skip_ceiling and not done.has_ceiling("end"):
-            done.add_ceiling(await measure_ceiling(contexts[-1], "end", args.ceiling_concurrency))
+            done.add_ceiling(await measure_ceiling(contexts[-1], "end", args.ceiling_sweep))
         for ctx in contexts:
             await _run_scheduler(args, ctx, done, startup, ceiling=False)
     finally:
@@ -259,7 +263,7 @@ async def _run_scheduler(
             return
         # A koordgang variant shares koordgang's ceiling (it is measured just before it).
         if ceiling and not scheduler.variant and not done.has_ceiling(label):
-            done.add_ceiling(await measure_ceiling(ctx, label, args.ceiling_concurrency))
+            done.add_ceiling(await measure_ceiling(ctx, label, args.ceiling_sweep))
     for scenario in todo:
         result = await run_scenario(ctx, scenario)
         if not result.skipped and ceiling and done.has_ceiling(label):

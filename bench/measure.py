@@ -46,7 +46,7 @@ from bench.results import (
 from bench.scenarios import BLOCK, SPINE, Finish, Scenario
 from bench.stage import RunContext, filler_namespace, set_stage, settle, settle_limit
 from bench.streaming import Streamer
-from bench.watch import BindWatcher
+from bench.watch import BindWatcher, ScheduledEvents
 from bench.workload import PodPlan, Workload
 
 #: The key of the scheduler under test in the CPU figures (koordgang or a peer).
@@ -163,6 +163,10 @@ async def _measure(
 
     watcher = BindWatcher(ctx.cluster, namespace)
     await watcher.start()
+    # A run writing every Scheduled Event (as the peers do) ends when the last is written.
+    scheduled = ScheduledEvents(ctx.cluster, namespace) if ctx.scheduler.every_event else None
+    if scheduled is not None:
+        await scheduled.start()
     sampler = ctx.sampler()
     daemon = _scheduler_process(ctx, scenario)
     profiler: Profiler | None = None
@@ -200,6 +204,8 @@ async def _measure(
             finally:
                 if streamer is not None:
                     await streamer.stop()
+            if scheduled is not None and not problem:
+                problem = await _await_events(scheduled, watcher, daemon)
             end = sampler.sample()
             if profiler is not None:
                 profiler.stop()
@@ -231,6 +237,8 @@ async def _measure(
         await profiler.finish()
         result.profile_top = top_entries(profiler.output)
     await watcher.stop()
+    if scheduled is not None:
+        await scheduled.stop()
 
     if "victims_minimum" in workload.notes:
         await _preemption_figures(ctx, workload, fill, daemon.log_path, result)
@@ -256,7 +264,7 @@ async def _measure(
                 f"{seconds * 1000:.0f} ms, {placed} members placed"
             )
     result.bound = sum(1 for p in final_pods if (p.get("spec") or {}).get("nodeName"))
-    _sum_up(ctx, workload, watcher, sampler, spawned, t0, end, result)
+    _sum_up(ctx, workload, watcher, sampler, spawned, t0, end, result, scheduled)
     if workload.dra is not None and result.problems:
         dra_check.withhold(result)
     if streamer is not None:
@@ -272,7 +280,7 @@ def _scheduler_process(ctx: RunContext, scenario: Scenario) -> SchedulerProcess:
         return BenchDaemon(
             ctx.kubeconfig,
             logs / f"{scheduler.slug}-{scenario.name}.log",
-            [*ctx.daemon_args, *scenario.daemon_args],
+            [*ctx.daemon_args, *scheduler.daemon_args, *scenario.daemon_args],
         )
     return PeerProcess(
         scheduler.name,
@@ -341,6 +349,30 @@ async def _start_profiler(
     return None
 
 
+#: Seconds a run writing every Scheduled Event gets, after its last bind, to write the rest.
+EVENTS_WITHIN = 60.0
+
+
+async def _await_events(
+    scheduled: ScheduledEvents, watcher: BindWatcher, daemon: SchedulerProcess
+) -> str | None:
+    """Waits until every bound pod's Scheduled Event is seen; says so if they do not come."""
+    deadline = time.monotonic() + EVENTS_WITHIN
+    ticker = Ticker()
+    while scheduled.count < watcher.count:
+        if time.monotonic() >= deadline:
+            return (
+                f"Scheduled Events: {scheduled.count} of {watcher.count} bound pods have one "
+                f"{EVENTS_WITHIN:.0f} s after the last bind"
+            )
+        await scheduled.wait_for_bind(timeout=0.25)
+        daemon.check_alive()
+        if ticker.due():
+            say(f"Scheduled Events written: {scheduled.count}/{watcher.count}")
+    say(f"Scheduled Events written: {scheduled.count}/{watcher.count}")
+    return None
+
+
 async def _follow(
     scenario: Scenario,
     workload: Workload,
@@ -396,10 +428,18 @@ def _sum_up(
     t0: float,
     end: float,
     result: ScenarioResult,
+    scheduled: ScheduledEvents | None = None,
 ) -> None:
     bound_at = watcher.bound_at
     result.binds_seen = len(bound_at)
     first, last = watcher.first_bind(), watcher.last_bind()
+    if scheduled is not None:
+        # The run's work includes a Scheduled Event per bound pod: it is done with the last.
+        written = scheduled.last_bind()
+        result.notes["scheduled_events"] = scheduled.count
+        if written is not None and last is not None:
+            result.notes["last_event_after_last_bind_s"] = round(written - last, 3)
+            last = max(last, written)
     if first is not None:
         result.first_bind_after_start_s = round(first - spawned, 3)
         result.first_bind_after_ready_s = round(first - t0, 3)

@@ -11,6 +11,7 @@ from typing import Any
 from bench import apiserver_stats, plot_peers, targets
 from bench.apiserver_profile import GC_KEY, SAMPLED_KEY
 from bench.results import (
+    EVERY_EVENT,
     KOORDGANG,
     CeilingResult,
     ScenarioResult,
@@ -267,6 +268,7 @@ def target_lines(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioRe
             f"{gang.pods_per_s:.0f} pods/s, {times:.1f}x"
         )
     if reference is not None:
+        lines += _under_ceiling_lines(reference, results)
         share = targets.SHARE_OF_CEILING
         for r in by_name.values():
             if r.pct_of_ceiling is None:
@@ -292,6 +294,24 @@ def target_lines(ceilings: Sequence[CeilingResult], results: Sequence[ScenarioRe
                 f"{startup.first_bind_after_start_s:.1f} s"
             )
     return lines
+
+
+def _under_ceiling_lines(reference: float, results: Sequence[ScenarioResult]) -> list[str]:
+    """Whether the ceiling is one: no scheduler, ours or a peer, bound faster."""
+    rated = [r for r in results if r.pct_of_ceiling is not None and r.pods_per_s is not None]
+    if not rated:
+        return []
+    fastest = max(rated, key=lambda r: r.pct_of_ceiling or 0.0)
+    goal = targets.UNDER_CEILING
+    share = fastest.pct_of_ceiling or 0.0
+    verdict = (
+        "" if goal.met(share) else "; the ceiling is not one: its client or its sweep is short"
+    )
+    return [
+        f"{goal.verdict(share)} no scheduler above the ceiling ({goal.wording}): the fastest, "
+        f"{fastest.scheduler} in {fastest.name}, {share:.0f}% ({fastest.pods_per_s:.0f} of "
+        f"{reference:.0f} pods/s){verdict}"
+    ]
 
 
 def peer_problem_lines(results: Sequence[ScenarioResult]) -> list[str]:
@@ -418,30 +438,32 @@ def side_by_side(results: Sequence[ScenarioResult]) -> list[str]:
 
 
 def peer_target_lines(results: Sequence[ScenarioResult]) -> list[str]:
-    """koordgang against the fastest peer run of the same scenario (pods/s), in this run."""
+    """koordgang against the fastest peer run of the same scenario (pods/s), in this run; and
+    again with every Scheduled Event written, as the peers write them, where that was run."""
     lines: list[str] = []
     for name in dict.fromkeys(r.name for r in results):
-        ours = [r for r in results if r.name == name and r.scheduler == KOORDGANG]
         peers = [
             r for r in results if r.name == name and not is_koordgang(r.scheduler) and not r.skipped
         ]
-        if not ours or not peers or ours[0].finish == "first bind":
-            continue
-        mine = ours[0]
-        if mine.submit.startswith("streamed"):
-            lines.append(_latency_line(name, mine, peers))
-            continue
-        best = max(peers, key=lambda r: r.pods_per_s or 0.0)
-        goal = targets.GANGS_VS_BEST_PEER if mine.gangs else targets.PLAIN_VS_BEST_PEER
-        factor = goal.limit
-        rate, theirs = mine.pods_per_s or 0.0, best.pods_per_s or 0.0
-        ok = rate >= factor * theirs and not mine.problems
-        ratio = f"{rate / theirs:.1f}x" if theirs else "peers bound nothing"
-        lines.append(
-            f"{'met   ' if ok else 'MISSED'} {name}: koordgang >= {factor:g}x the best peer: "
-            f"{rate:.0f} pods/s vs {best.scheduler} {theirs:.0f} ({ratio})"
-            + ("" if not mine.problems else f"; koordgang problems: {len(mine.problems)}")
-        )
+        for label in (KOORDGANG, EVERY_EVENT):
+            ours = [r for r in results if r.name == name and r.scheduler == label]
+            if not ours or not peers or ours[0].finish == "first bind":
+                continue
+            mine = ours[0]
+            if mine.submit.startswith("streamed"):
+                lines.append(_latency_line(name, mine, peers))
+                continue
+            best = max(peers, key=lambda r: r.pods_per_s or 0.0)
+            goal = targets.GANGS_VS_BEST_PEER if mine.gangs else targets.PLAIN_VS_BEST_PEER
+            factor = goal.limit
+            rate, theirs = mine.pods_per_s or 0.0, best.pods_per_s or 0.0
+            ok = rate >= factor * theirs and not mine.problems
+            ratio = f"{rate / theirs:.1f}x" if theirs else "peers bound nothing"
+            lines.append(
+                f"{'met   ' if ok else 'MISSED'} {name}: {label} >= {factor:g}x the best peer: "
+                f"{rate:.0f} pods/s vs {best.scheduler} {theirs:.0f} ({ratio})"
+                + ("" if not mine.problems else f"; {label} problems: {len(mine.problems)}")
+            )
     return lines
 
 
@@ -560,7 +582,7 @@ def _latency_line(name: str, mine: ScenarioResult, peers: Sequence[ScenarioResul
     best = min(timed, key=lambda r: r.gang_latency_p99_s or 0.0)
     ok = mine.gang_latency_p99_s <= (best.gang_latency_p99_s or 0.0) and not mine.problems
     return (
-        f"{'met   ' if ok else 'MISSED'} {name}: koordgang's gang latency P99 <= the best "
+        f"{'met   ' if ok else 'MISSED'} {name}: {mine.scheduler}'s gang latency P99 <= the best "
         f"peer's (pods created at a fixed rate): {mine.gang_latency_p99_s:.3f} s vs "
         f"{best.scheduler} {best.gang_latency_p99_s:.3f} s (P50 {mine.gang_latency_p50_s} s vs "
         f"{best.gang_latency_p50_s} s)"
@@ -661,10 +683,19 @@ def ceiling_lines(ceilings: Sequence[CeilingResult]) -> list[str]:
     if reference is None:
         return ["no ceiling measured: no % of ceiling"]
     measured = ", ".join(f"{c.label} {c.binds_per_s:.0f}" for c in ceilings)
-    return [
+    lines = [
         f"% ceiling is of {reference:.0f} binds/s, the best ceiling of this run ({measured}); "
         "it moves with the machine's other load (column 'others' below)"
     ]
+    for c in ceilings:
+        if c.sweep:
+            levels = ", ".join(f"{level}: {rate:.0f}" for level, rate in c.sweep.items())
+            lines.append(
+                f"ceiling ({c.label}), binds/s by requests in flight: {levels}; "
+                f"best at {c.concurrency}"
+                + ("" if c.saturated else "; not saturated: more in flight may bind faster")
+            )
+    return lines
 
 
 #: A simulation's ``finish`` (``simulate.py``: in process, no cluster), and the note holding

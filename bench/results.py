@@ -11,11 +11,14 @@ KOORDGANG = "koordgang"
 #: koordgang run with its gangs declared in another API than Koordinator's annotations is
 #: labelled ``koordgang via volcano`` (``--gang-apis``).
 VIA = " via "
+#: koordgang writing a ``Scheduled`` Event for every pod it binds, as the peers do (its default
+#: rate-limits them: ``--scheduled-event-rate``), for the peer comparisons like for like.
+EVERY_EVENT = KOORDGANG + " all events"
 
 
 def is_koordgang(label: str) -> bool:
-    """``koordgang`` or ``koordgang via <api>``, not a peer."""
-    return label == KOORDGANG or label.startswith(KOORDGANG + VIA)
+    """``koordgang``, ``koordgang via <api>`` or ``koordgang all events``, not a peer."""
+    return label in (KOORDGANG, EVERY_EVENT) or label.startswith(KOORDGANG + VIA)
 
 
 @dataclass
@@ -34,6 +37,15 @@ class CeilingResult:
     #: Average cores each process used while binding, and over how long.
     cores: dict[str, float] = field(default_factory=dict)
     window_s: float = 0.0
+    #: Requests in flight -> binds/s, level by level; ``concurrency`` is the best level's, and
+    #: ``pods``, ``seconds``, ``cores`` and ``window_s`` are of that level.
+    sweep: dict[int, float] = field(default_factory=dict)
+    #: The sweep found where the API server saturates (``ceiling.saturated``).
+    saturated: bool = True
+
+    def __post_init__(self) -> None:
+        # Read back from results.json, the levels are strings.
+        self.sweep = {int(level): rate for level, rate in self.sweep.items()}
 
 
 @dataclass

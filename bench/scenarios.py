@@ -127,13 +127,15 @@ def _composite(scale: float) -> Workload:
 
 # -- the ceiling: not a scenario (no daemon), but sized here with the others -------------------
 
-CEILING_PODS = 5_000
+#: Pods the ceiling binds at each level of its sweep (``ceiling.SWEEP``).
+CEILING_PODS_PER_LEVEL = 2_000
 CEILING_NODES = 1_000
 
 
-def ceiling_workload(scale: float) -> Workload:
+def ceiling_workload(scale: float, levels: int) -> Workload:
     nodes = standard_nodes(scaled(CEILING_NODES, scale))
-    pods = plain_pods("ceiling", scaled(CEILING_PODS, scale), scheduler=CEILING_SCHEDULER)
+    count = levels * scaled(CEILING_PODS_PER_LEVEL, scale)
+    pods = plain_pods("ceiling", count, scheduler=CEILING_SCHEDULER)
     return Workload(nodes=nodes, pods=pods)
 
 

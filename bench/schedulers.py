@@ -13,8 +13,8 @@ from pathlib import Path
 
 from bench.gang_api import GangApi
 from bench.peers.build import COSCHEDULING, KOORD_SCHEDULER, KUBE_SCHEDULER, PEER_BINARIES
-from bench.results import KOORDGANG, VIA
-from bench.scenarios import Scenario
+from bench.results import EVERY_EVENT, KOORDGANG, VIA
+from bench.scenarios import LARGE_SCENARIOS, Finish, Scenario
 from controlplane.build import GoBinary
 from controlplane.releases import selected_release
 
@@ -23,6 +23,10 @@ PEERS: tuple[str, ...] = tuple(b.name for b in PEER_BINARIES)
 RAISED_QPS = 5000
 #: The Kubernetes libraries a peer is built on, where they differ from its own pin.
 LIBRARIES = {"coscheduling": "Kubernetes libraries v1.34.4: v1.34.7 is not served here"}
+#: ``--scheduled-event-rate`` for ``koordgang all events``: far above any bind rate, so that no
+#: Scheduled Event is dropped for its rate.
+EVERY_EVENT_RATE = "1000000"
+LARGE_NAMES = frozenset(s.name for s in LARGE_SCENARIOS)
 
 
 @dataclass(frozen=True)
@@ -32,21 +36,30 @@ class SchedulerUnderTest:
     qps: int | None = None
     #: koordgang only: the API its gangs are declared in (None: Koordinator's annotations).
     api: GangApi | None = None
+    #: koordgang only: a Scheduled Event for every bound pod, as the peers write them.
+    every_event: bool = False
 
     @property
     def label(self) -> str:
-        """The scheduler column: ``coscheduling``, ``coscheduling qps 5000`` or
-        ``koordgang via volcano``."""
-        if self.variant:
+        """The scheduler column: ``coscheduling``, ``coscheduling qps 5000``,
+        ``koordgang via volcano`` or ``koordgang all events``."""
+        if self.every_event:
+            return EVERY_EVENT
+        if self.api not in (None, GangApi.KOORDINATOR):
             assert self.api is not None
             return f"{self.name}{VIA}{self.api.key}"
         return self.name if self.qps is None else f"{self.name} qps {self.qps}"
 
     @property
     def variant(self) -> bool:
-        """koordgang on another gang API than Koordinator's: its gang scenarios only, after
-        koordgang's own run and on its ceiling."""
-        return self.api not in (None, GangApi.KOORDINATOR)
+        """koordgang on another gang API than Koordinator's, or writing every Scheduled Event:
+        after koordgang's own run and on its ceiling."""
+        return self.every_event or self.api not in (None, GangApi.KOORDINATOR)
+
+    @property
+    def daemon_args(self) -> tuple[str, ...]:
+        """Flags of this run of koordgang besides the run's and the scenario's."""
+        return ("--scheduled-event-rate", EVERY_EVENT_RATE) if self.every_event else ()
 
     @property
     def slug(self) -> str:
@@ -112,8 +125,15 @@ class SchedulerUnderTest:
         return sorted((source / "config" / "crd" / "bases").glob("*.yaml"))
 
     def covers(self, scenario: Scenario) -> bool:
-        """Whether ``scenario`` is this scheduler's at all (a variant has only the gang ones;
-        a scenario it does not cover is left out, not reported as skipped)."""
+        """Whether ``scenario`` is this scheduler's at all (a gang API variant has only the
+        gang ones, the every-event one those with a rate; a scenario it does not cover is left
+        out, not reported as skipped)."""
+        if self.every_event:
+            # Not past the daemon's queue of Events waiting to be written (MAX_PENDING): a
+            # 5,000-node scenario binds tens of thousands in a burst, and the rest are dropped.
+            peers_run_it = not scenario.koordgang_only or bool(scenario.peers)
+            large = scenario.name in LARGE_NAMES
+            return scenario.finish is not Finish.FIRST_BIND and peers_run_it and not large
         return scenario.gangs or not self.variant
 
     def skip_reason(self, scenario: Scenario) -> str | None:
@@ -146,9 +166,10 @@ def _git(*args: str) -> str:
 def select_schedulers(
     peers: str, qps: Sequence[int | None], gang_apis: Sequence[GangApi] = ()
 ) -> list[SchedulerUnderTest]:
-    """koordgang, koordgang again on each of ``gang_apis`` but Koordinator's, then each peer
-    named in ``peers`` ("all", "none" or a comma-separated list) at each of the ``qps``
-    settings (None: as shipped)."""
+    """koordgang, koordgang again on each of ``gang_apis`` but Koordinator's, koordgang writing
+    every Scheduled Event when there are peers to compare with, then each peer named in
+    ``peers`` ("all", "none" or a comma-separated list) at each of the ``qps`` settings (None:
+    as shipped)."""
     wanted = [p.strip() for p in peers.split(",") if p.strip()]
     if wanted == ["all"]:
         wanted = list(PEERS)
@@ -163,6 +184,8 @@ def select_schedulers(
         for api in dict.fromkeys(gang_apis)
         if api not in (GangApi.KOORDINATOR, GangApi.NONE)
     ]
+    if wanted:
+        chosen.append(SchedulerUnderTest(KOORDGANG, every_event=True))
     chosen += [SchedulerUnderTest(p, q) for p in wanted for q in qps]
     return chosen
 

@@ -21,7 +21,7 @@ from bench.gang_api import (
     pod_manifest,
 )
 from bench.results import ScenarioResult, is_koordgang
-from bench.scenarios import SCENARIOS
+from bench.scenarios import LARGE_SCENARIOS, SCENARIOS
 from bench.schedulers import select_schedulers
 from bench.workload import BENCH_LABEL, GANG_MIN, GANG_NAME, Requests, gang_pods
 from koordgang.gangapis import GANG_APIS, POD_ANNOTATION_KEYS, Resolve
@@ -107,10 +107,11 @@ def test_koordgang_runs_once_more_per_api_on_its_gang_scenarios_only() -> None:
         "koordgang",
         "koordgang via scheduler-plugins",
         "koordgang via kueue",
+        "koordgang all events",
         "coscheduling",
     ]
-    base, via_x, _, peer = schedulers
-    assert all(is_koordgang(label) for label in labels[:3]) and not is_koordgang(labels[3])
+    base, via_x, _, _, peer = schedulers
+    assert all(is_koordgang(label) for label in labels[:4]) and not is_koordgang(labels[4])
     assert via_x.gang_api is peer.gang_api is GangApi.SCHEDULER_PLUGINS
     assert base.gang_api is GangApi.KOORDINATOR and not base.variant
     scenarios = {s.name: s for s in SCENARIOS}
@@ -121,6 +122,26 @@ def test_koordgang_runs_once_more_per_api_on_its_gang_scenarios_only() -> None:
     assert via_x.slug == "koordgang-via-scheduler-plugins"
     # Without the option: as before.
     assert [s.label for s in select_schedulers("none", [None])] == ["koordgang"]
+
+
+def test_with_peers_koordgang_runs_once_more_writing_every_scheduled_event() -> None:
+    schedulers = select_schedulers("kube-scheduler", [5000])
+    assert [s.label for s in schedulers] == [
+        "koordgang",
+        "koordgang all events",
+        "kube-scheduler qps 5000",
+    ]
+    base, every_event, _ = schedulers
+    assert base.daemon_args == ()
+    assert every_event.daemon_args == ("--scheduled-event-rate", "1000000")
+    assert every_event.ceiling_label == "before-koordgang"
+    scenarios = {s.name: s for s in SCENARIOS}
+    # Every scenario a peer runs, the plain one and koord-scheduler's preemption included;
+    # not the start-up one (no rate) nor those no peer runs.
+    assert every_event.covers(scenarios["plain"]) and every_event.covers(scenarios["preemption"])
+    assert not every_event.covers(scenarios["startup"])
+    assert not every_event.covers(scenarios["starvation-guard"])
+    assert not any(every_event.covers(s) for s in LARGE_SCENARIOS)
 
 
 def test_partial_gangs_are_found_whatever_api_named_them() -> None:

@@ -136,7 +136,7 @@ def test_koord_scheduler_runs_with_job_preemption_and_topology_switched_on(
 def test_kube_scheduler_runs_gangs_from_1_37_and_peers_skip_koordgang_only_ones() -> None:
     schedulers = select_schedulers("all", parse_qps("default,5000"))
     labels = [s.label for s in schedulers]
-    assert labels[0] == "koordgang" and len(labels) == 7
+    assert labels[:2] == ["koordgang", "koordgang all events"] and len(labels) == 8
     assert "coscheduling qps 5000" in labels and "koord-scheduler" in labels
     by_name = {s.name: s for s in schedulers}
     scenarios = {s.name: s for s in SCENARIOS}

@@ -23,6 +23,9 @@ WATCH_SECONDS = 600
 
 
 class BindWatcher:
+    #: Which objects the watch asks for.
+    selector = BOUND
+
     def __init__(self, cluster: BenchCluster, namespace: str) -> None:
         self.cluster = cluster
         self.namespace = namespace
@@ -84,7 +87,7 @@ class BindWatcher:
 
     async def _relist(self) -> None:
         items, self._resource_version = await self.cluster.list_all(
-            self.path, {"fieldSelector": BOUND}
+            self.path, {"fieldSelector": self.selector}
         )
         now = time.monotonic()
         for item in items:
@@ -105,7 +108,7 @@ class BindWatcher:
     async def _watch_once(self) -> None:
         params = {
             "watch": "true",
-            "fieldSelector": BOUND,
+            "fieldSelector": self.selector,
             "resourceVersion": self._resource_version,
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(WATCH_SECONDS),
@@ -134,3 +137,23 @@ class BindWatcher:
                     self._resource_version = str(version)
                 if kind == "ADDED":
                     self._record(obj, when)
+
+
+class ScheduledEvents(BindWatcher):
+    """When each pod's ``Scheduled`` Event was first seen (``bound_at`` is keyed by the pod's
+    name here): a run that must write one per bound pod ends once the last is written."""
+
+    selector = "reason=Scheduled"
+
+    @property
+    def path(self) -> str:
+        return f"/api/v1/namespaces/{self.namespace}/events"
+
+    def _record(self, obj: dict[str, object], when: float) -> None:
+        involved = obj.get("involvedObject")
+        if not isinstance(involved, dict) or involved.get("kind") != "Pod":
+            return
+        name = str(involved.get("name"))
+        if name not in self.bound_at:
+            self.bound_at[name] = when
+            self._bind_seen.set()
