@@ -358,6 +358,59 @@ async def test_nodes_alike_but_for_their_pods_are_no_tie(sched: Harness) -> None
     assert group["ties"] == []
 
 
+def _keeping_apart(name: str, topology_key: str, *, preferred: bool) -> PodInfo:
+    """A running pod whose anti-affinity term selects every pod of its namespace."""
+    body = pod_json(name, cpu="1", node_name="", phase="Running")
+    term = {"labelSelector": {}, "topologyKey": topology_key}
+    anti = (
+        {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 100, "podAffinityTerm": term}
+            ]
+        }
+        if preferred
+        else {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    )
+    body["spec"]["affinity"] = {"podAntiAffinity": anti}
+    return parse(body)
+
+
+async def test_a_node_whose_pod_keeps_others_off_it_is_no_tie(sched: Harness) -> None:
+    # Each node runs one pod asking for 1 cpu; the one on n1 keeps every pod of its namespace
+    # off its node, so n1 refuses the member and n2 alone could take it.
+    apart = bound(_keeping_apart("apart", "kubernetes.io/hostname", preferred=False), "n1")
+    plain = bound(pod("plain", cpu="1"), "n2")
+    sched.list(
+        nodes=[
+            node("n1", cpu="4", labels=_hostname("n1")),
+            node("n2", cpu="4", labels=_hostname("n2")),
+        ],
+        pods=[apart, plain],
+    )
+    [group] = _ask(sched, _job(1, "1"))["groups"]
+    assert group["outcome"] == BIND
+    assert list(group["placements"].values()) == ["n2"]
+    assert group["ties"] == []
+
+
+async def test_a_term_of_a_domain_both_nodes_share_leaves_them_alike(sched: Harness) -> None:
+    # As above, but the term, preferred, is keyed on the zone both nodes are in: it weighs
+    # alike on both, so which of them takes the member is still a tie.
+    apart = bound(_keeping_apart("apart", "zone", preferred=True), "n1")
+    plain = bound(pod("plain", cpu="1"), "n2")
+    sched.list(
+        nodes=[
+            node("n1", cpu="4", labels=_hostname("n1", zone="a")),
+            node("n2", cpu="4", labels=_hostname("n2", zone="a")),
+        ],
+        pods=[apart, plain],
+    )
+    [group] = _ask(sched, _job(1, "1"))["groups"]
+    assert group["outcome"] == BIND
+    [tie] = group["ties"]
+    assert tie.startswith("nodes n1, n2 are alike")
+
+
 async def test_one_of_two_alike_replicas_evicted_is_a_victim_tie(sched: Harness) -> None:
     replicas = [_replica(f"web-{i}", "web", "n1") for i in range(2)]
     sched.list(nodes=[node("n1", cpu="4")], pods=replicas)

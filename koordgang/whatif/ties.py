@@ -4,7 +4,8 @@ Where choices are equal a cycle may take either (the node index orders equal sco
 drawn at random; alike victims weigh the same), and the daemon's cycle may take the other. So
 an answer names the choices that were a tie, and what holds whichever way it is broken:
 
-- alike nodes (same capacity, labels but the hostname, taints and free room before the cycle):
+- alike nodes (same capacity, labels but the hostname, taints, free room and the pod affinity
+  terms of the pods there that look at that node alone, before the cycle):
   which of them takes which members is a tie; how many members go to each holds, in some
   order;
 - alike victims (pods of one job on one node, asking for the same and equal in eviction
@@ -21,6 +22,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import NamedTuple
 
 from koordgang.model.pod import PodInfo
+from koordgang.model.pod_affinity import PodAffinityTerm, WeightedPodAffinityTerm
 from koordgang.model.resources import Resources
 from koordgang.model.taints import Taint
 from koordgang.state.node_state import NodeState
@@ -47,6 +49,15 @@ class NodeKind(NamedTuple):
     #: What the pods there request, as sorted (resource, amount) pairs.
     used: tuple[tuple[str, int], ...]
     pods: int
+    #: The pod (anti-)affinity terms of the pods there keyed on the hostname, with their
+    #: owners' namespaces and how many carry each (``_own_terms``).
+    own_terms: frozenset[tuple[OwnTerm, int]]
+
+
+#: An existing pod's term, as the incoming pod meets it: which list it is in ("affinity",
+#: "anti-affinity", "preferred affinity", "preferred anti-affinity"), the owner's namespace (a
+#: term without namespaces looks only there), and the term with its weight if preferred.
+OwnTerm = tuple[str, str, PodAffinityTerm | WeightedPodAffinityTerm]
 
 
 def node_kinds(snapshot: Snapshot) -> dict[str, NodeKind]:
@@ -72,7 +83,34 @@ def _kind(node: NodeState, snapshot: Snapshot) -> NodeKind | None:
         schedulable=info.ready and not info.unschedulable,
         used=used,
         pods=snapshot.pod_count(node),
+        own_terms=_own_terms(node, snapshot),
     )
+
+
+def _own_terms(node: NodeState, snapshot: Snapshot) -> frozenset[tuple[OwnTerm, int]]:
+    """The terms of the pods on ``node`` that can tell it from a node alike in all else.
+
+    An existing pod's required anti-affinity can refuse an incoming pod, and its terms weigh
+    in the incoming pod's score, in the term's domain. A domain keyed on any label but the
+    hostname holds every node alike to this one (their labels are equal), so such a term
+    weighs the same on all of them; a hostname-keyed term weighs on this node alone."""
+    terms: Counter[OwnTerm] = Counter()
+    for pod in snapshot.pods_on(node):
+        affinity = pod.pod_affinity
+        if affinity is None:
+            continue
+        kinds: tuple[tuple[str, Sequence[PodAffinityTerm | WeightedPodAffinityTerm]], ...] = (
+            ("affinity", affinity.required_affinity),
+            ("anti-affinity", affinity.required_anti_affinity),
+            ("preferred affinity", affinity.preferred_affinity),
+            ("preferred anti-affinity", affinity.preferred_anti_affinity),
+        )
+        for kind, listed in kinds:
+            for term in listed:
+                plain = term.term if isinstance(term, WeightedPodAffinityTerm) else term
+                if plain.topology_key == HOSTNAME_LABEL:
+                    terms[(kind, pod.namespace, term)] += 1
+    return frozenset(terms.items())
 
 
 def tells_nodes_apart(pod: PodInfo) -> bool:
