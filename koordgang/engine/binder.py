@@ -70,8 +70,12 @@ class Binder:
         concurrency: int,
         listener: BindListener,
         clock: Callable[[], float],
+        on_idle: Callable[[], None] = lambda: None,
     ) -> None:
+        """``on_idle`` is called whenever the last bind in flight has ended (writes that wait
+        for binding to pause go out then)."""
         self._api = api
+        self._on_idle = on_idle
         self._metrics = metrics
         self._prebinder = PreBinder(api)
         self._limit = max(1, concurrency)
@@ -140,6 +144,8 @@ class Binder:
         self._slot_freed.set()
         if not task.cancelled() and task.exception() is not None:
             log.error("bind task crashed", task=task.get_name(), error=repr(task.exception()))
+        if not self._tasks:
+            self._on_idle()
 
     async def _bind_batch(self, requests: list[BindRequest], plan: PreBindPlan) -> None:
         landed: list[Landed] = []

@@ -115,6 +115,7 @@ class Scheduler:
             concurrency=settings.bind_concurrency,
             listener=self.bind_outcomes,
             clock=clock,
+            on_idle=self.reporter.binding_idle,
         )
         self.evictor = Evictor(api, settings.scheduler_name, self.metrics)
         self.loop = SchedulingLoop(

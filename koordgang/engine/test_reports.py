@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from koordgang.clients.errors import ApiError
 from koordgang.engine.conftest import (
     NS,
@@ -16,6 +18,7 @@ from koordgang.engine.conftest import (
     node,
     pod,
     turns,
+    until,
 )
 from koordgang.engine.reporter import REPEAT_AFTER
 from koordgang.framework.report import Report
@@ -277,6 +280,39 @@ async def test_scheduled_events_wait_while_binds_are_in_flight(
         "fast",
         "slow",
     ]
+
+
+async def test_event_writers_sleep_through_a_burst_of_binds_and_wake_when_it_ends(
+    sched: Harness, api: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each bound pod reports a Scheduled Event while binds are in flight: no event writer may
+    # be woken for it then (48 of them looking for work at every bind cost more CPU than
+    # the bind), and the end of the last bind must wake them without any other prompt.
+    reporter = sched.scheduler.reporter
+    assert reporter.event_workers > 0
+    looks = 0
+    look = reporter._next_informational
+
+    def counted() -> Report | None:
+        nonlocal looks
+        looks += 1
+        return look()
+
+    monkeypatch.setattr(reporter, "_next_informational", counted)
+    gate = api.hold(lambda call: call.path.endswith("/slow/binding"))
+    fast = [f"fast-{i}" for i in range(20)]
+    sched.list(nodes=[node("n1", cpu="32")], pods=[pod("slow"), *(pod(name) for name in fast)])
+    sched.step()
+    await until(lambda: len(api.binds()) == 20)
+    await turns(200)  # no sched.settle(): it wakes the writers itself
+    assert api.events(reason="Scheduled") == []
+    assert looks == 0
+
+    gate.set()
+    assert await until(lambda: len(api.events(reason="Scheduled")) == 21)
+    assert sorted(e["involvedObject"]["name"] for e in api.events(reason="Scheduled")) == sorted(
+        ["slow", *fast]
+    )
 
 
 async def test_event_writers_write_scheduled_events_and_leave_explanations_to_the_others(
