@@ -182,6 +182,7 @@ def what_if(
     services.placed = base
     groups: list[dict[str, Any]] = []
     done: set[str] = set()
+    kinds: dict[str, NodeKind] | None = None
     for pod in sorted(pods, key=framework.sort_key):
         if pod.uid in done:
             continue
@@ -192,13 +193,16 @@ def what_if(
             continue
         group = framework.build_group(pod, framework.group_members(pod))
         # Before the cycle: its placements, committed into ``base``, would set apart the
-        # nodes it chose from their alike ones.
-        kinds = node_kinds(base)
+        # nodes it chose from their alike ones. Kept while cycles commit nothing.
+        if kinds is None:
+            kinds = node_kinds(base)
         outcome = run_cycle(framework, group, base.fork(), clock())
         done.update(member.uid for member in group.members())
         answer = _group_answer(forked, group, outcome, ours, clock())
         answer["devices"] = _devices(base, outcome)
-        answer["ties"] = _ties(forked, outcome, kinds, base)
+        answer["ties"] = _ties(forked, group, outcome, kinds, base)
+        if answer["outcome"] != PENDING:
+            kinds = None
         if answer["outcome"] == PENDING and outcome.plan is not None:
             answer["reservation"] = _would_reserve(forked, group, outcome, base, wall())
         groups.append(answer)
@@ -314,7 +318,9 @@ def _group_answer(
         answer["outcome"] = PREEMPT if outcome.evict else RESERVE
         answer["nominated"] = {name(uid): node for uid, node in outcome.nominated.items()}
         if outcome.evict:
-            answer["evict"], answer["evictionCost"] = _victims(_cost_model(forked), outcome.evict)
+            answer["evict"], answer["evictionCost"] = _victims(
+                _cost_model(forked, group), outcome.evict
+            )
         else:
             # A reservation: nodes held for the group without evicting anybody (pods there
             # finish on their own); what the plugin says about it is the note.
@@ -374,13 +380,18 @@ def _would_reserve(
     }
 
 
-def _cost_model(forked: Fork) -> CostModel:
-    """Preemption's weighing of victims, with the fork's jobs and disruption budgets."""
-    return CostModel(forked.framework.job_of, forked.framework.handle.budgets_of)
+def _cost_model(forked: Fork, group: SchedulingGroup) -> CostModel:
+    """Preemption's weighing of victims for ``group``, with the fork's jobs and disruption
+    budgets (pods already marked for the group's job go first, as in the daemon)."""
+    return CostModel(forked.framework.job_of, forked.framework.handle.budgets_of, group.job_name())
 
 
 def _ties(
-    forked: Fork, outcome: CycleOutcome, kinds: Mapping[str, NodeKind], snapshot: Snapshot
+    forked: Fork,
+    group: SchedulingGroup,
+    outcome: CycleOutcome,
+    kinds: Mapping[str, NodeKind],
+    snapshot: Snapshot,
 ) -> list[str]:
     """Where the daemon may choose otherwise, the choices being equal: among alike nodes for
     placements, among alike pods for victims (``ties.py``). ``kinds`` are the nodes before the
@@ -389,7 +400,7 @@ def _ties(
     if placed:
         return node_ties(kinds, placed)
     if outcome.nominated and outcome.evict:
-        model = _cost_model(forked)
+        model = _cost_model(forked, group)
         return victim_ties(
             outcome.evict, lambda pod: model.job(pod).key, model.eviction_order, snapshot
         )

@@ -426,6 +426,51 @@ async def test_one_of_two_alike_replicas_evicted_is_a_victim_tie(sched: Harness)
     assert "  ties:\n    victims: which of the alike pods" in render_text(answer)
 
 
+async def test_a_replica_marked_for_the_job_already_is_no_tie(sched: Harness) -> None:
+    # An earlier attempt for ns/train marked web-1 (its eviction was refused, say): the
+    # daemon takes a marked pod first, so which replica goes is decided.
+    replicas = [_replica(f"web-{i}", "web", "n1") for i in range(2)]
+    marked = pod_json("web-1", cpu="2", node_name="n1", phase="Running")
+    marked["status"]["startTime"] = "2024-01-01T00:00:00Z"
+    marked["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "controller": True}
+    ]
+    marked["status"]["conditions"] = [
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": "koord-scheduler: preemptor: ns/train",
+        }
+    ]
+    sched.list(nodes=[node("n1", cpu="4")], pods=[replicas[0], parse(marked)])
+    await sched.run()
+    [group] = _ask(sched, _job(1, "2", priority=100))["groups"]
+    assert group["outcome"] == PREEMPT
+    assert [v["pod"] for v in group["evict"]] == ["ns/web-1"]
+    assert group["ties"] == []
+
+
+async def test_replicas_holding_claims_are_no_victim_tie(sched: Harness) -> None:
+    # Each replica holds a claim of its own: what it frees besides its requests differs, so
+    # the dry run may prefer one, and the answer does not call the choice a tie.
+    replicas = []
+    for i in range(2):
+        body = pod_json(f"web-{i}", cpu="2", node_name="n1", phase="Running")
+        body["status"]["startTime"] = "2024-01-01T00:00:00Z"
+        body["metadata"]["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "controller": True}
+        ]
+        body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"web-{i}-gpu"}]
+        replicas.append(parse(body))
+    sched.list(nodes=[node("n1", cpu="4")], pods=replicas)
+    await sched.run()
+    [group] = _ask(sched, _job(1, "2", priority=100))["groups"]
+    assert group["outcome"] == PREEMPT
+    assert len(group["evict"]) == 1
+    assert group["ties"] == []
+
+
 async def test_a_victim_without_an_alike_pod_is_no_tie(sched: Harness) -> None:
     # Another replica of the same job, but on another node: no choice between them here.
     solo = [_replica("web-0", "web", "n1", cpu="4"), _replica("web-1", "web", "n2", cpu="4")]

@@ -8,8 +8,9 @@ an answer names the choices that were a tie, and what holds whichever way it is 
   terms of the pods there that look at that node alone, before the cycle):
   which of them takes which members is a tie; how many members go to each holds, in some
   order;
-- alike victims (pods of one job on one node, asking for the same and equal in eviction
-  order, some evicted and some not): which of them goes is a tie; how many go holds.
+- alike victims (pods of one job on one node, asking for the same, holding no claims and
+  equal in eviction order, some evicted and some not): which of them goes is a tie; how many
+  go holds.
 
 A placed pod that asks for what a node's kind does not hold (node affinity, host ports, pod
 affinity, spreading, claims) has no alike nodes: no node tie is told for its group.
@@ -171,10 +172,13 @@ def victim_ties(
     tie; pods that differ in order are no tie, the order decides. ``snapshot`` is the state
     the cycle saw (a preemption's dry run is never committed into it)."""
 
-    def alike_key(pod: PodInfo, node_name: str) -> tuple[str, str, int, Hashable, Hashable]:
-        return (job_key(pod), node_name, pod.priority, order(pod), pod.requests)
+    def alike_key(pod: PodInfo, node_name: str) -> tuple[str, str, int, Hashable, Hashable, str]:
+        # A pod with claims holds devices its requests do not show (the one a member needs,
+        # say): it is alike to no other.
+        own = pod.uid if pod.resource_claims else ""
+        return (job_key(pod), node_name, pod.priority, order(pod), pod.requests, own)
 
-    chosen: Counter[tuple[str, str, int, Hashable, Hashable]] = Counter(
+    chosen: Counter[tuple[str, str, int, Hashable, Hashable, str]] = Counter(
         alike_key(p.pod, p.node_name) for p in evict
     )
     ties = []
