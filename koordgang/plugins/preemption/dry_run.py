@@ -184,6 +184,8 @@ def _victims_to_fit(
     for victim in victims:
         if model.eviction_order(victim)[:-1] > reach:
             break  # in eviction order: every victim after it is of a later class too
+        if model.job(victim).whole:
+            continue  # it goes with every running member of its job: not alone, nor cheaply
         alone = [victim]
         if model.cost(alone) >= cost:
             continue

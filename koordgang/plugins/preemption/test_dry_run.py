@@ -133,6 +133,22 @@ def test_one_larger_victim_is_taken_over_two_smaller_ones_that_came_first() -> N
     assert result.nominations == {"hi": "n1"}
 
 
+def test_a_member_of_a_job_disrupted_whole_is_not_taken_alone() -> None:
+    # As above, but the 2-cpu pod belongs to a job disrupted whole (four members running):
+    # taking it means taking all four, which its cost alone does not show.
+    pods = [
+        pod("small-a", "n1", priority=0, start="2024-06-01T00:00:00Z"),
+        pod("small-b", "n1", priority=0, start="2024-05-01T00:00:00Z"),
+        pod("w-0", "n1", cpu="2", priority=0, start="2024-01-01T00:00:00Z"),
+    ]
+
+    def job_of(p: PodInfo) -> JobRef | None:
+        return JobRef("ns/w", running=4, whole=True) if p.name.startswith("w-") else None
+
+    result = run([node("n1")], pods, [pod("hi", cpu="2", priority=10)], CostModel(job_of))
+    assert sorted(p.pod.name for p in result.victims) == ["small-a", "small-b"]
+
+
 def test_a_gang_member_alone_is_not_taken_over_lone_pods_that_make_the_room() -> None:
     # On each node two 1-cpu lone pods and a 2-cpu member of a running gang of 3 (minimum 2).
     # One member alone per node looks cheaper than two lone pods, but taking it on two nodes
