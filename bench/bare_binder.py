@@ -132,7 +132,10 @@ class _Link(asyncio.Protocol):
         try:
             whole = reply_length(self._buffer)
         except ValueError as error:
-            reply.set_exception(error)
+            # What follows in the buffer cannot be read either: the connection is done for.
+            reply.set_exception(ConnectionError(f"unreadable reply: {error}"))
+            if self.transport is not None:
+                self.transport.close()
             return
         if whole is not None:
             status, end = whole
@@ -189,8 +192,9 @@ class BareBinder:
     async def run(
         self, requests: Sequence[bytes], on_reply: Callable[[int], None] | None = None
     ) -> int:
-        """Sends every request; returns how many were refused (status 300 or more) or lost
-        with their connection (that connection is not used again)."""
+        """Sends every request; returns how many were refused (status 300 or more), lost with
+        their connection (that connection is not used again; an unreadable reply loses it
+        too), or never sent because every connection was lost."""
         items: Iterator[bytes] = iter(requests)
         refused = 0
 
@@ -208,7 +212,8 @@ class BareBinder:
                     on_reply(status)
 
         await asyncio.gather(*(drive(link) for link in self._links))
-        return refused
+        # With every connection lost, what was never sent counts as refused too.
+        return refused + sum(1 for _ in items)
 
     async def close(self) -> None:
         for link in self._links:

@@ -70,3 +70,28 @@ async def test_every_request_goes_out_once_and_refusals_are_counted() -> None:
     assert refused == 4  # p-7, p-17, p-27, p-37
     assert statuses.count(201) == 36
     assert most_in_flight == 4
+
+
+async def test_unreadable_replies_and_requests_never_sent_count_as_refused() -> None:
+    # A server that answers every request with something that is not HTTP: each connection
+    # is given up at its first reply, and the requests left over once all are gone are
+    # refused too, rather than the run failing or counting them as bound.
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await reader.read(65536):
+            writer.write(b"SPAM 200 nonsense\r\n\r\n")
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(garbage, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        target = Target("127.0.0.1", port, None, "Bearer t")
+        requests = [binding_request(target, "ns", f"p-{i}", "n-1") for i in range(10)]
+        binder = BareBinder(target, 2)
+        await binder.open()
+        refused = await binder.run(requests)
+        await binder.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert refused == 10
