@@ -234,7 +234,11 @@ async def _run_scheduler(
 ) -> None:
     """Some of one scheduler's scenarios, on its own CRDs, after a ceiling if asked."""
     scheduler = ctx.scheduler
-    todo = [s for s in scenarios if scheduler.covers(s) and not done.has(s.name, scheduler.label)]
+    todo = [
+        s
+        for s in scenarios
+        if scheduler.covers(s, args.scale) and not done.has(s.name, scheduler.label)
+    ]
     if not todo:
         return
     label = scheduler.ceiling_label

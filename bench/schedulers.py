@@ -17,6 +17,7 @@ from bench.results import EVERY_EVENT, KOORDGANG, VIA
 from bench.scenarios import LARGE_SCENARIOS, Finish, Scenario
 from controlplane.build import GoBinary
 from controlplane.releases import selected_release
+from koordgang.engine.reporter import MAX_PENDING
 
 PEERS: tuple[str, ...] = tuple(b.name for b in PEER_BINARIES)
 #: Client QPS and burst of the "raised" runs.
@@ -124,16 +125,20 @@ class SchedulerUnderTest:
             return []
         return sorted((source / "config" / "crd" / "bases").glob("*.yaml"))
 
-    def covers(self, scenario: Scenario) -> bool:
-        """Whether ``scenario`` is this scheduler's at all (a gang API variant has only the
-        gang ones, the every-event one those with a rate; a scenario it does not cover is left
-        out, not reported as skipped)."""
+    def covers(self, scenario: Scenario, scale: float = 1.0) -> bool:
+        """Whether ``scenario`` at ``scale`` is this scheduler's at all (a gang API variant has
+        only the gang ones, the every-event one those with a rate; a scenario it does not
+        cover is left out, not reported as skipped)."""
         if self.every_event:
-            # Not past the daemon's queue of Events waiting to be written (MAX_PENDING): a
-            # 5,000-node scenario binds tens of thousands in a burst, and the rest are dropped.
             peers_run_it = not scenario.koordgang_only or bool(scenario.peers)
-            large = scenario.name in LARGE_NAMES
-            return scenario.finish is not Finish.FIRST_BIND and peers_run_it and not large
+            return (
+                scenario.finish is not Finish.FIRST_BIND
+                and peers_run_it
+                and scenario.name not in LARGE_NAMES
+                # Not past the daemon's queue of Events waiting to be written: a burst that
+                # binds more pods than it holds has the rest of their Events dropped.
+                and len(scenario.build(scale).pods) <= MAX_PENDING
+            )
         return scenario.gangs or not self.variant
 
     def skip_reason(self, scenario: Scenario) -> str | None:

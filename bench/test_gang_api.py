@@ -142,6 +142,9 @@ def test_with_peers_koordgang_runs_once_more_writing_every_scheduled_event() -> 
     assert not every_event.covers(scenarios["startup"])
     assert not every_event.covers(scenarios["starvation-guard"])
     assert not any(every_event.covers(s) for s in LARGE_SCENARIOS)
+    # Past the daemon's queue of Events: plain at twice its size binds 10,000 in a burst.
+    assert not every_event.covers(scenarios["plain"], scale=2.0)
+    assert every_event.covers(scenarios["plain"], scale=0.1)
 
 
 def test_partial_gangs_are_found_whatever_api_named_them() -> None:
