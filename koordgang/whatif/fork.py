@@ -198,9 +198,11 @@ def what_if(
             kinds = node_kinds(base)
         outcome = run_cycle(framework, group, base.fork(), clock())
         done.update(member.uid for member in group.members())
-        answer = _group_answer(forked, group, outcome, ours, clock())
+        # One weighing of victims for the answer's list and its ties.
+        model = _cost_model(forked, group)
+        answer = _group_answer(forked, group, outcome, model, ours, clock())
         answer["devices"] = _devices(base, outcome)
-        answer["ties"] = _ties(forked, group, outcome, kinds, base)
+        answer["ties"] = _ties(outcome, model, kinds, base)
         if answer["outcome"] != PENDING:
             kinds = None
         if answer["outcome"] == PENDING and outcome.plan is not None:
@@ -293,7 +295,12 @@ def _gated(pod: PodInfo, message: str) -> dict[str, Any]:
 
 
 def _group_answer(
-    forked: Fork, group: SchedulingGroup, outcome: CycleOutcome, ours: set[str], now: float
+    forked: Fork,
+    group: SchedulingGroup,
+    outcome: CycleOutcome,
+    model: CostModel,
+    ours: set[str],
+    now: float,
 ) -> dict[str, Any]:
     members = list(group.members())
     by_uid = {pod.uid: pod for pod in members}
@@ -318,9 +325,7 @@ def _group_answer(
         answer["outcome"] = PREEMPT if outcome.evict else RESERVE
         answer["nominated"] = {name(uid): node for uid, node in outcome.nominated.items()}
         if outcome.evict:
-            answer["evict"], answer["evictionCost"] = _victims(
-                _cost_model(forked, group), outcome.evict
-            )
+            answer["evict"], answer["evictionCost"] = _victims(model, outcome.evict)
         else:
             # A reservation: nodes held for the group without evicting anybody (pods there
             # finish on their own); what the plugin says about it is the note.
@@ -387,9 +392,8 @@ def _cost_model(forked: Fork, group: SchedulingGroup) -> CostModel:
 
 
 def _ties(
-    forked: Fork,
-    group: SchedulingGroup,
     outcome: CycleOutcome,
+    model: CostModel,
     kinds: Mapping[str, NodeKind],
     snapshot: Snapshot,
 ) -> list[str]:
@@ -400,7 +404,6 @@ def _ties(
     if placed:
         return node_ties(kinds, placed)
     if outcome.nominated and outcome.evict:
-        model = _cost_model(forked, group)
         return victim_ties(
             outcome.evict, lambda pod: model.job(pod).key, model.eviction_order, snapshot
         )

@@ -281,13 +281,20 @@ def _replica(
     cpu: str = "2",
     priority: int = 0,
     start: str = "2024-01-01T00:00:00Z",
+    conditions: list[dict[str, str]] | None = None,
+    claim: str = "",
 ) -> PodInfo:
-    """A running replica of ReplicaSet ``ns/<owner>``: its job, as preemption weighs it."""
+    """A running replica of ReplicaSet ``ns/<owner>``: its job, as preemption weighs it; with
+    ``conditions`` on its status, and ``claim``, a ResourceClaim it holds."""
     body = pod_json(name, cpu=cpu, node_name=node_name, phase="Running", priority=priority)
     body["status"]["startTime"] = start
     body["metadata"]["ownerReferences"] = [
         {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "controller": True}
     ]
+    if conditions:
+        body["status"]["conditions"] = conditions
+    if claim:
+        body["spec"]["resourceClaims"] = [{"name": "claim", "resourceClaimName": claim}]
     return parse(body)
 
 
@@ -429,21 +436,17 @@ async def test_one_of_two_alike_replicas_evicted_is_a_victim_tie(sched: Harness)
 async def test_a_replica_marked_for_the_job_already_is_no_tie(sched: Harness) -> None:
     # An earlier attempt for ns/train marked web-1 (its eviction was refused, say): the
     # daemon takes a marked pod first, so which replica goes is decided.
-    replicas = [_replica(f"web-{i}", "web", "n1") for i in range(2)]
-    marked = pod_json("web-1", cpu="2", node_name="n1", phase="Running")
-    marked["status"]["startTime"] = "2024-01-01T00:00:00Z"
-    marked["metadata"]["ownerReferences"] = [
-        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "controller": True}
+    target = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": "koord-scheduler: preemptor: ns/train",
+    }
+    replicas = [
+        _replica("web-0", "web", "n1"),
+        _replica("web-1", "web", "n1", conditions=[target]),
     ]
-    marked["status"]["conditions"] = [
-        {
-            "type": "DisruptionTarget",
-            "status": "True",
-            "reason": "PreemptionByScheduler",
-            "message": "koord-scheduler: preemptor: ns/train",
-        }
-    ]
-    sched.list(nodes=[node("n1", cpu="4")], pods=[replicas[0], parse(marked)])
+    sched.list(nodes=[node("n1", cpu="4")], pods=replicas)
     await sched.run()
     [group] = _ask(sched, _job(1, "2", priority=100))["groups"]
     assert group["outcome"] == PREEMPT
@@ -454,15 +457,7 @@ async def test_a_replica_marked_for_the_job_already_is_no_tie(sched: Harness) ->
 async def test_replicas_holding_claims_are_no_victim_tie(sched: Harness) -> None:
     # Each replica holds a claim of its own: what it frees besides its requests differs, so
     # the dry run may prefer one, and the answer does not call the choice a tie.
-    replicas = []
-    for i in range(2):
-        body = pod_json(f"web-{i}", cpu="2", node_name="n1", phase="Running")
-        body["status"]["startTime"] = "2024-01-01T00:00:00Z"
-        body["metadata"]["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "controller": True}
-        ]
-        body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"web-{i}-gpu"}]
-        replicas.append(parse(body))
+    replicas = [_replica(f"web-{i}", "web", "n1", claim=f"web-{i}-gpu") for i in range(2)]
     sched.list(nodes=[node("n1", cpu="4")], pods=replicas)
     await sched.run()
     [group] = _ask(sched, _job(1, "2", priority=100))["groups"]
