@@ -25,6 +25,7 @@ from koordgang.framework.interfaces import (
     GroupingPlugin,
     GroupPlacementPlugin,
     GroupPreFilterPlugin,
+    HoldPreviewPlugin,
     JobViewPlugin,
     MetricsPlugin,
     ObjectEventPlugin,
@@ -53,6 +54,7 @@ from koordgang.framework.report import MetricSpec, WatchedResource
 from koordgang.framework.results import (
     ALLOW,
     Decision,
+    HoldPreview,
     PermitResult,
     PostFilterResult,
     ProvisioningVerdict,
@@ -112,6 +114,7 @@ class Framework:
         self.group_placements: list[GroupPlacementPlugin] = _of(plugins, GroupPlacementPlugin)
         self.post_filters: list[PostFilterPlugin] = _of(plugins, PostFilterPlugin)
         self.provisioners: list[ProvisioningPlugin] = _of(plugins, ProvisioningPlugin)
+        self.hold_previewers: list[HoldPreviewPlugin] = _of(plugins, HoldPreviewPlugin)
         self.reserves: list[ReservePlugin] = _of(plugins, ReservePlugin)
         self.permits: list[PermitPlugin] = _of(plugins, PermitPlugin)
         self.reclaimers: list[ReclaimPlugin] = _of(plugins, ReclaimPlugin)
@@ -277,6 +280,16 @@ class Framework:
             verdict = plugin.provisioning(group, needed, snapshot)
             if verdict is not None:
                 return verdict
+        return None
+
+    def hold_preview(
+        self, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
+    ) -> HoldPreview | None:
+        """What the first plugin that would hold room for ``group`` says it would hold."""
+        for plugin in self.hold_previewers:
+            preview = plugin.hold_preview(group, plan, snapshot)
+            if preview is not None:
+                return preview
         return None
 
     def placement_scopes(

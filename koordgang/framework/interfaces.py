@@ -23,6 +23,7 @@ from koordgang.framework.jobs import JobRef
 from koordgang.framework.prebind import PreBindPlan
 from koordgang.framework.report import MetricSpec, WatchedResource
 from koordgang.framework.results import (
+    HoldPreview,
     PermitResult,
     PostFilterResult,
     ProvisioningVerdict,
@@ -194,6 +195,16 @@ class PostFilterPlugin(Plugin, Protocol):
     ) -> PostFilterResult:
         """The group did not fit whole: what now? Plugins run in order until one succeeds
         (preemption nominates nodes); others may give up what was placed (a Strict gang)."""
+
+
+@runtime_checkable
+class HoldPreviewPlugin(Plugin, Protocol):
+    def hold_preview(
+        self, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
+    ) -> HoldPreview | None:
+        """What ``group``, pending with nothing to evict for it, would hold once it has waited
+        long enough, whatever it has waited now; nothing is recorded (the what-if asks). None:
+        this plugin would hold nothing for it."""
 
 
 @runtime_checkable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from koordgang.framework.prebind import ObjectWrite
@@ -44,6 +45,21 @@ class ProvisioningVerdict:
 
     reason: str
     note: str
+
+
+@dataclass(frozen=True, slots=True)
+class HoldPreview:
+    """What a group that stays pending, with nothing to evict for it, would hold once it has
+    waited ``after_seconds``: nodes for its members (``nominations``: uid -> node), and the
+    pods there it would wait for (``blockers``: uid -> node). The what-if asks."""
+
+    after_seconds: float
+    nominations: Mapping[str, str]
+    blockers: Mapping[str, str]
+
+    @property
+    def nodes(self) -> set[str]:
+        return set(self.nominations.values())
 
 
 class UnreserveReason(enum.StrEnum):

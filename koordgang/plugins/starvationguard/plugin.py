@@ -32,7 +32,7 @@ from koordgang.framework.diagnosis import plural
 from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
 from koordgang.framework.report import MetricSpec
-from koordgang.framework.results import PostFilterResult
+from koordgang.framework.results import HoldPreview, PostFilterResult
 from koordgang.framework.status import SKIP, SUCCESS
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.preemption.dry_run import DryRun, plan_room
@@ -275,6 +275,14 @@ class StarvationGuard:
             preemptor=reservation.job,
             drop_nominations=dropped,
         )
+
+    def hold_preview(
+        self, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
+    ) -> HoldPreview | None:
+        reservation = self.plan_for(group, plan, snapshot)
+        if reservation is None:
+            return None
+        return HoldPreview(self.reserve_after, reservation.nominations, reservation.blockers)
 
     def plan_for(
         self, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
