@@ -51,13 +51,15 @@ from bench.report import table
 from bench.results import ScenarioResult
 from bench.scenarios import BENCH_TOPOLOGY, BLOCK, SPINE
 from bench.workload import GANG_MIN, GANG_NAME, SMALL_MIX, TOPOLOGY_INDEX, TOPOLOGY_SPEC
-from koordgang.adapters.feeds import budget_feed, claim_feed, namespace_feed, node_feed, pod_feed
+from koordgang.adapters.feeds import Feed
 from koordgang.clients.api import JSON
+from koordgang.engine.kinds import KINDS
 from koordgang.engine.scheduler import Scheduler
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPart, GroupTopology, SchedulingGroup
 from koordgang.gangapis import POD_ANNOTATION_KEYS
 from koordgang.model.group_key import GroupKey
+from koordgang.model.namespace import NamespaceInfo
 from koordgang.model.pod import parse_pod
 from koordgang.plugins.networktopology.plugin import RESOURCE_ID, NetworkTopology
 from koordgang.plugins.profile import default_framework
@@ -538,12 +540,10 @@ class Simulation:
             topology=topology,
         )
         intake = self.scheduler.intake
-        self.pods = pod_feed(intake)
+        feeds = {kind.name: Feed(kind, intake) for kind in KINDS if kind.store is None}
+        self.pods = feeds["pods"]
         self.api.echo = self.pods.event
-        self._nodes = node_feed(intake)
-        self._namespaces = namespace_feed(intake)
-        self._claims = claim_feed(intake)
-        self._budgets = budget_feed(intake)
+        self._nodes = feeds["nodes"]
         self._tasks: list[asyncio.Task[None]] = []
 
     # -- start-up ---------------------------------------------------------------------------
@@ -585,14 +585,12 @@ class Simulation:
                 if ticker.due():
                     say(f"  start-up: {path.stem}: {count * PAGE_SIZE:,} parsed")
             feed.end_list()
-        namespaces: list[tuple[str, dict[str, str]]] = [(NAMESPACE, {})]
-        namespaces += [(f"team-{i:02d}", {}) for i in range(100)]
-        self.scheduler.intake.on_namespaces_listed(namespaces)
-        self.scheduler.intake.on_claims_listed([])
-        self.scheduler.intake.on_budgets_listed([])
-        self.scheduler.intake.on_resource_slices_listed([])
-        self.scheduler.intake.on_device_classes_listed([])
-        self.scheduler.intake.on_resource_claims_listed([])
+        namespaces = [NamespaceInfo(NAMESPACE, {})]
+        namespaces += [NamespaceInfo(f"team-{i:02d}", {}) for i in range(100)]
+        intake = self.scheduler.intake
+        for kind in KINDS:
+            if kind.store is not None:  # nodes and pods: above
+                intake.kind(kind.name).listed(namespaces if kind.name == "namespaces" else [])
         self.scheduler.intake.on_object(RESOURCE_ID, "ADDED", BENCH_TOPOLOGY)
         seconds, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         if not self.scheduler.ready:

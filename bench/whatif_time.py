@@ -65,7 +65,11 @@ async def measure(nodes: int = 1000, runs: int = 5) -> list[tuple[str, float, fl
     )
     framework = harness.framework
     state = DaemonState(
-        harness.cache, harness.intake.objects.items(), framework.waiting, framework.nominations
+        harness.cache,
+        harness.scheduler.stores,
+        harness.intake.objects.items(),
+        framework.waiting,
+        framework.nominations,
     )
     results = []
     for name, members, cpu, priority, expected in CASES:

@@ -10,16 +10,7 @@ import time
 import structlog
 
 from koordgang.adapters.discovery import resolve_versions
-from koordgang.adapters.feeds import (
-    budget_feed,
-    claim_feed,
-    device_class_feed,
-    namespace_feed,
-    node_feed,
-    pod_feed,
-    resource_claim_feed,
-    resource_slice_feed,
-)
+from koordgang.adapters.feeds import Feed
 from koordgang.adapters.http import HealthServer
 from koordgang.adapters.informer import Informer
 from koordgang.adapters.kopf_runtime import (
@@ -33,12 +24,12 @@ from koordgang.clients import custom
 from koordgang.clients.api import KubeApi
 from koordgang.clients.config import load_connection
 from koordgang.clients.errors import ApiError, ApiUnavailable
+from koordgang.engine.kinds import KINDS
 from koordgang.engine.leader import LeaderElector, LeaseConfig
 from koordgang.engine.reporter import EVENT_WORKERS
 from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
 from koordgang.framework.report import WatchedResource
-from koordgang.model.dra import API_VERSION as DRA_API_VERSION
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.gang_rows import gang_rows
@@ -77,39 +68,11 @@ class App:
             topology=topology,
         )
         intake = self.scheduler.intake
-        self.informers = (
-            Informer(self.api, "/api/v1/pods", name="pods", sink=pod_feed(intake)),
-            Informer(self.api, "/api/v1/nodes", name="nodes", sink=node_feed(intake)),
+        self.informers = tuple(
             Informer(
-                self.api, "/api/v1/namespaces", name="namespaces", sink=namespace_feed(intake)
-            ),
-            Informer(
-                self.api,
-                "/api/v1/persistentvolumeclaims",
-                name="claims",
-                sink=claim_feed(intake),
-            ),
-            Informer(
-                self.api,
-                "/apis/policy/v1/poddisruptionbudgets",
-                name="budgets",
-                sink=budget_feed(intake),
-            ),
-            # Dynamic Resource Allocation: a cluster that does not serve it has no devices.
-            *(
-                Informer(
-                    self.api,
-                    f"/apis/{DRA_API_VERSION}/{plural}",
-                    name=plural,
-                    sink=feed(intake),
-                    optional=True,
-                )
-                for plural, feed in (
-                    ("resourceslices", resource_slice_feed),
-                    ("deviceclasses", device_class_feed),
-                    ("resourceclaims", resource_claim_feed),
-                )
-            ),
+                self.api, kind.path, name=kind.name, sink=Feed(kind, intake), optional=kind.optional
+            )
+            for kind in KINDS
         )
         self.supervisor = Supervisor(on_fatal=self._fatal, clock=time.monotonic)
         self.http: HealthServer | None = None
@@ -124,7 +87,11 @@ class App:
                 settings,
                 self.api,
                 lambda: DaemonState(
-                    cache, intake.objects.items(), framework.waiting, framework.nominations
+                    cache,
+                    self.scheduler.stores,
+                    intake.objects.items(),
+                    framework.waiting,
+                    framework.nominations,
                 ),
             )
             self.http = HealthServer(
@@ -133,7 +100,9 @@ class App:
                 problems=self.supervisor.problems,
                 is_ready=lambda: self.scheduler.ready,
                 render_metrics=self.scheduler.metrics.render,
-                render_gangs=lambda: gang_rows(gangs, cache, self.scheduler.framework.gang_facts),
+                render_gangs=lambda: gang_rows(
+                    gangs, cache, self.scheduler.stores.dra, self.scheduler.framework.gang_facts
+                ),
                 role=lambda: self.role,
                 whatif=whatif.answer,
                 memory=self.memory.report if self.memory is not None else None,

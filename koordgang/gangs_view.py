@@ -62,6 +62,7 @@ def from_cluster(
     from koordgang.model.errors import ModelError
     from koordgang.model.pod import parse_pod
     from koordgang.state.cache import SchedulerCache
+    from koordgang.state.dra import DraManager
     from koordgang.state.gang_rows import gang_rows
     from koordgang.state.gangs import GangRegistry
 
@@ -103,10 +104,11 @@ def from_cluster(
     except (ApiError, ApiUnavailable) as error:
         raise ViewError(f"cannot list pods and PodGroups: {error}") from None
     registry = GangRegistry(600.0, resolve=Resolve(GANG_APIS))
-    cache = SchedulerCache()
+    dra = DraManager()
+    cache = SchedulerCache(extensions=(dra,))
     for obj in claims:
         try:
-            cache.upsert_resource_claim(parse_resource_claim(obj))
+            dra.upsert_claim(parse_resource_claim(obj))
         except ModelError:
             continue
     for gang_api, items in groups:
@@ -125,7 +127,7 @@ def from_cluster(
         condition = pod.conditions_pod_scheduled
         if gang is not None and not pod.node_name and condition and condition[2]:
             pending_says.setdefault(gang.key, condition[2])
-    rows = gang_rows(registry, cache)
+    rows = gang_rows(registry, cache, dra)
     for row in rows:
         if row["state"] != "Satisfied" and not row["waitingFor"]:
             row["waitingFor"] = pending_says.get(row["gang"], "")

@@ -30,18 +30,21 @@ from koordgang.clients import retry
 from koordgang.clients.api import JSON
 from koordgang.clients.errors import ApiError
 from koordgang.engine.intake import Intake
+from koordgang.engine.kinds import KINDS
 from koordgang.engine.loop import SchedulingLoop
 from koordgang.engine.scheduler import Scheduler
 from koordgang.gangapis import POD_ANNOTATION_KEYS
 from koordgang.model.budgets import BudgetInfo
 from koordgang.model.dra import (
     DeviceClassInfo,
+    DeviceTaintRuleInfo,
     ResourceClaimInfo,
     ResourceSliceInfo,
     parse_device_class,
     parse_resource_slice,
 )
 from koordgang.model.koordinator import MIN_AVAILABLE_KEY, MODE_KEY, NAME_KEY, WAITING_TIME_KEY
+from koordgang.model.namespace import NamespaceInfo
 from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.model.volumes import ClaimInfo
@@ -533,22 +536,28 @@ class Harness:
         *,
         nodes: Iterable[NodeInfo] = (),
         pods: Iterable[PodInfo] = (),
-        namespaces: Iterable[tuple[str, dict[str, str]]] = ((NS, {}),),
+        namespaces: Iterable[NamespaceInfo] = (NamespaceInfo(NS, {}),),
         claims: Iterable[ClaimInfo] = (),
         budgets: Iterable[BudgetInfo] = (),
         resource_slices: Iterable[ResourceSliceInfo] = (),
         device_classes: Iterable[DeviceClassInfo] = (),
         resource_claims: Iterable[ResourceClaimInfo] = (),
+        device_taint_rules: Iterable[DeviceTaintRuleInfo] = (),
     ) -> None:
-        """The initial listings; the loop is ready after them."""
-        self.intake.on_nodes_listed(list(nodes))
-        self.intake.on_pods_listed(list(pods))
-        self.intake.on_namespaces_listed(list(namespaces))
-        self.intake.on_claims_listed(list(claims))
-        self.intake.on_budgets_listed(list(budgets))
-        self.intake.on_resource_slices_listed(list(resource_slices))
-        self.intake.on_device_classes_listed(list(device_classes))
-        self.intake.on_resource_claims_listed(list(resource_claims))
+        """The initial listings of every watched kind; the loop is ready after them."""
+        listed: dict[str, Iterable[Any]] = {
+            "nodes": nodes,
+            "pods": pods,
+            "namespaces": namespaces,
+            "claims": claims,
+            "budgets": budgets,
+            "resourceslices": resource_slices,
+            "deviceclasses": device_classes,
+            "resourceclaims": resource_claims,
+            "devicetaintrules": device_taint_rules,
+        }
+        for kind in KINDS:
+            self.intake.kind(kind.name).listed(list(listed[kind.name]))
 
     def add(self, *pods: PodInfo) -> None:
         for info in pods:

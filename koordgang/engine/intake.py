@@ -7,40 +7,40 @@ cycle never sees the cache change under it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 import structlog
 
 from koordgang.engine.collector import ListingCollector
 from koordgang.engine.held_room import HeldRoom
+from koordgang.engine.kinds import KINDS, LISTED_KINDS, Relevance, WatchedKind
 from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.framework.report import Report
-from koordgang.model.budgets import BudgetInfo
-from koordgang.model.dra import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
+from koordgang.model.dra import ResourceClaimInfo
+from koordgang.model.errors import ModelError
 from koordgang.model.group_key import ALONE
 from koordgang.model.node import NodeInfo
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo, PodParseError
-from koordgang.model.volumes import ClaimInfo
-from koordgang.state.devices import LedgerChange
 from koordgang.state.objects import WatchedObjects
+from koordgang.state.store import Store, StoreChange, StoreOf
 
 log = structlog.get_logger("koordgang.intake")
 
-#: What the informers list before the first cycle may run.
-LISTED_KINDS = frozenset(
-    {
-        "pods",
-        "nodes",
-        "namespaces",
-        "claims",
-        "budgets",
-        "resourceslices",
-        "deviceclasses",
-        "resourceclaims",
-    }
-)
+T = TypeVar("T")
+
+#: What the nodes' and pods' stores return: they act on their changes themselves.
+_OWN = StoreChange()
+
+
+class KindHandlers(NamedTuple, Generic[T]):
+    """What a kind's informer calls: an object added or changed, one deleted (by its key), a
+    fresh LIST of all of them (after a start or a relist)."""
+
+    upsert: Callable[[T], Any]
+    delete: Callable[[str], Any]
+    listed: Callable[[Iterable[T]], None]
 
 
 class Intake(EnginePart):
@@ -61,6 +61,84 @@ class Intake(EnginePart):
         #: The garbage collector's thresholds while the first listings come in (``relax``
         #: before the informers start; settled here once every kind is listed).
         self.collector = ListingCollector()
+        #: The stores of the kinds besides nodes and pods.
+        self.stores = parts.stores
+        #: Nodes and pods, as the kind table's stores: into the cache, the queue, the plugins.
+        self.pod_store = StoreOf(self._upsert_pod, self._delete_pod, self._pods_listed)
+        self.node_store = StoreOf(self._upsert_node, self._delete_node, self._nodes_listed)
+        self._handlers: dict[str, KindHandlers[Any]] = {}
+
+    # -- any watched kind (engine/kinds.py) ------------------------------------------------------
+
+    def kind(self, name: str) -> KindHandlers[Any]:
+        """What the informer of the kind ``name`` calls."""
+        handlers = self._handlers.get(name)
+        if handlers is None:
+            kind = next(k for k in KINDS if k.name == name)
+            handlers = self._handlers[name] = self._make_handlers(kind)
+        return handlers
+
+    def _make_handlers(self, kind: WatchedKind[T]) -> KindHandlers[T]:
+        if kind.store is None:
+            own = cast(Store[T], self.pod_store if kind.name == "pods" else self.node_store)
+
+            def listed_own(items: Iterable[T]) -> None:
+                own.replace(items)
+                self._listed_now(kind.name)
+
+            return KindHandlers(own.upsert, own.remove, listed_own)
+
+        store = kind.store(self.stores)
+
+        def upserted(item: T) -> None:
+            self._apply(kind, store.upsert(item), item)
+
+        def deleted(key: str) -> None:
+            self._apply(kind, store.remove(key), None)
+
+        def listed(items: Iterable[T]) -> None:
+            self._apply(kind, store.replace(items), None)
+            if kind.relevance is not Relevance.NONE:
+                self._signals.request_move()
+            self._listed_now(kind.name)
+
+        return KindHandlers(upserted, deleted, listed)
+
+    def _apply(self, kind: WatchedKind[T], change: StoreChange, item: T | None) -> None:
+        """What a store's change means beyond the store: nodes marked changed in the cache,
+        problems logged, parked pods tried again where they may fit now."""
+        for message, fields in change.warnings:
+            log.warning(message, **fields)
+        if change.nodes:
+            self._cache.touch_nodes(change)
+        relevance = kind.relevance
+        if relevance is Relevance.CHANGED:
+            move = change.changed and item is not None
+        elif relevance is Relevance.ROOM:
+            move = change.roomier or change.released
+        else:
+            move = False
+        if change.added and isinstance(item, ResourceClaimInfo):
+            self.activate(self._waiting_for(item))
+        if move:
+            self._signals.request_move()
+
+    def unreadable(self, kind: WatchedKind[Any], obj: Mapping[str, Any], error: ModelError) -> None:
+        """An object of ``kind`` that cannot be read: left out, and said (a pod of ours is
+        told why on the pod itself)."""
+        if isinstance(error, PodParseError):
+            self.on_pod_invalid(obj, error)
+            return
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        namespace, name = meta.get("namespace"), meta.get("name")
+        named = f"{namespace}/{name}" if namespace else str(name)
+        if kind.loud:
+            # Its status cannot be read either: whoever wrote an allocation there keeps its
+            # devices out of our sight. Said loudly, since devices may be given twice.
+            log.error(f"{kind.noun} ignored: cannot read it", name=named, error=str(error))
+        else:
+            log.warning(f"{kind.noun} ignored: cannot read it", name=named, error=str(error))
 
     # -- pods ----------------------------------------------------------------------------------
 
@@ -98,6 +176,18 @@ class Intake(EnginePart):
                 self._queue.delete(current.uid)
                 self.gated.add(current.uid)
         self._signals.wake()
+
+    def _upsert_pod(self, pod: PodInfo) -> StoreChange:
+        self.on_pod_upsert(pod)
+        return _OWN
+
+    def _delete_pod(self, uid: str) -> StoreChange:
+        self.on_pod_delete(uid)
+        return _OWN
+
+    def _pods_listed(self, pods: Iterable[PodInfo]) -> StoreChange:
+        self.on_pods_listed(pods)
+        return _OWN
 
     def on_pod_upsert(self, pod: PodInfo) -> None:
         if pod.node_name or pod.is_terminal or pod.is_terminating:
@@ -143,7 +233,6 @@ class Intake(EnginePart):
         for pod in ours:
             self.enqueue(pod)
         self._signals.request_move()
-        self._listed_now("pods")
 
     def _restore_nomination(self, pod: PodInfo) -> None:
         """After a restart, the room preemption made is held again for the pods nominated to
@@ -189,6 +278,18 @@ class Intake(EnginePart):
 
     # -- nodes ---------------------------------------------------------------------------------
 
+    def _upsert_node(self, node: NodeInfo) -> StoreChange:
+        self.on_node_upsert(node)
+        return _OWN
+
+    def _delete_node(self, name: str) -> StoreChange:
+        self.on_node_delete(name)
+        return _OWN
+
+    def _nodes_listed(self, nodes: Iterable[NodeInfo]) -> StoreChange:
+        self.on_nodes_listed(nodes)
+        return _OWN
+
     def on_node_upsert(self, node: NodeInfo) -> None:
         if self._cache.upsert_node(node):
             self._signals.request_move()
@@ -204,83 +305,6 @@ class Intake(EnginePart):
         names = {node.name for node in listed}
         self.held.release_on_nodes({w.node for w in self._waiting if w.node not in names})
         self._signals.request_move()
-        self._listed_now("nodes")
-
-    # -- namespaces and claims -----------------------------------------------------------------
-    # Both only let parked pods be tried again: a namespace's labels decide which namespaces an
-    # affinity term selects, a claim that got bound lets its pod in.
-
-    def on_namespace_upsert(self, item: tuple[str, dict[str, str]]) -> None:
-        if self._cache.upsert_namespace(*item):
-            self._signals.request_move()
-
-    def on_namespace_delete(self, name: str) -> None:
-        self._cache.remove_namespace(name)
-
-    def on_namespaces_listed(self, items: Iterable[tuple[str, dict[str, str]]]) -> None:
-        self._cache.replace_namespaces(items)
-        self._signals.request_move()
-        self._listed_now("namespaces")
-
-    def on_claim_upsert(self, claim: ClaimInfo) -> None:
-        if self._cache.upsert_claim(claim):
-            self._signals.request_move()
-
-    def on_claim_delete(self, key: str) -> None:
-        self._cache.remove_claim(key)
-
-    def on_claims_listed(self, claims: Iterable[ClaimInfo]) -> None:
-        self._cache.replace_claims(claims)
-        self._signals.request_move()
-        self._listed_now("claims")
-
-    # -- dynamic resource allocation -----------------------------------------------------------
-    # Devices that appear or are freed may let parked pods fit; devices taken never do, so a
-    # claim's allocation (ours, mostly) moves nothing.
-
-    def _devices_changed(self, change: LedgerChange, *, move: bool) -> None:
-        for pool, reason in change.invalid:
-            log.warning("resource pool skipped: invalid", pool=pool, reason=reason)
-        for device, holders in change.conflicts:
-            log.warning(
-                "device allocated to more than one claim",
-                device=str(device),
-                claims=", ".join(holders),
-            )
-        if move and change.nodes and not change.grew:
-            self._signals.request_move()
-
-    def on_resource_slice_upsert(self, info: ResourceSliceInfo) -> None:
-        self._devices_changed(self._cache.upsert_resource_slice(info), move=True)
-
-    def on_resource_slice_delete(self, name: str) -> None:
-        self._devices_changed(self._cache.remove_resource_slice(name), move=False)
-
-    def on_resource_slices_listed(self, infos: Iterable[ResourceSliceInfo]) -> None:
-        self._devices_changed(self._cache.replace_resource_slices(infos), move=True)
-        self._listed_now("resourceslices")
-
-    def on_device_class_upsert(self, info: DeviceClassInfo) -> None:
-        if self._cache.upsert_device_class(info):
-            self._signals.request_move()
-
-    def on_device_class_delete(self, name: str) -> None:
-        self._cache.remove_device_class(name)
-
-    def on_device_classes_listed(self, infos: Iterable[DeviceClassInfo]) -> None:
-        self._cache.replace_device_classes(infos)
-        self._signals.request_move()
-        self._listed_now("deviceclasses")
-
-    def on_resource_claim_upsert(self, claim: ResourceClaimInfo) -> None:
-        old = self._cache.devices.claim(claim.key)
-        change = self._cache.upsert_resource_claim(claim)
-        self._devices_changed(change, move=True)
-        if old is None:
-            self.activate(self._waiting_for(claim))
-        elif old.allocation is not None and claim.allocation is None:
-            # Given back: its pods may go anywhere now (its devices may be on no node known).
-            self._signals.request_move()
 
     def _waiting_for(self, claim: ResourceClaimInfo) -> list[PodInfo]:
         """The pods a new claim may be all that was missing for: the pod it was made for
@@ -295,26 +319,6 @@ class Intake(EnginePart):
             and not pod.node_name
             and any(ref.claim_name == claim.name for ref in pod.resource_claims)
         ]
-
-    def on_resource_claim_delete(self, key: str) -> None:
-        self._devices_changed(self._cache.remove_resource_claim(key), move=True)
-
-    def on_resource_claims_listed(self, claims: Iterable[ResourceClaimInfo]) -> None:
-        self._devices_changed(self._cache.replace_resource_claims(claims), move=True)
-        self._signals.request_move()
-        self._listed_now("resourceclaims")
-
-    # -- disruption budgets: read when preemption weighs its victims ------------------------
-
-    def on_budget_upsert(self, budget: BudgetInfo) -> None:
-        self._cache.upsert_budget(budget)
-
-    def on_budget_delete(self, key: str) -> None:
-        self._cache.remove_budget(key)
-
-    def on_budgets_listed(self, budgets: Iterable[BudgetInfo]) -> None:
-        self._cache.replace_budgets(budgets)
-        self._listed_now("budgets")
 
     # -- custom resources ----------------------------------------------------------------------
 

@@ -12,11 +12,14 @@ from koordgang.engine.signals import Signals
 from koordgang.framework.framework import Framework
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.queue import SchedulingQueue
+from koordgang.state.stores import Stores
 
 
 @dataclass(frozen=True, slots=True)
 class EngineParts:
+    #: Nodes and pods, and the stores of every other watched kind.
     cache: SchedulerCache
+    stores: Stores
     queue: SchedulingQueue
     framework: Framework
     reporter: Reporter

@@ -39,10 +39,10 @@ from koordgang.framework.handle import Services
 from koordgang.framework.report import StatusUpdate
 from koordgang.model.pod import PodInfo
 from koordgang.settings import Settings
-from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import GangRegistry
 from koordgang.state.network_topology import ClusterTopology
 from koordgang.state.queue import SchedulingQueue
+from koordgang.state.stores import Stores
 
 log = structlog.get_logger("koordgang.scheduler")
 
@@ -64,7 +64,10 @@ class Scheduler:
         self.framework = framework
         self.metrics = metrics or Metrics(settings.scheduler_name, framework.metric_specs())
         self.clock = clock
-        self.cache = SchedulerCache()
+        #: The watched kinds besides nodes and pods; the cache's pods take devices from the
+        #: DRA manager among them.
+        self.stores = Stores()
+        self.cache = self.stores.new_cache()
         self.queue = SchedulingQueue(
             framework.sort_key,
             initial_backoff=settings.initial_backoff,
@@ -96,6 +99,7 @@ class Scheduler:
         )
         parts = EngineParts(
             cache=self.cache,
+            stores=self.stores,
             queue=self.queue,
             framework=framework,
             reporter=self.reporter,
@@ -131,6 +135,7 @@ class Scheduler:
         framework.serve(
             Services(
                 cache=self.cache,
+                stores=self.stores,
                 now=clock,
                 wall=wall,
                 report=self.reporter.report,

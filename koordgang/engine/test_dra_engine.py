@@ -109,7 +109,7 @@ class Claims:
     def observe(self, sched: Harness) -> None:
         """What the claim informer delivers after the writes."""
         for info in self.infos():
-            sched.intake.on_resource_claim_upsert(info)
+            sched.intake.kind("resourceclaims").upsert(info)
 
     def set_allocation(
         self, name: str, node_name: str, devices: list[str], reserved_for: list[str]
@@ -207,7 +207,7 @@ async def test_the_gang_binds_whole_once_a_fourth_node_publishes_its_devices(
     )
     await sched.run()
     assert api.binds() == []
-    sched.intake.on_resource_slice_upsert(gpu_slice("n3"))
+    sched.intake.kind("resourceslices").upsert(gpu_slice("n3"))
     clock.advance(30)
     await sched.run()
     binds = dict(api.binds())
@@ -263,7 +263,7 @@ async def test_a_refused_claim_write_undoes_the_batch_and_binds_nobody(
     message = api.condition(members[0].name)
     assert message is not None and "changed meanwhile" in message["message"]
     # Nothing stays assumed: every device is free again.
-    ledger = sched.cache.devices
+    ledger = sched.scheduler.stores.dra
     assert not any(ledger.in_use(d.id) for n in range(4) for d in ledger.devices_on(f"n{n}"))
 
 
@@ -283,10 +283,10 @@ async def test_a_device_taken_by_another_scheduler_meanwhile_is_not_bound_twice(
     gate = api.hold(lambda c: c.method == "PATCH" and c.path.endswith("mine/status"))
     sched.step()
     await sched.settle(200)
-    mine = sched.cache.devices.assumed_for(pod.uid)["ns/mine"].devices[0].device
+    mine = sched.scheduler.stores.dra.in_flight_for(pod.uid)["ns/mine"].devices[0].device
     # Another scheduler allocates the same device to its claim before our write lands.
     claims.set_allocation("theirs", "n0", [mine], [])
-    sched.intake.on_resource_claim_upsert(parse_resource_claim(claims.objects["theirs"]))
+    sched.intake.kind("resourceclaims").upsert(parse_resource_claim(claims.objects["theirs"]))
     gate.set()
     await sched.settle()
     assert api.binds() == []
@@ -575,7 +575,7 @@ async def test_a_gang_whose_writes_failed_is_decided_about_whole_again(
     await sched.run()
     assert api.binds() == []
     # Devices for 3 only now: the gang (which never bound) must not bind 3 of its 4.
-    sched.intake.on_resource_slice_delete("n3-gpus")
+    sched.intake.kind("resourceslices").delete("n3-gpus")
     for _ in range(4):
         clock.advance(120)
         await sched.run()

@@ -19,6 +19,7 @@ from koordgang.engine.conftest import (
     pod_json,
     uid_of,
 )
+from koordgang.engine.kinds import KINDS
 from koordgang.model.pod import PodParseError, parse_pod
 from koordgang.plugins.schedulinggates.plugin import GATED_MESSAGE, GATED_REASON
 from koordgang.state.queue import QueueState
@@ -29,17 +30,15 @@ def state_of(sched: Harness, name: str) -> QueueState | None:
     return None if entry is None else entry.state
 
 
-async def test_the_loop_is_ready_only_once_every_kind_is_listed(sched: Harness) -> None:
+@pytest.mark.parametrize("last", [kind.name for kind in KINDS])
+async def test_the_loop_is_ready_only_once_every_kind_is_listed(sched: Harness, last: str) -> None:
     intake = sched.intake
-    intake.on_nodes_listed([node("n1")])
-    intake.on_pods_listed([pod("p")])
-    intake.on_namespaces_listed([("ns", {})])
-    intake.on_claims_listed([])
-    intake.on_budgets_listed([])
-    intake.on_resource_slices_listed([])
-    intake.on_device_classes_listed([])
+    first: dict[str, list[Any]] = {"nodes": [node("n1")], "pods": [pod("p")]}
+    for kind in KINDS:
+        if kind.name != last:
+            intake.kind(kind.name).listed(first.get(kind.name, []))
     assert not sched.scheduler.ready
-    intake.on_resource_claims_listed([])
+    intake.kind(last).listed([])
     assert sched.scheduler.ready
 
 
@@ -47,16 +46,12 @@ async def test_the_collector_is_as_usual_again_once_every_kind_is_listed(sched: 
     usual = gc.get_threshold()
     intake = sched.intake
     intake.collector.relax()
+    *rest, last = KINDS
     try:
-        intake.on_nodes_listed([node("n1")])
-        intake.on_pods_listed([pod("p")])
-        intake.on_namespaces_listed([("ns", {})])
-        intake.on_claims_listed([])
-        intake.on_budgets_listed([])
-        intake.on_resource_slices_listed([])
-        intake.on_device_classes_listed([])
+        for kind in rest:
+            intake.kind(kind.name).listed([])
         assert gc.get_threshold() != usual
-        intake.on_resource_claims_listed([])
+        intake.kind(last.name).listed([])
         assert gc.get_threshold() == usual
     finally:
         gc.set_threshold(*usual)

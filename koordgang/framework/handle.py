@@ -20,8 +20,10 @@ from koordgang.framework.jobs import Budget, JobRef
 from koordgang.framework.report import Report
 from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.dra import DraManager
 from koordgang.state.nominations import Nominations
 from koordgang.state.snapshot import Snapshot
+from koordgang.state.stores import Stores
 from koordgang.state.waiting import WaitingPods
 
 __all__ = ["FrameworkAnswers", "Handle", "Services"]
@@ -32,8 +34,10 @@ class Services:
     """What the runner of a framework offers its plugins: one value, built where the parts
     are (the engine's scheduler, the what-if), no class of its own per runner."""
 
-    #: The scheduler's cache (plugins read it; only the runner changes it).
+    #: The scheduler's cache: nodes and pods (plugins read it; only the runner changes it).
     cache: SchedulerCache
+    #: The other watched kinds, each in its store (plugins read them; the runner feeds them).
+    stores: Stores
     #: Monotonic seconds (deadlines, waiting times).
     now: Callable[[], float]
     #: Seconds since the epoch (times shown to users).
@@ -100,6 +104,16 @@ class Handle:
         """The scheduler's cache (read it; only the engine changes it)."""
         return self.services.cache
 
+    @property
+    def stores(self) -> Stores:
+        """The watched kinds besides nodes and pods (read them; only the engine feeds them)."""
+        return self.services.stores
+
+    @property
+    def dra(self) -> DraManager:
+        """Dynamic Resource Allocation: devices, classes, claims, what is in use."""
+        return self.services.stores.dra
+
     def now(self) -> float:
         return self.services.now()
 
@@ -127,7 +141,8 @@ class Handle:
 
     def budgets_of(self, pod: PodInfo) -> Sequence[Budget]:
         """The PodDisruptionBudgets that cover ``pod``."""
-        return [Budget(b.key, b.disruptions_allowed) for b in self.cache.budgets_of(pod)]
+        covering = self.services.stores.budgets.covering(pod)
+        return [Budget(b.key, b.disruptions_allowed) for b in covering]
 
     # -- what the framework knows ----------------------------------------------------------------
 

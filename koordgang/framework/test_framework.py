@@ -37,6 +37,7 @@ from koordgang.framework.test_runner import (
 from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.snapshot import Placement, Snapshot
+from koordgang.state.stores import Stores
 from koordgang.state.waiting import WaitingPods
 
 # -- fake plugins ------------------------------------------------------------------------------
@@ -303,6 +304,7 @@ def test_factories_make_plugins_with_one_handle_the_runner_serves_later() -> Non
     fw.serve(
         Services(
             cache=cache,
+            stores=Stores(),
             now=lambda: 42.0,
             wall=lambda: 1e9,
             report=reports.append,

@@ -43,7 +43,9 @@ def default_framework(
         lambda handle: Coscheduling(handle, gangs),
         # Places gang groups that carry a network-topology spec inside one domain.
         lambda handle: NetworkTopology(handle, cluster_topology),
-        lambda _: VolumeBinding(),
+        lambda handle: VolumeBinding(
+            lambda namespace, name: handle.stores.volume_claims.claim(namespace, name)
+        ),
         lambda _: NodeUnschedulable(),
         lambda _: NodeAffinity(),
         lambda _: TaintToleration(),
@@ -53,7 +55,9 @@ def default_framework(
         # device search.
         DynamicResources,
         lambda _: PodTopologySpread(),
-        lambda _: InterPodAffinity(),
+        lambda handle: InterPodAffinity(
+            namespace_labels=lambda name: handle.stores.namespaces.labels(name)
+        ),
         lambda _: ResourceScore(settings.score_strategy),
         # After Coscheduling: a gang's own explanation comes first, then what preemption did
         # about it.

@@ -10,21 +10,14 @@ twice or forgets it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Sequence
 
-from koordgang.model.budgets import BudgetInfo
-from koordgang.model.dra import (
-    ClaimAllocation,
-    DeviceClassInfo,
-    ResourceClaimInfo,
-    ResourceSliceInfo,
-)
 from koordgang.model.node import NodeInfo
 from koordgang.model.pod import HostPort, PodInfo
 from koordgang.model.resources import Resources
-from koordgang.model.volumes import ClaimInfo
-from koordgang.state.devices import DeviceLedger, LedgerChange
+from koordgang.state.extensions import CacheExtension
 from koordgang.state.node_state import NodeState
+from koordgang.state.store import StoreChange
 
 #: Where a pod counts, with what, and at which priority: (node, requests, host ports, priority).
 _Account = tuple[str, Resources, tuple[HostPort, ...], int]
@@ -36,7 +29,10 @@ _CHANGE_LOG_MAX = 20_000
 
 
 class SchedulerCache:
-    def __init__(self) -> None:
+    def __init__(self, extensions: Sequence[CacheExtension] = ()) -> None:
+        #: Stores of other kinds that follow pods onto nodes (the DRA manager): told when a
+        #: pod is given up, and given a part of every snapshot.
+        self.extensions = tuple(extensions)
         self._nodes: dict[str, NodeState] = {}
         self._pods: dict[str, PodInfo] = {}
         #: uid -> (node, requests) currently added to that node's usage.
@@ -58,18 +54,9 @@ class SchedulerCache:
         #: uids of pods with pod affinity or anti-affinity terms: what an incoming pod must
         #: respect besides its own terms.
         self._with_pod_affinity: set[str] = set()
-        #: Labels of each namespace (pod affinity terms may select namespaces by label).
-        self._namespaces: dict[str, Mapping[str, str]] = {}
-        #: PersistentVolumeClaims by ``namespace/name``.
-        self._claims: dict[str, ClaimInfo] = {}
-        #: PodDisruptionBudgets: namespace -> key -> budget.
-        self._budgets: dict[str, dict[str, BudgetInfo]] = {}
         #: How many counted pods run at each priority (preemption asks whether anything
         #: runs below a priority before it looks at any node).
         self._priorities: dict[int, int] = {}
-        #: Devices (Dynamic Resource Allocation), their classes and claims, and which devices
-        #: are in use. Read it freely; change it through the cache, which tells the nodes.
-        self.devices = DeviceLedger()
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -178,9 +165,9 @@ class SchedulerCache:
             del self._assumed[pod.uid]
         self._reaccount(pod.uid)
         if pod.is_terminal:
-            # Done: what was assumed for its claims (a write whose result was never seen,
-            # the claim watch having been cut) holds nothing any more.
-            self._devices_changed(self.devices.forget(pod.uid))
+            # Done: what was assumed for it elsewhere (its claims: a write whose result was
+            # never seen, the claim watch having been cut) holds nothing any more.
+            self._released(pod.uid)
         return old
 
     def remove_pod(self, uid: str) -> PodInfo | None:
@@ -189,7 +176,7 @@ class SchedulerCache:
             self._unindex(old)
         self._assumed.pop(uid, None)
         self._reaccount(uid)
-        self._devices_changed(self.devices.forget(uid))
+        self._released(uid)
         return old
 
     def _unindex(self, pod: PodInfo) -> None:
@@ -236,27 +223,21 @@ class SchedulerCache:
 
     # -- assumptions -------------------------------------------------------------------------
 
-    def assume(
-        self,
-        pod: PodInfo,
-        node_name: str,
-        claims: Mapping[str, ClaimAllocation] | None = None,
-    ) -> None:
-        """Counts ``pod`` on ``node_name`` before the API server has seen the binding, and
-        the devices of the claims allocated for it before their allocations are seen."""
+    def assume(self, pod: PodInfo, node_name: str) -> None:
+        """Counts ``pod`` on ``node_name`` before the API server has seen the binding (what
+        its placement took of other kinds, its claims' devices, a snapshot's commit hands to
+        their extensions)."""
         if pod.uid not in self._pods:
             self.upsert_pod(pod)
         self._assumed[pod.uid] = node_name
         self._reaccount(pod.uid)
-        if claims:
-            self._devices_changed(self.devices.assume(pod.uid, claims))
 
     def forget(self, uid: str) -> None:
-        """Drops an assumption (binding failed or was abandoned), with the claims allocated
-        for it that were not seen written; idempotent."""
+        """Drops an assumption (binding failed or was abandoned), with what the extensions
+        hold for it that was not seen written (its claims' allocations); idempotent."""
         if self._assumed.pop(uid, None) is not None:
             self._reaccount(uid)
-        self._devices_changed(self.devices.forget(uid))
+        self._released(uid)
 
     def is_assumed(self, uid: str) -> bool:
         return uid in self._assumed
@@ -313,118 +294,20 @@ class SchedulerCache:
         """The lowest priority of any pod that counts on a node (None: there is none)."""
         return min(self._priorities) if self._priorities else None
 
-    # -- namespaces and claims -----------------------------------------------------------------
+    # -- other kinds ---------------------------------------------------------------------------
 
-    def upsert_namespace(self, name: str, labels: Mapping[str, str]) -> bool:
-        """Returns True if the labels changed."""
-        changed = self._namespaces.get(name) != labels
-        self._namespaces[name] = labels
-        return changed
-
-    def remove_namespace(self, name: str) -> None:
-        self._namespaces.pop(name, None)
-
-    def replace_namespaces(self, items: Iterable[tuple[str, Mapping[str, str]]]) -> None:
-        self._namespaces = dict(items)
-
-    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
-        """The labels of namespace ``name``; None when it is not known (yet)."""
-        return self._namespaces.get(name)
-
-    def upsert_claim(self, claim: ClaimInfo) -> bool:
-        """Returns True if the claim is new or its phase or volume changed."""
-        changed = self._claims.get(claim.key) != claim
-        self._claims[claim.key] = claim
-        return changed
-
-    def remove_claim(self, key: str) -> None:
-        self._claims.pop(key, None)
-
-    def replace_claims(self, claims: Iterable[ClaimInfo]) -> None:
-        self._claims = {claim.key: claim for claim in claims}
-
-    def claim(self, namespace: str, name: str) -> ClaimInfo | None:
-        return self._claims.get(f"{namespace}/{name}")
-
-    # -- dynamic resource allocation -----------------------------------------------------------
-
-    def _devices_changed(self, change: LedgerChange) -> LedgerChange:
-        """Nodes whose devices, or the use of them, changed are changed nodes: every view
-        and index of them is redone."""
+    def touch_nodes(self, change: StoreChange) -> None:
+        """Nodes whose state in another kind changed (their devices, or the use of them) are
+        changed nodes: every view and index of them is redone."""
         for name in change.nodes:
             state = self._nodes.get(name)
             if state is not None:
                 state.touch()
             self._note_change(name, grew=change.grew)
-        return change
 
-    def claims_left_behind(self) -> list[str]:
-        """Allocated claims whose consumers are all pods that are gone, finished or being
-        deleted: the resourceclaim controller deallocates them soon, and a what-if may count
-        their devices as free (preemption must not evict more for room on its way)."""
-        left: list[str] = []
-        for claim in self.devices.claims():
-            if claim.allocation is None or not claim.reserved_for:
-                continue
-            if all(c.is_pod and self._departed(c.uid) for c in claim.reserved_for):
-                left.append(claim.key)
-        return left
-
-    def _departed(self, uid: str) -> bool:
-        pod = self._pods.get(uid)
-        return pod is None or pod.is_terminal or pod.is_terminating
-
-    def upsert_resource_slice(self, info: ResourceSliceInfo) -> LedgerChange:
-        return self._devices_changed(self.devices.upsert_slice(info))
-
-    def remove_resource_slice(self, name: str) -> LedgerChange:
-        return self._devices_changed(self.devices.remove_slice(name))
-
-    def replace_resource_slices(self, infos: Iterable[ResourceSliceInfo]) -> LedgerChange:
-        return self._devices_changed(self.devices.replace_slices(infos))
-
-    def upsert_device_class(self, info: DeviceClassInfo) -> bool:
-        return self.devices.upsert_class(info)
-
-    def remove_device_class(self, name: str) -> None:
-        self.devices.remove_class(name)
-
-    def replace_device_classes(self, infos: Iterable[DeviceClassInfo]) -> None:
-        self.devices.replace_classes(infos)
-
-    def upsert_resource_claim(self, claim: ResourceClaimInfo) -> LedgerChange:
-        return self._devices_changed(self.devices.upsert_claim(claim))
-
-    def remove_resource_claim(self, key: str) -> LedgerChange:
-        return self._devices_changed(self.devices.remove_claim(key))
-
-    def replace_resource_claims(self, claims: Iterable[ResourceClaimInfo]) -> LedgerChange:
-        return self._devices_changed(self.devices.replace_claims(claims))
-
-    # -- disruption budgets --------------------------------------------------------------------
-
-    def upsert_budget(self, budget: BudgetInfo) -> None:
-        self._budgets.setdefault(budget.namespace, {})[budget.key] = budget
-
-    def remove_budget(self, key: str) -> None:
-        namespace = key.partition("/")[0]
-        budgets = self._budgets.get(namespace)
-        if budgets is not None:
-            budgets.pop(key, None)
-            if not budgets:
-                del self._budgets[namespace]
-
-    def replace_budgets(self, budgets: Iterable[BudgetInfo]) -> None:
-        self._budgets = {}
-        for budget in budgets:
-            self.upsert_budget(budget)
-
-    def budgets_of(self, pod: PodInfo) -> list[BudgetInfo]:
-        """The budgets whose selector covers ``pod``."""
-        budgets = self._budgets.get(pod.namespace)
-        if not budgets:
-            return []
-        return [b for b in budgets.values() if b.covers(pod.namespace, pod.labels)]
+    def _released(self, uid: str) -> None:
+        for extension in self.extensions:
+            self.touch_nodes(extension.pod_released(uid))
 
 
 def _spec_changed(old: NodeInfo, new: NodeInfo) -> bool:

@@ -10,12 +10,14 @@ from typing import Any
 
 from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.dra import DraManager
 from koordgang.state.gangs import GangRegistry
 
 
 def gang_rows(
     gangs: GangRegistry,
     cache: SchedulerCache,
+    dra: DraManager,
     facts: Callable[[str], Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
@@ -35,7 +37,7 @@ def gang_rows(
                 "bound": sum(1 for p in members if p.node_name),
                 "state": gang.state.value,
                 "waitingFor": "" if gang.satisfied else gang.last_message,
-                "devices": _devices(members, cache),
+                "devices": _devices(members, dra),
             }
         )
         if facts is not None:
@@ -43,12 +45,12 @@ def gang_rows(
     return rows
 
 
-def _devices(members: list[PodInfo], cache: SchedulerCache) -> dict[str, list[str]]:
+def _devices(members: list[PodInfo], dra: DraManager) -> dict[str, list[str]]:
     """The devices each member got through its ResourceClaims (``node: driver/pool/device``),
     allocated or assumed; members without any are left out."""
     found: dict[str, list[str]] = {}
     for pod in members:
-        allocations = cache.devices.allocations_of(pod)
+        allocations = dra.allocations_of(pod)
         if allocations:
             found[pod.key] = [
                 f"{allocation.node or '?'}: {device.id}"

@@ -12,6 +12,11 @@ parent's differences and copies one only when it changes that node, so forking c
 of the nodes touched so far, not of the cluster. The cycle runs without awaiting, so the cache
 cannot change under a snapshot; a snapshot used after the cache (or, for a fork, its parent)
 changed raises instead of answering from a world that is gone.
+
+Other kinds that follow pods onto nodes (devices) keep their part of the what-if in views of
+their own (``state/extensions.py``), made, forked and committed with the snapshot: a pod
+removed here gives its claims back in the DRA manager's view, and the root's commit makes the
+view's allocations the manager's.
 """
 
 from __future__ import annotations
@@ -21,10 +26,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from koordgang.model.dra import ClaimAllocation, DeviceId
 from koordgang.model.pod import HostPort, PodInfo
 from koordgang.model.resources import PODS, Resources
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.extensions import CacheExtension, SnapshotView
 from koordgang.state.node_state import NodeState, next_version
 
 
@@ -43,12 +48,10 @@ class _Delta:
 
     __slots__ = (
         "added",
-        "freed",
         "pods",
         "ports",
         "removed",
         "requested",
-        "taken",
         "version",
     )
 
@@ -59,10 +62,6 @@ class _Delta:
         self.removed: dict[str, PodInfo] = {}
         #: Net change of host ports in use; None until a pod with host ports comes or goes.
         self.ports: Counter[HostPort] | None = None
-        #: Devices allocated in this view (to claims of pods placed here), and devices in use
-        #: in the cache that this view frees (claims of pods removed here); None until some.
-        self.taken: set[DeviceId] | None = None
-        self.freed: set[DeviceId] | None = None
         self.version = 0
 
     def copy(self) -> _Delta:
@@ -72,8 +71,6 @@ class _Delta:
         other.added = dict(self.added)
         other.removed = dict(self.removed)
         other.ports = None if self.ports is None else Counter(self.ports)
-        other.taken = None if self.taken is None else set(self.taken)
-        other.freed = None if self.freed is None else set(self.freed)
         other.version = self.version
         return other
 
@@ -97,11 +94,8 @@ class _Delta:
 class Snapshot:
     __slots__ = (
         "_cache_position",
-        "_claims",
-        "_claims_of",
         "_closed",
         "_deltas",
-        "_freed_by",
         "_log",
         "_log_grew",
         "_mutations",
@@ -109,9 +103,9 @@ class Snapshot:
         "_owned",
         "_parent_mutations",
         "_placed",
-        "_reallocated",
         "_removed",
         "_uncached",
+        "_views",
         "cache",
         "index_data",
         "nodes",
@@ -135,16 +129,10 @@ class Snapshot:
             self._uncached: dict[str, Placement] = {}
             #: Pods of the cache taken away in this snapshot: uid -> their node.
             self._removed: dict[str, Placement] = {}
-            #: Claims whose allocation differs from the cache's here: allocated (for a pod
-            #: placed here) or deallocated (None: the pods using them were removed here).
-            self._claims: dict[str, ClaimAllocation | None] = {}
-            #: uid -> the claims allocated here for the pod placed here.
-            self._claims_of: dict[str, tuple[str, ...]] = {}
-            #: uid -> the claims deallocated here because the pod was removed here.
-            self._freed_by: dict[str, tuple[str, ...]] = {}
-            #: Claims deallocated here, then allocated again here (for a pod placed here):
-            #: undone, they are deallocated again, not as in the cache.
-            self._reallocated: set[str] = set()
+            #: The part of this what-if that other kinds keep (devices), per extension.
+            self._views: dict[CacheExtension, SnapshotView] = {
+                extension: extension.new_view(self) for extension in cache.extensions
+            }
             self._parent_mutations: int = 0
         else:
             parent.check()
@@ -154,10 +142,7 @@ class Snapshot:
             self._placed = dict(parent._placed)
             self._uncached = dict(parent._uncached)
             self._removed = dict(parent._removed)
-            self._claims = dict(parent._claims) if parent._claims else {}
-            self._claims_of = dict(parent._claims_of) if parent._claims_of else {}
-            self._freed_by = dict(parent._freed_by) if parent._freed_by else {}
-            self._reallocated = set(parent._reallocated) if parent._reallocated else set()
+            self._views = {extension: view.fork(self) for extension, view in parent._views.items()}
             self._parent_mutations = parent._mutations
         #: Nodes whose delta belongs to this snapshot alone (a fork shares its parent's until
         #: it changes them).
@@ -222,9 +207,8 @@ class Snapshot:
             del delta.removed[uid]
             del self._removed[uid]
             del self._node_of[uid]
-            freed = self._freed_by.pop(uid, None)
-            if freed:
-                self._restore_claims(freed)
+            for view in self._views.values():
+                view.restored(uid)
         else:
             delta = self._delta(node.name)
             delta.added[uid] = pod
@@ -249,16 +233,16 @@ class Snapshot:
             self._uncached.pop(uid, None)
             pod = delta.added.pop(uid)
             del self._node_of[uid]
-            allocated = self._claims_of.pop(uid, None)
-            if allocated:
-                self._undo_claims(allocated)
+            for view in self._views.values():
+                view.unplaced(uid)
         else:
             counted = self.cache.pod(uid)
             pod = counted if counted is not None else pod
             delta.removed[uid] = pod
             self._removed[uid] = Placement(pod, name)
             self._node_of[uid] = None
-            self._free_claims_of(uid)
+            for view in self._views.values():
+                view.removed(uid)
         delta.change(pod.requests, -1, pod.host_ports)
         self._changed(name, grew=False)
 
@@ -281,10 +265,9 @@ class Snapshot:
             parent._placed = self._placed
             parent._uncached = self._uncached
             parent._removed = self._removed
-            parent._claims = self._claims
-            parent._claims_of = self._claims_of
-            parent._freed_by = self._freed_by
-            parent._reallocated = self._reallocated
+            for view in self._views.values():
+                view.rebase(parent)
+            parent._views = self._views
             parent._log.extend(self._log)
             parent._log_grew.extend(self._log_grew)
             parent._mutations += 1
@@ -295,171 +278,34 @@ class Snapshot:
             raise ValueError(f"a snapshot with removed pods cannot be committed ({names})")
         self._closed = True
         placements = list(self._placed.values())
-        claims = self._claims
         for placement in placements:
-            uid = placement.pod.uid
-            allocated = self._claims_of.get(uid)
-            self.cache.assume(
-                placement.pod,
-                placement.node_name,
-                {key: a for key in allocated if (a := claims.get(key)) is not None}
-                if allocated
-                else None,
-            )
+            self.cache.assume(placement.pod, placement.node_name)
+        for view in self._views.values():
+            self.cache.touch_nodes(view.commit(placements))
         return placements
 
-    # -- devices (dynamic resource allocation) ------------------------------------------------
+    # -- views of other kinds (devices) --------------------------------------------------------
 
-    def allocate(self, pod: PodInfo, allocations: dict[str, ClaimAllocation]) -> None:
-        """Allocates claims for ``pod``, placed here just before: their devices are in use in
-        this view, and go with the pod if it is removed again. Each allocation names the
-        node of its devices."""
+    def view_of(self, extension: CacheExtension) -> SnapshotView:
+        """``extension``'s part of this what-if (the DRA manager's: claims and devices)."""
+        return self._views[extension]
+
+    def touch(self, name: str, *, grew: bool) -> None:
+        """A view changed what node ``name`` offers in this snapshot (``grew``: only took)."""
+        delta = self._delta(name)
+        delta.version = next_version()
+        self._changed(name, grew=grew)
+
+    def placed_here(self, uid: str) -> bool:
+        """The pod was placed in this snapshot (or an ancestor), not in the cache."""
+        return uid in self._placed
+
+    def release_left_behind(self) -> None:
+        """What pods that are gone or going still hold in other kinds (claims not given back
+        yet) counts as free in this view: room on its way is not made again."""
         self.check()
-        if not allocations:
-            return
-        if self._placed.get(pod.uid) is None:
-            raise ValueError(f"{pod.key} was not placed in this snapshot")
-        for key, allocation in allocations.items():
-            if self.claim_allocation(key) is not None:
-                raise ValueError(f"claim {key} is allocated already")
-            if key in self._claims:
-                self._reallocated.add(key)
-            self._claims[key] = allocation
-            self._take(allocation, grew=True)
-        self._claims_of[pod.uid] = self._claims_of.get(pod.uid, ()) + tuple(allocations)
-
-    def claim_allocation(self, key: str) -> ClaimAllocation | None:
-        """The claim's allocation in this view (written, assumed, or made here)."""
-        if key in self._claims:
-            return self._claims[key]
-        return self.cache.devices.allocation(key)
-
-    def claims_allocated_for(self, uid: str) -> dict[str, ClaimAllocation]:
-        """The claims allocated in this view (and its ancestors) for the pod placed here."""
-        return {
-            key: allocation
-            for key in self._claims_of.get(uid, ())
-            if (allocation := self._claims.get(key)) is not None
-        }
-
-    def device_free(self, node: str, device: DeviceId) -> bool:
-        """No claim holds ``device`` (a device of ``node``) in this view."""
-        delta = self._deltas.get(node)
-        if delta is not None:
-            if delta.taken is not None and device in delta.taken:
-                return False
-            if delta.freed is not None and device in delta.freed:
-                return True
-        return not self.cache.devices.in_use(device)
-
-    def _undo_claims(self, keys: tuple[str, ...]) -> None:
-        for key in keys:
-            if key in self._reallocated:
-                self._reallocated.discard(key)
-                allocation = self._claims.get(key)
-                self._claims[key] = None
-            else:
-                allocation = self._claims.pop(key, None)
-            if allocation is not None:
-                self._untake(allocation)
-
-    def free_claims(self, keys: Iterable[str]) -> None:
-        """Counts the allocations of ``keys`` as gone in this view (claims whose pods are gone,
-        about to be deallocated)."""
-        self.check()
-        ledger = self.cache.devices
-        keys = [k for k in keys if k not in self._claims and ledger.allocation(k) is not None]
-        if keys:
-            self._deallocate(keys)
-
-    def _free_claims_of(self, uid: str) -> None:
-        """A pod of the cache leaves this view: the claims reserved for it alone (or
-        allocated for it by this scheduler and not seen written) are deallocated here."""
-        ledger = self.cache.devices
-        keys: list[str] = []
-        for key in sorted(ledger.claims_reserving(uid)):
-            claim = ledger.claim(key)
-            if (
-                claim is not None
-                and claim.allocation is not None
-                and key not in self._claims
-                and all(c.uid == uid for c in claim.reserved_for)
-            ):
-                keys.append(key)
-        keys.extend(k for k in ledger.assumed_for(uid) if k not in self._claims)
-        if not keys:
-            return
-        self._deallocate(keys)
-        self._freed_by[uid] = tuple(keys)
-
-    def _deallocate(self, keys: list[str]) -> None:
-        """The claims' allocations are gone in this view; their devices are free here unless
-        another claim holds them too."""
-        ledger = self.cache.devices
-        freed_here = set(keys) | {k for k, a in self._claims.items() if a is None}
-        for key in keys:
-            allocation = ledger.allocation(key)
-            self._claims[key] = None
-            if allocation is None:
-                continue
-            for device_id in allocation.device_ids():
-                if ledger.holders(device_id) <= freed_here:
-                    device = ledger.device(device_id)
-                    if device is None:
-                        continue
-                    delta = self._delta(device.node)
-                    if delta.freed is None:
-                        delta.freed = set()
-                    delta.freed.add(device_id)
-                    delta.version = next_version()
-                    self._changed(device.node, grew=False)
-
-    def _restore_claims(self, keys: tuple[str, ...]) -> None:
-        """A removed pod comes back: the claims its removal freed are as in the cache again."""
-        ledger = self.cache.devices
-        for key in keys:
-            if key not in self._claims or self._claims[key] is not None:
-                continue
-            del self._claims[key]
-            allocation = ledger.allocation(key)
-            if allocation is None:
-                continue
-            for device_id in allocation.device_ids():
-                device = ledger.device(device_id)
-                if device is None:
-                    continue
-                delta = self._delta(device.node)
-                if delta.freed is not None:
-                    delta.freed.discard(device_id)
-                delta.version = next_version()
-                self._changed(device.node, grew=True)
-
-    def _take(self, allocation: ClaimAllocation, *, grew: bool) -> None:
-        for device_id in allocation.device_ids():
-            node = self._device_node(device_id, allocation)
-            if not node:
-                continue
-            delta = self._delta(node)
-            if delta.taken is None:
-                delta.taken = set()
-            delta.taken.add(device_id)
-            delta.version = next_version()
-            self._changed(node, grew=grew)
-
-    def _untake(self, allocation: ClaimAllocation) -> None:
-        for device_id in allocation.device_ids():
-            node = self._device_node(device_id, allocation)
-            if not node:
-                continue
-            delta = self._delta(node)
-            if delta.taken is not None:
-                delta.taken.discard(device_id)
-            delta.version = next_version()
-            self._changed(node, grew=False)
-
-    def _device_node(self, device_id: DeviceId, allocation: ClaimAllocation) -> str:
-        device = self.cache.devices.device(device_id)
-        return device.node if device is not None else allocation.node
+        for view in self._views.values():
+            view.release_left_behind()
 
     # -- reading -----------------------------------------------------------------------------
 

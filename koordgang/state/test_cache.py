@@ -10,7 +10,6 @@ import pytest
 from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.model.ports import HostPort
-from koordgang.model.volumes import ClaimInfo
 from koordgang.state import cache as cache_module
 from koordgang.state.cache import SchedulerCache
 
@@ -486,8 +485,6 @@ def test_node_versions_are_unique_across_nodes_and_grow_with_every_change() -> N
         lambda c: c.forget("uid-never-seen"),
         lambda c: c.remove_pod("uid-never-seen"),
         lambda c: c.upsert_node(node("n1", resource_version="2")),
-        lambda c: c.upsert_namespace("team-a", {"env": "prod"}),
-        lambda c: c.upsert_claim(ClaimInfo("team-a", "data", "Bound", "pv-1")),
     ],
     ids=[
         "a pending pod",
@@ -495,8 +492,6 @@ def test_node_versions_are_unique_across_nodes_and_grow_with_every_change() -> N
         "forget of an unknown pod",
         "removal of an unknown pod",
         "a resourceVersion-only node update",
-        "a namespace",
-        "a claim",
     ],
 )
 def test_events_that_change_no_usage_or_spec_leave_versions_alone(step: Step) -> None:
@@ -676,49 +671,6 @@ def test_host_ports_of_bound_and_assumed_pods_count_on_their_node() -> None:
     cache.remove_pod("uid-web")
 
     assert n1.ports == {}
-
-
-# -- namespaces and claims -------------------------------------------------------------------
-
-
-def test_namespace_labels_are_kept_and_report_whether_they_changed() -> None:
-    cache = SchedulerCache()
-    assert cache.namespace_labels("a") is None
-    assert cache.upsert_namespace("a", {"env": "prod"}) is True
-    assert cache.upsert_namespace("a", {"env": "prod"}) is False
-    assert cache.upsert_namespace("a", {"env": "dev"}) is True
-    assert cache.namespace_labels("a") == {"env": "dev"}
-
-    cache.remove_namespace("a")
-    cache.remove_namespace("never-seen")
-    assert cache.namespace_labels("a") is None
-
-    cache.upsert_namespace("old", {})
-    cache.replace_namespaces([("b", {"team": "x"}), ("c", {})])
-    assert cache.namespace_labels("old") is None
-    assert (cache.namespace_labels("b"), cache.namespace_labels("c")) == ({"team": "x"}, {})
-
-
-def test_claims_are_kept_by_namespace_and_name_and_report_whether_they_changed() -> None:
-    cache = SchedulerCache()
-    pending = ClaimInfo("a", "data", "Pending", "")
-    bound = ClaimInfo("a", "data", "Bound", "pv-1")
-    assert cache.claim("a", "data") is None
-    assert cache.upsert_claim(pending) is True
-    assert cache.upsert_claim(pending) is False
-    assert cache.upsert_claim(bound) is True
-    assert cache.claim("a", "data") == bound
-    assert cache.claim("b", "data") is None
-
-    cache.remove_claim("a/data")
-    cache.remove_claim("a/never-seen")
-    assert cache.claim("a", "data") is None
-
-    cache.upsert_claim(pending)
-    other = ClaimInfo("b", "logs", "Bound", "pv-2")
-    cache.replace_claims([other])
-    assert cache.claim("a", "data") is None
-    assert cache.claim("b", "logs") == other
 
 
 def test_the_lowest_priority_of_counted_pods_follows_binds_assumptions_and_removals() -> None:

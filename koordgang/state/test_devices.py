@@ -1,4 +1,5 @@
-"""The device ledger in the cache, and devices in snapshots (placed, removed, forked)."""
+"""The DRA manager beside the cache, and devices in snapshots' claim views (placed, removed,
+forked)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from koordgang.model.dra import (
 from koordgang.model.node import parse_node
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.dra import DraManager
 from koordgang.state.snapshot import Snapshot
 
 DRIVER = "gpu.example.com"
@@ -105,8 +107,10 @@ def pod(name: str, node: str = "") -> PodInfo:
     )
 
 
-def cache_with_nodes(*names: str) -> SchedulerCache:
-    cache = SchedulerCache()
+def cache_with_nodes(*names: str) -> tuple[SchedulerCache, DraManager]:
+    """A cache of these nodes whose pods take devices from the DRA manager returned too."""
+    dra = DraManager()
+    cache = SchedulerCache(extensions=(dra,))
     for name in names:
         cache.upsert_node(
             parse_node(
@@ -119,93 +123,98 @@ def cache_with_nodes(*names: str) -> SchedulerCache:
                 }
             )
         )
-    return cache
+    return cache, dra
 
 
 class TestPools:
     def test_devices_of_a_slice_are_on_its_node(self) -> None:
-        cache = cache_with_nodes("n1")
-        cache.upsert_resource_slice(node_slice("n1", ["gpu-0", "gpu-1"]))
-        assert [d.id.device for d in cache.devices.devices_on("n1")] == ["gpu-0", "gpu-1"]
+        _cache, dra = cache_with_nodes("n1")
+        dra.upsert_slice(node_slice("n1", ["gpu-0", "gpu-1"]))
+        assert [d.id.device for d in dra.devices_on("n1")] == ["gpu-0", "gpu-1"]
 
     def test_only_the_highest_generation_of_a_pool_counts(self) -> None:
-        cache = cache_with_nodes("n1")
-        cache.upsert_resource_slice(node_slice("n1", ["old"], name="a", generation=1))
-        cache.upsert_resource_slice(node_slice("n1", ["new"], name="b", generation=2))
-        assert [d.id.device for d in cache.devices.devices_on("n1")] == ["new"]
-        cache.remove_resource_slice("b")
-        assert [d.id.device for d in cache.devices.devices_on("n1")] == ["old"]
+        _cache, dra = cache_with_nodes("n1")
+        dra.upsert_slice(node_slice("n1", ["old"], name="a", generation=1))
+        dra.upsert_slice(node_slice("n1", ["new"], name="b", generation=2))
+        assert [d.id.device for d in dra.devices_on("n1")] == ["new"]
+        dra.remove_slice("b")
+        assert [d.id.device for d in dra.devices_on("n1")] == ["old"]
 
     def test_a_pool_still_missing_slices_is_incomplete(self) -> None:
-        cache = cache_with_nodes("n1")
-        cache.upsert_resource_slice(node_slice("n1", ["a"], name="s1", count=2))
-        [device] = cache.devices.devices_on("n1")
+        _cache, dra = cache_with_nodes("n1")
+        dra.upsert_slice(node_slice("n1", ["a"], name="s1", count=2))
+        [device] = dra.devices_on("n1")
         assert not device.pool.complete
-        cache.upsert_resource_slice(node_slice("n1", ["b"], name="s2", count=2))
-        assert all(d.pool.complete for d in cache.devices.devices_on("n1"))
+        dra.upsert_slice(node_slice("n1", ["b"], name="s2", count=2))
+        assert all(d.pool.complete for d in dra.devices_on("n1"))
 
     def test_a_pool_with_a_duplicate_device_is_skipped_and_reported(self) -> None:
-        cache = cache_with_nodes("n1")
-        cache.upsert_resource_slice(node_slice("n1", ["a"], name="s1", count=2))
-        change = cache.upsert_resource_slice(node_slice("n1", ["a"], name="s2", count=2))
-        assert change.invalid and "duplicate device name 'a'" in change.invalid[0][1]
-        assert cache.devices.devices_on("n1") == ()
+        _cache, dra = cache_with_nodes("n1")
+        dra.upsert_slice(node_slice("n1", ["a"], name="s1", count=2))
+        change = dra.upsert_slice(node_slice("n1", ["a"], name="s2", count=2))
+        assert [fields["reason"] for _, fields in change.warnings] == ["duplicate device name 'a'"]
+        assert dra.devices_on("n1") == ()
 
     def test_a_republished_unchanged_device_keeps_its_selector_answers(self) -> None:
-        cache = cache_with_nodes("n1")
+        _cache, dra = cache_with_nodes("n1")
         info = node_slice("n1", ["a"])
-        cache.upsert_resource_slice(info)
-        cache.devices.devices_on("n1")[0].answers["true"] = True
-        cache.upsert_resource_slice(info)
-        assert cache.devices.devices_on("n1")[0].answers == {"true": True}
-        cache.upsert_resource_slice(node_slice("n1", ["a"]))  # a new description
-        assert cache.devices.devices_on("n1")[0].answers == {}
+        dra.upsert_slice(info)
+        dra.devices_on("n1")[0].answers["true"] = True
+        dra.upsert_slice(info)
+        assert dra.devices_on("n1")[0].answers == {"true": True}
+        dra.upsert_slice(node_slice("n1", ["a"]))  # a new description
+        assert dra.devices_on("n1")[0].answers == {}
 
     def test_a_slice_change_makes_its_node_a_changed_node(self) -> None:
-        cache = cache_with_nodes("n1")
+        cache, dra = cache_with_nodes("n1")
         before = cache.node("n1").version  # type: ignore[union-attr]
         position = cache.change_position
-        cache.upsert_resource_slice(node_slice("n1", ["a"]))
+        cache.touch_nodes(dra.upsert_slice(node_slice("n1", ["a"])))
         assert cache.node("n1").version != before  # type: ignore[union-attr]
         assert cache.shrinks_since(position) == ["n1"]
 
 
 class TestUse:
     def test_devices_in_any_claims_allocation_are_in_use(self) -> None:
-        cache = cache_with_nodes("n1")
-        cache.upsert_resource_slice(node_slice("n1", ["gpu-0", "gpu-1"]))
-        cache.upsert_resource_claim(claim("theirs", devices=[gpu("n1", "gpu-1")]))
-        assert cache.devices.in_use(gpu("n1", "gpu-1"))
-        assert not cache.devices.in_use(gpu("n1", "gpu-0"))
-        cache.remove_resource_claim("ns/theirs")
-        assert not cache.devices.in_use(gpu("n1", "gpu-1"))
+        _cache, dra = cache_with_nodes("n1")
+        dra.upsert_slice(node_slice("n1", ["gpu-0", "gpu-1"]))
+        dra.upsert_claim(claim("theirs", devices=[gpu("n1", "gpu-1")]))
+        assert dra.in_use(gpu("n1", "gpu-1"))
+        assert not dra.in_use(gpu("n1", "gpu-0"))
+        dra.remove_claim("ns/theirs")
+        assert not dra.in_use(gpu("n1", "gpu-1"))
 
     def test_an_assumed_allocation_holds_until_the_claim_shows_one(self) -> None:
-        cache = cache_with_nodes("n1")
-        cache.upsert_resource_slice(node_slice("n1", ["gpu-0"]))
-        cache.upsert_resource_claim(claim("c"))
-        cache.assume(pod("p"), "n1", {"ns/c": allocation("n1", "gpu-0")})
-        assert cache.devices.in_use(gpu("n1", "gpu-0"))
-        assert cache.devices.is_assumed("ns/c")
-        cache.upsert_resource_claim(claim("c", devices=[gpu("n1", "gpu-0")], reserved_for=["p"]))
-        assert not cache.devices.is_assumed("ns/c")
-        assert cache.devices.holders(gpu("n1", "gpu-0")) == {"ns/c"}
+        cache, dra = cache_with_nodes("n1")
+        dra.upsert_slice(node_slice("n1", ["gpu-0"]))
+        dra.upsert_claim(claim("c"))
+        cache.assume(pod("p"), "n1")
+        dra.assume("p", {"ns/c": allocation("n1", "gpu-0")})
+        assert dra.in_use(gpu("n1", "gpu-0"))
+        assert dra.is_in_flight("ns/c")
+        dra.upsert_claim(claim("c", devices=[gpu("n1", "gpu-0")], reserved_for=["p"]))
+        assert not dra.is_in_flight("ns/c")
+        assert dra.holders(gpu("n1", "gpu-0")) == {"ns/c"}
 
     def test_forgetting_a_pod_frees_what_was_assumed_for_it(self) -> None:
-        cache = cache_with_nodes("n1")
-        cache.upsert_resource_slice(node_slice("n1", ["gpu-0"]))
-        cache.upsert_resource_claim(claim("c"))
-        cache.assume(pod("p"), "n1", {"ns/c": allocation("n1", "gpu-0")})
+        cache, dra = cache_with_nodes("n1")
+        dra.upsert_slice(node_slice("n1", ["gpu-0"]))
+        dra.upsert_claim(claim("c"))
+        cache.assume(pod("p"), "n1")
+        dra.assume("p", {"ns/c": allocation("n1", "gpu-0")})
         cache.forget("p")
-        assert not cache.devices.in_use(gpu("n1", "gpu-0"))
+        assert not dra.in_use(gpu("n1", "gpu-0"))
 
     def test_a_device_held_by_two_claims_is_a_conflict(self) -> None:
-        cache = cache_with_nodes("n1")
-        cache.upsert_resource_slice(node_slice("n1", ["gpu-0"]))
-        cache.upsert_resource_claim(claim("ours"))
-        cache.assume(pod("p"), "n1", {"ns/ours": allocation("n1", "gpu-0")})
-        change = cache.upsert_resource_claim(claim("theirs", devices=[gpu("n1", "gpu-0")]))
-        assert change.conflicts == [(gpu("n1", "gpu-0"), ("ns/ours", "ns/theirs"))]
+        cache, dra = cache_with_nodes("n1")
+        dra.upsert_slice(node_slice("n1", ["gpu-0"]))
+        dra.upsert_claim(claim("ours"))
+        cache.assume(pod("p"), "n1")
+        dra.assume("p", {"ns/ours": allocation("n1", "gpu-0")})
+        change = dra.upsert_claim(claim("theirs", devices=[gpu("n1", "gpu-0")]))
+        assert [fields for _, fields in change.warnings] == [
+            {"device": str(gpu("n1", "gpu-0")), "claims": "ns/ours, ns/theirs"}
+        ]
 
     def test_a_restart_reads_every_allocation_back(self) -> None:
         claims = [
@@ -213,111 +222,116 @@ class TestUse:
             claim("b", devices=[gpu("n1", "gpu-1")], reserved_for=["p2"]),
             claim("c"),
         ]
-        cache = cache_with_nodes("n1")
-        cache.replace_resource_claims(claims)
-        cache.replace_resource_slices([node_slice("n1", ["gpu-0", "gpu-1", "gpu-2"])])
-        free = [
-            d.id.device for d in cache.devices.devices_on("n1") if not cache.devices.in_use(d.id)
-        ]
+        _cache, dra = cache_with_nodes("n1")
+        dra.replace_claims(claims)
+        dra.replace_slices([node_slice("n1", ["gpu-0", "gpu-1", "gpu-2"])])
+        free = [d.id.device for d in dra.devices_on("n1") if not dra.in_use(d.id)]
         assert free == ["gpu-2"]
-        assert cache.devices.claims_reserving("p1") == {"ns/a"}
+        assert dra.claims_reserving("p1") == {"ns/a"}
 
 
 class TestSnapshots:
     @pytest.fixture
-    def cache(self) -> SchedulerCache:
-        cache = cache_with_nodes("n1", "n2")
-        cache.upsert_resource_slice(node_slice("n1", ["gpu-0", "gpu-1"]))
-        cache.upsert_resource_claim(claim("c"))
-        cache.upsert_resource_claim(claim("d"))
-        return cache
+    def world(self) -> tuple[SchedulerCache, DraManager]:
+        cache, dra = cache_with_nodes("n1", "n2")
+        dra.upsert_slice(node_slice("n1", ["gpu-0", "gpu-1"]))
+        dra.upsert_claim(claim("c"))
+        dra.upsert_claim(claim("d"))
+        return cache, dra
 
     def test_an_allocation_in_a_snapshot_takes_its_devices_there_only(
-        self, cache: SchedulerCache
+        self, world: tuple[SchedulerCache, DraManager]
     ) -> None:
+        cache, dra = world
         snapshot = Snapshot(cache)
         node = snapshot.node("n1")
         assert node is not None
         version = snapshot.version_of(node)
         snapshot.add(pod("p"), node)
-        snapshot.allocate(pod("p"), {"ns/c": allocation("n1", "gpu-0")})
-        assert not snapshot.device_free("n1", gpu("n1", "gpu-0"))
-        assert snapshot.device_free("n1", gpu("n1", "gpu-1"))
+        dra.view(snapshot).allocate("p", {"ns/c": allocation("n1", "gpu-0")})
+        assert not dra.view(snapshot).device_free("n1", gpu("n1", "gpu-0"))
+        assert dra.view(snapshot).device_free("n1", gpu("n1", "gpu-1"))
         assert snapshot.version_of(node) != version
-        assert snapshot.claim_allocation("ns/c") is not None
-        assert cache.devices.allocation("ns/c") is None
-        assert not cache.devices.in_use(gpu("n1", "gpu-0"))
+        assert dra.view(snapshot).allocation("ns/c") is not None
+        assert dra.allocation("ns/c") is None
+        assert not dra.in_use(gpu("n1", "gpu-0"))
 
-    def test_removing_a_placed_pod_gives_its_devices_back(self, cache: SchedulerCache) -> None:
+    def test_removing_a_placed_pod_gives_its_devices_back(
+        self, world: tuple[SchedulerCache, DraManager]
+    ) -> None:
+        cache, dra = world
         snapshot = Snapshot(cache)
         node = snapshot.node("n1")
         assert node is not None
         snapshot.add(pod("p"), node)
-        snapshot.allocate(pod("p"), {"ns/c": allocation("n1", "gpu-0")})
+        dra.view(snapshot).allocate("p", {"ns/c": allocation("n1", "gpu-0")})
         snapshot.remove(pod("p"))
-        assert snapshot.device_free("n1", gpu("n1", "gpu-0"))
-        assert snapshot.claim_allocation("ns/c") is None
+        assert dra.view(snapshot).device_free("n1", gpu("n1", "gpu-0"))
+        assert dra.view(snapshot).allocation("ns/c") is None
 
     def test_a_fork_sees_its_parent_and_its_changes_stay_its_own(
-        self, cache: SchedulerCache
+        self, world: tuple[SchedulerCache, DraManager]
     ) -> None:
+        cache, dra = world
         snapshot = Snapshot(cache)
         node = snapshot.node("n1")
         assert node is not None
         snapshot.add(pod("p"), node)
-        snapshot.allocate(pod("p"), {"ns/c": allocation("n1", "gpu-0")})
+        dra.view(snapshot).allocate("p", {"ns/c": allocation("n1", "gpu-0")})
         fork = snapshot.fork()
         fork.add(pod("q"), node)
-        fork.allocate(pod("q"), {"ns/d": allocation("n1", "gpu-1")})
-        assert not fork.device_free("n1", gpu("n1", "gpu-0"))
-        assert not fork.device_free("n1", gpu("n1", "gpu-1"))
+        dra.view(fork).allocate("q", {"ns/d": allocation("n1", "gpu-1")})
+        assert not dra.view(fork).device_free("n1", gpu("n1", "gpu-0"))
+        assert not dra.view(fork).device_free("n1", gpu("n1", "gpu-1"))
         del fork
-        assert snapshot.device_free("n1", gpu("n1", "gpu-1"))
+        assert dra.view(snapshot).device_free("n1", gpu("n1", "gpu-1"))
 
-    def test_commit_makes_the_allocations_assumed_in_the_cache(self, cache: SchedulerCache) -> None:
+    def test_commit_makes_the_allocations_assumed_in_the_cache(
+        self, world: tuple[SchedulerCache, DraManager]
+    ) -> None:
+        cache, dra = world
         snapshot = Snapshot(cache)
         node = snapshot.node("n1")
         assert node is not None
         work = snapshot.fork()
         work.add(pod("p"), node)
-        work.allocate(pod("p"), {"ns/c": allocation("n1", "gpu-0")})
+        dra.view(work).allocate("p", {"ns/c": allocation("n1", "gpu-0")})
         work.commit()
         snapshot.commit()
-        assert cache.devices.is_assumed("ns/c")
-        assert cache.devices.assumed_for("p").keys() == {"ns/c"}
-        assert cache.devices.in_use(gpu("n1", "gpu-0"))
+        assert dra.is_in_flight("ns/c")
+        assert dra.in_flight_for("p").keys() == {"ns/c"}
+        assert dra.in_use(gpu("n1", "gpu-0"))
 
     def test_removing_a_victim_frees_claims_reserved_for_it_alone(self) -> None:
-        cache = cache_with_nodes("n1")
-        cache.upsert_resource_slice(node_slice("n1", ["gpu-0", "gpu-1"]))
+        cache, dra = cache_with_nodes("n1")
+        dra.upsert_slice(node_slice("n1", ["gpu-0", "gpu-1"]))
         cache.upsert_pod(pod("victim", "n1"))
         cache.upsert_pod(pod("other", "n1"))
-        cache.upsert_resource_claim(
-            claim("own", devices=[gpu("n1", "gpu-0")], reserved_for=["victim"])
-        )
-        cache.upsert_resource_claim(
+        dra.upsert_claim(claim("own", devices=[gpu("n1", "gpu-0")], reserved_for=["victim"]))
+        dra.upsert_claim(
             claim("shared", devices=[gpu("n1", "gpu-1")], reserved_for=["victim", "other"])
         )
         snapshot = Snapshot(cache)
         victim = cache.pod("victim")
         assert victim is not None
         snapshot.remove(victim)
-        assert snapshot.device_free("n1", gpu("n1", "gpu-0"))
-        assert not snapshot.device_free("n1", gpu("n1", "gpu-1"))
+        assert dra.view(snapshot).device_free("n1", gpu("n1", "gpu-0"))
+        assert not dra.view(snapshot).device_free("n1", gpu("n1", "gpu-1"))
         node = snapshot.node("n1")
         assert node is not None
         snapshot.add(victim, node)  # reprieved: its claim is allocated again
-        assert not snapshot.device_free("n1", gpu("n1", "gpu-0"))
-        assert snapshot.claim_allocation("ns/own") is not None
+        assert not dra.view(snapshot).device_free("n1", gpu("n1", "gpu-0"))
+        assert dra.view(snapshot).allocation("ns/own") is not None
 
     def test_a_claim_allocated_already_cannot_be_allocated_again(
-        self, cache: SchedulerCache
+        self, world: tuple[SchedulerCache, DraManager]
     ) -> None:
+        cache, dra = world
         snapshot = Snapshot(cache)
         node = snapshot.node("n1")
         assert node is not None
         snapshot.add(pod("p"), node)
-        snapshot.allocate(pod("p"), {"ns/c": allocation("n1", "gpu-0")})
+        dra.view(snapshot).allocate("p", {"ns/c": allocation("n1", "gpu-0")})
         snapshot.add(pod("q"), node)
         with pytest.raises(ValueError, match="allocated already"):
-            snapshot.allocate(pod("q"), {"ns/c": allocation("n1", "gpu-1")})
+            dra.view(snapshot).allocate("q", {"ns/c": allocation("n1", "gpu-1")})

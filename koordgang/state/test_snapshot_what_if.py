@@ -508,7 +508,6 @@ def test_a_root_used_after_the_cache_changed_raises(change: CacheChange) -> None
 def test_a_root_whose_cache_only_learned_of_pending_pods_stays_usable() -> None:
     cache, root, a, _, _ = setup()
     cache.upsert_pod(pod("another-pending"))
-    cache.upsert_namespace("ns", {"team": "x"})
 
     root.add(pod("x"), a)
 

@@ -8,25 +8,22 @@ gang still short (those are in the daemon's memory only) and no nomination beyon
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from koordgang.clients import custom
 from koordgang.clients.api import KubeApi
 from koordgang.clients.errors import ApiError, ApiUnavailable
+from koordgang.engine.kinds import KINDS
 from koordgang.framework.report import WatchedResource
 from koordgang.gangapis import POD_ANNOTATION_KEYS
-from koordgang.model.budgets import parse_budget
-from koordgang.model.dra import API_VERSION as DRA_API_VERSION
-from koordgang.model.dra import parse_device_class, parse_resource_claim, parse_resource_slice
 from koordgang.model.errors import ModelError
 from koordgang.model.group_key import ALONE
 from koordgang.model.node import parse_node
 from koordgang.model.pod import parse_pod
-from koordgang.model.volumes import parse_claim
-from koordgang.state.cache import SchedulerCache
 from koordgang.state.nominations import Nominations
+from koordgang.state.stores import Stores
 from koordgang.whatif.fork import DaemonState
 from koordgang.whatif.inputs import WhatIfError, priorities_of
 
@@ -61,7 +58,8 @@ async def read_cluster(
     """Nodes, pods, and every watched kind, listed as the daemon's informers list them at
     start; namespaces, claims and disruption budgets too when the reader may list them."""
     skipped: list[str] = []
-    cache = SchedulerCache()
+    stores = Stores()
+    cache = stores.new_cache()
     nominations = Nominations()
     for obj in await custom.list_all(api, "/api/v1/nodes"):
         try:
@@ -84,34 +82,23 @@ async def read_cluster(
             # As the daemon does after a restart: the room preemption made stays held.
             cache.assume(pod, nominated)
             nominations.add(pod, nominated, ALONE)
-    dra = f"/apis/{DRA_API_VERSION}"
-    optional: list[tuple[str, Callable[[Mapping[str, Any]], Any], Callable[[Any], Any]]] = [
-        ("/api/v1/namespaces", _namespace, lambda item: cache.upsert_namespace(*item)),
-        ("/api/v1/persistentvolumeclaims", parse_claim, cache.upsert_claim),
-        ("/apis/policy/v1/poddisruptionbudgets", parse_budget, cache.upsert_budget),
-        # Devices: what the nodes offer, the classes, and which claims hold which devices.
-        (f"{dra}/resourceslices", parse_resource_slice, cache.upsert_resource_slice),
-        (f"{dra}/deviceclasses", parse_device_class, cache.upsert_device_class),
-        (f"{dra}/resourceclaims", parse_resource_claim, cache.upsert_resource_claim),
-    ]
-    for path, parse, keep in optional:
-        for obj in await _optional(api, path, skipped):
+    # The other kinds the daemon watches (namespaces, volume claims, disruption budgets,
+    # devices), into their stores as its intake keeps them.
+    for kind in KINDS:
+        if kind.store is None:
+            continue  # nodes and pods: above
+        store = kind.store(stores)
+        for obj in await _optional(api, kind.path, skipped):
             try:
-                parsed = parse(obj)
+                parsed = kind.parse(obj)
             except ModelError:
                 continue
-            keep(parsed)
+            cache.touch_nodes(store.upsert(parsed))
     objects: list[tuple[str, Mapping[str, Any]]] = []
     for resource in watched:
         for obj in await _optional(api, resource.path, skipped):
             objects.append((resource.id, obj))
-    return ClusterState(DaemonState(cache, objects, nominations=nominations), skipped)
-
-
-def _namespace(obj: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
-    meta = obj.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    return str(meta.get("name") or ""), {str(k): str(v) for k, v in labels.items()}
+    return ClusterState(DaemonState(cache, stores, objects, nominations=nominations), skipped)
 
 
 async def _optional(api: KubeApi, path: str, skipped: list[str]) -> list[dict[str, Any]]:

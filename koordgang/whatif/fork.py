@@ -42,15 +42,15 @@ from koordgang.model.dra import ResourceClaimInfo
 from koordgang.model.gang import GangMode
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import format_amount
-from koordgang.plugins.dynamicresources import DynamicResources
 from koordgang.plugins.preemption.victims import CostModel
 from koordgang.plugins.profile import default_framework
-from koordgang.plugins.starvationguard import StarvationGuard
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.dra import ClaimView
 from koordgang.state.gangs import GangRegistry
 from koordgang.state.nominations import Nominations
 from koordgang.state.snapshot import Placement, Snapshot
+from koordgang.state.stores import Stores
 from koordgang.state.waiting import WaitingPods
 from koordgang.whatif.inputs import GangObject, WhatIfError
 from koordgang.whatif.ties import NodeKind, node_kinds, node_ties, victim_ties
@@ -66,9 +66,11 @@ GATED = "gated"  # kept out of the queue (scheduling gates, a timed-out gang)
 
 @dataclass(slots=True)
 class DaemonState:
-    """What the what-if forks: the scheduler's cache and what its plugins were fed."""
+    """What the what-if forks: the scheduler's cache and stores, and what its plugins were
+    fed."""
 
     cache: SchedulerCache
+    stores: Stores
     #: Watched objects as the plugins last heard of them: (resource id, object).
     objects: Iterable[tuple[str, Mapping[str, Any]]] = ()
     waiting: WaitingPods = field(default_factory=WaitingPods)
@@ -81,9 +83,14 @@ class ReadOnly:
     warnings)."""
 
     def __init__(
-        self, cache: SchedulerCache, scheduler_names: Iterable[str], nominations: Nominations
+        self,
+        cache: SchedulerCache,
+        stores: Stores,
+        scheduler_names: Iterable[str],
+        nominations: Nominations,
     ) -> None:
         self.cache = cache
+        self.stores = stores
         self._pending = PendingRule(scheduler_names, cache, nominations)
         #: What the plugins would have told users.
         self.reports: list[Report] = []
@@ -99,6 +106,7 @@ class ReadOnly:
     def services(self, clock: Callable[[], float], wall: Callable[[], float]) -> Services:
         return Services(
             cache=self.cache,
+            stores=self.stores,
             now=clock,
             wall=wall,
             report=self.reports.append,
@@ -139,7 +147,7 @@ def fork(
     framework = default_framework(settings, gangs)
     for nomination in state.nominations:
         framework.nominations.add(nomination.pod, nomination.node, nomination.group)
-    services = ReadOnly(state.cache, settings.scheduler_names, framework.nominations)
+    services = ReadOnly(state.cache, state.stores, settings.scheduler_names, framework.nominations)
     framework.serve(services.services(clock, wall))
     for kind, obj in state.objects:
         framework.on_object(kind, "ADDED", obj)
@@ -169,9 +177,6 @@ def what_if(
     the daemon holds are not in it, and the answer says so where they may be."""
     forked = fork(settings, state, clock=clock, wall=wall)
     framework, services = forked.framework, forked.services
-    devices = next((p for p in framework.plugins if isinstance(p, DynamicResources)), None)
-    if devices is not None:
-        devices.provisional.update({claim.key: claim for claim in claims})
     for obj in gang_objects:
         framework.on_object(obj.resource_id, "ADDED", obj.obj)
     for pod in pods:
@@ -180,6 +185,8 @@ def what_if(
     ours = {pod.uid for pod in pods}
     base = Snapshot(state.cache)
     services.placed = base
+    # The file's claims exist in this what-if alone.
+    state.stores.dra.view(base).add_provisional(claims)
     groups: list[dict[str, Any]] = []
     done: set[str] = set()
     kinds: dict[str, NodeKind] | None = None
@@ -201,7 +208,7 @@ def what_if(
         # One weighing of victims for the answer's list and its ties.
         model = _cost_model(forked, group)
         answer = _group_answer(forked, group, outcome, model, ours, clock())
-        answer["devices"] = _devices(base, outcome)
+        answer["devices"] = _devices(state.stores.dra.view(base), outcome)
         answer["ties"] = _ties(outcome, model, kinds, base)
         if answer["outcome"] != PENDING:
             kinds = None
@@ -259,12 +266,12 @@ def _check_gangs(gangs: GangRegistry, pods: Sequence[PodInfo]) -> None:
             raise WhatIfError(f"pod {pod.key} (gang {gang.key}): {text}")
 
 
-def _devices(snapshot: Snapshot, outcome: CycleOutcome) -> dict[str, list[str]]:
+def _devices(claims: ClaimView, outcome: CycleOutcome) -> dict[str, list[str]]:
     """The devices each pod placed by the cycle would get through its claims
     (``node: driver/pool/device``)."""
     found: dict[str, list[str]] = {}
     for placement in (*outcome.bind, *outcome.hold):
-        allocations = snapshot.claims_allocated_for(placement.pod.uid)
+        allocations = claims.allocated_for(placement.pod.uid)
         if allocations:
             found[placement.pod.key] = [
                 f"{placement.node_name}: {device.id}"
@@ -355,10 +362,9 @@ def _would_reserve(
     """A job that stays pending, nothing to evict for it: which nodes the starvation guard
     would hold for it once it has waited ``reserveAfter``, and the pods there it would wait
     for (with how long each has run)."""
-    guard = next((p for p in forked.framework.plugins if isinstance(p, StarvationGuard)), None)
-    if guard is None or outcome.plan is None:
+    if outcome.plan is None:
         return None
-    reservation = guard.plan_for(group, outcome.plan, snapshot)
+    reservation = forked.framework.hold_preview(group, outcome.plan, snapshot)
     if reservation is None:
         return None
     names = {pod.uid: pod.key for pod in group.members()}
@@ -374,11 +380,11 @@ def _would_reserve(
         )
     ready = len(reservation.nodes - set(reservation.blockers.values()))
     return {
-        "afterSeconds": guard.reserve_after,
+        "afterSeconds": reservation.after_seconds,
         "nominated": {names.get(uid, uid): node for uid, node in reservation.nominations.items()},
         "waitingFor": blockers,
         "notes": [
-            f"after waiting {guard.reserve_after:g}s it would hold "
+            f"after waiting {reservation.after_seconds:g}s it would hold "
             f"{len(reservation.nodes)} node(s) ({ready} with room now) and wait for "
             f"{len(blockers)} pod(s) there to finish; nothing is evicted"
         ],

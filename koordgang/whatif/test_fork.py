@@ -54,7 +54,11 @@ spec:
 def _state(sched: Harness) -> DaemonState:
     framework = sched.framework
     return DaemonState(
-        sched.cache, sched.intake.objects.items(), framework.waiting, framework.nominations
+        sched.cache,
+        sched.scheduler.stores,
+        sched.intake.objects.items(),
+        framework.waiting,
+        framework.nominations,
     )
 
 
@@ -247,7 +251,7 @@ async def test_a_what_if_shows_the_devices_each_member_would_get_and_changes_not
     assert group["outcome"] == PENDING
     assert any('request "gpus" wants 2 devices' in note for note in group["notes"]), group
     assert _daemon_view(sched) == before
-    assert sched.cache.devices.counts()["assumed"] == 0
+    assert sched.scheduler.stores.dra.counts()["in_flight"] == 0
 
 
 async def test_a_what_if_refuses_a_template_it_was_not_given(sched: Harness) -> None:

@@ -44,6 +44,11 @@ from koordgang.model.dra.slices import (
     parse_device_class,
     parse_resource_slice,
 )
+from koordgang.model.dra.taint_rules import (
+    DeviceTaint,
+    DeviceTaintRuleInfo,
+    parse_device_taint_rule,
+)
 
 __all__ = [
     "ALLOCATION_MODE_ALL",
@@ -62,6 +67,8 @@ __all__ = [
     "DeviceConstraint",
     "DeviceId",
     "DeviceRequest",
+    "DeviceTaint",
+    "DeviceTaintRuleInfo",
     "PodClaimRef",
     "ResourceClaimInfo",
     "ResourceSliceInfo",
@@ -69,6 +76,7 @@ __all__ = [
     "SubRequest",
     "node_local_selector",
     "parse_device_class",
+    "parse_device_taint_rule",
     "parse_pod_claims",
     "parse_resource_claim",
     "parse_resource_slice",

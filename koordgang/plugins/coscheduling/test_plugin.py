@@ -46,6 +46,7 @@ from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import GangRegistry, GangState
 from koordgang.state.snapshot import Placement, Snapshot
+from koordgang.state.stores import Stores
 from koordgang.state.test_gangs import DEFAULT_WAIT, T0, gang_of, member, stamp
 from koordgang.state.waiting import WaitingPods
 
@@ -178,6 +179,7 @@ class FakeEngine:
     def services(self) -> Services:
         return Services(
             cache=self.cache,
+            stores=Stores(),
             now=lambda: self.clock.now,
             wall=lambda: T0 + self.clock.now,
             report=self.reports.append,

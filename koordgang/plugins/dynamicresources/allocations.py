@@ -9,11 +9,11 @@ from typing import Any
 
 from koordgang.model.dra import AllocatedDevice, ClaimAllocation, ResourceClaimInfo
 from koordgang.plugins.dynamicresources.allocator import Chosen
-from koordgang.state.devices import DeviceLedger
+from koordgang.state.dra import DraManager
 
 
 def build(
-    claim: ResourceClaimInfo | None, chosen: Sequence[Chosen], node: str, ledger: DeviceLedger
+    claim: ResourceClaimInfo | None, chosen: Sequence[Chosen], node: str, dra: DraManager
 ) -> ClaimAllocation:
     devices = tuple(
         AllocatedDevice(
@@ -36,7 +36,7 @@ def build(
         class_name = c.alternative.device_class
         entries = class_entries.get(class_name)
         if entries is None:
-            device_class = ledger.device_class(class_name)
+            device_class = dra.device_class(class_name)
             entries = class_entries[class_name] = [
                 {"source": "FromClass", "requests": [name], **dict(raw)}
                 for raw in (device_class.config if device_class is not None else ())

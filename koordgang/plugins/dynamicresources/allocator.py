@@ -31,7 +31,7 @@ from koordgang.model.dra import (
     DeviceRequest,
     SubRequest,
 )
-from koordgang.state.devices import Device
+from koordgang.state.dra import Device
 
 #: Devices tried in one search before it gives up on the node.
 MAX_STEPS = 20_000

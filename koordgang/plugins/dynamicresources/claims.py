@@ -8,12 +8,11 @@ very pod) the pod waits, and is told which one it waits for.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from koordgang.model.dra import MAX_RESERVED_FOR, PodClaimRef, ResourceClaimInfo
 from koordgang.model.pod import PodInfo
-from koordgang.state.devices import DeviceLedger
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,11 +32,10 @@ class Resolved:
     problem: str = ""
 
 
-def resolve(
-    pod: PodInfo, ledger: DeviceLedger, provisional: Mapping[str, ResourceClaimInfo] | None = None
-) -> Resolved:
-    """The pod's claims as the ledger knows them (and, for a what-if, claims it assumes exist:
-    ``provisional``), or why the pod cannot use them now."""
+def resolve(pod: PodInfo, claim_of: Callable[[str], ResourceClaimInfo | None]) -> Resolved:
+    """The pod's claims as ``claim_of`` finds them by key (the DRA manager, or a what-if's
+    view, where claims of pods not submitted yet exist too), or why the pod cannot use them
+    now."""
     claims: list[PodClaim] = []
     for ref in pod.resource_claims:
         if ref.claim_name:
@@ -53,9 +51,7 @@ def resolve(
                 continue  # the controller found that none is needed
             name = made
         key = f"{pod.namespace}/{name}"
-        claim = ledger.claim(key)
-        if claim is None and provisional:
-            claim = provisional.get(key)
+        claim = claim_of(key)
         if claim is None:
             return Resolved(problem=_missing(ref, name))
         if ref.template_name and claim.owner_pod_uid != pod.uid:

@@ -8,8 +8,9 @@
   node's free devices in the snapshot being placed on: a gang's members, preemption's dry runs
   and the what-if all see the devices earlier members took. When no node fits, the best node's
   shortfall is noted for the pod (which claim and request, how many wanted, how many free).
-- **Assign** records the chosen devices in the snapshot (``Snapshot.allocate``); the cycle's
-  commit makes them assumed allocations in the cache, held until the claim shows them written.
+- **Assign** records the chosen devices in the snapshot's claim view (``ClaimView.allocate``);
+  the cycle's commit makes them claims in flight in the DRA manager, held until the claim
+  shows them written.
 - **PreBind** describes the writes, in upstream's order: the finalizer
   ``resource.kubernetes.io/delete-protection``, then ``status.allocation`` (devices, config,
   node selector) with the pod in ``status.reservedFor``; the engine makes every write of a
@@ -58,7 +59,7 @@ from koordgang.plugins.dynamicresources.selectors import (
     serves,
 )
 from koordgang.plugins.dynamicresources.writes import conflict, give_back, reserve
-from koordgang.state.devices import Device, DeviceLedger
+from koordgang.state.dra import ClaimView, Device, DraManager
 from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Placement, Snapshot
 
@@ -122,25 +123,23 @@ class DynamicResources:
     name = "DynamicResources"
     scope = Scope.NODE
 
-    def __init__(self, handle: Handle | None = None) -> None:
-        #: None where the plugin runs without a scheduler (a runner of filters alone).
+    def __init__(self, handle: Handle) -> None:
         self._handle = handle
         self.selectors = SelectorCache()
-        #: Claims a what-if assumes exist (made from its file's templates), by key; the
-        #: daemon's own plugin has none.
-        self.provisional: dict[str, ResourceClaimInfo] = {}
         #: Extended resource names that DeviceClasses provide through DRA -> the class, as of
-        #: the ledger's class generation.
+        #: the DRA manager's class generation.
         self._extended: dict[str, str] = {}
         self._extended_generation = -1
 
     def metrics(self) -> Sequence[MetricSpec]:
         return METRICS
 
+    @property
+    def _dra(self) -> DraManager:
+        return self._handle.dra
+
     def gauges(self) -> Mapping[str, Mapping[str, float]]:
-        if self._handle is None:
-            return {}
-        counts = self._handle.cache.devices.counts()
+        counts = self._dra.counts()
         return {
             DEVICES: {
                 "free": counts["devices"] - counts["in_use"],
@@ -149,8 +148,8 @@ class DynamicResources:
             },
             CLAIMS: {
                 "allocated": counts["allocated"],
-                "assumed": counts["assumed"],
-                "waiting": counts["claims"] - counts["allocated"] - counts["assumed"],
+                "assumed": counts["in_flight"],
+                "waiting": counts["claims"] - counts["allocated"] - counts["in_flight"],
             },
             INVALID_POOLS: {"": counts["invalid_pools"]},
         }
@@ -158,21 +157,27 @@ class DynamicResources:
     # -- PreFilter -----------------------------------------------------------------------------
 
     def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
-        self._note_extended_resources(state, pod, snapshot.cache.devices)
+        extended = [name for name in pod.requests if "/" in name]
+        if not pod.resource_claims and not extended:
+            # Most pods: no claims, and no extended resource (whose names are qualified, as
+            # the native ones are not) that a DeviceClass might provide.
+            return SKIP
+        dra = self._dra
+        if extended:
+            self._note_extended_resources(state, extended, dra)
         if not pod.resource_claims:
             return SKIP
-        prepared = self._prepare(pod, snapshot)
+        prepared = self._prepare(pod, dra.view(snapshot))
         if isinstance(prepared, Status):
             return prepared
         state.write(self.name, prepared)
-        ledger = snapshot.cache.devices
         # Pinned claims by where their allocation is (not by name): a verdict for a claim
         # allocated on one node says nothing once it is allocated on another, and a node the
         # claim was allocated on meanwhile did not get "emptier" as the index understands it.
         state.write(
             SHAPE_DETAIL,
             (
-                ledger.class_generation,
+                dra.class_generation,
                 tuple(spec for _, spec in prepared.to_allocate),
                 tuple(
                     (key, allocation.node, allocation.device_ids())
@@ -183,21 +188,21 @@ class DynamicResources:
         return SUCCESS
 
     def _note_extended_resources(
-        self, state: CycleState, pod: PodInfo, ledger: DeviceLedger
+        self, state: CycleState, names: Sequence[str], dra: DraManager
     ) -> None:
         """A pod asking for an extended resource that a DeviceClass provides through DRA
         (``extendedResourceName``, or ``deviceclass.resource.kubernetes.io/<class>``) is told
         that koordgang does not allocate those yet, should no node have it as a resource."""
-        if self._extended_generation != ledger.class_generation:
-            self._extended_generation = ledger.class_generation
+        if self._extended_generation != dra.class_generation:
+            self._extended_generation = dra.class_generation
             self._extended = {}
-            for info in ledger.classes():
+            for info in dra.classes():
                 self._extended[f"{EXTENDED_CLASS_PREFIX}{info.name}"] = info.name
                 if info.extended_resource_name:
                     self._extended[info.extended_resource_name] = info.name
         if not self._extended:
             return
-        for name in pod.requests.names():
+        for name in names:
             device_class = self._extended.get(name)
             if device_class is None:
                 continue
@@ -211,25 +216,24 @@ class DynamicResources:
                 "device with a ResourceClaim instead"
             )
 
-    def _prepare(self, pod: PodInfo, snapshot: Snapshot) -> _PodState | Status:
-        ledger = snapshot.cache.devices
-        resolved = resolve(pod, ledger, self.provisional)
+    def _prepare(self, pod: PodInfo, view: ClaimView) -> _PodState | Status:
+        resolved = resolve(pod, view.claim)
         if resolved.problem:
             return Status.unresolvable(self.name, resolved.problem)
         prepared = _PodState()
         for pod_claim in resolved.claims:
             key = pod_claim.key
-            allocation = snapshot.claim_allocation(key)
+            allocation = view.allocation(key)
             if allocation is not None:
                 prepared.pinned.append((key, allocation))
                 continue
-            problem = self._check_spec(pod_claim.claim, ledger)
+            problem = self._check_spec(pod_claim.claim, self._dra)
             if problem:
                 return Status.unresolvable(self.name, problem)
             prepared.to_allocate.append((key, pod_claim.claim.spec))
         return prepared
 
-    def _check_spec(self, claim: ResourceClaimInfo, ledger: DeviceLedger) -> str:
+    def _check_spec(self, claim: ResourceClaimInfo, dra: DraManager) -> str:
         """What keeps the claim from being allocated anywhere ("" if nothing does)."""
         name = claim.name
         if not claim.spec.requests:
@@ -242,7 +246,7 @@ class DynamicResources:
                         f'resourceclaim "{name}" request "{label}" needs '
                         f"{alternative.unsupported}, which koordgang does not allocate yet"
                     )
-                device_class = ledger.device_class(alternative.device_class)
+                device_class = dra.device_class(alternative.device_class)
                 if device_class is None:
                     return (
                         f'resourceclaim "{name}" request "{label}": deviceclass '
@@ -274,17 +278,17 @@ class DynamicResources:
                 return Status.unresolvable(self.name, pinned_reason(key.partition("/")[2]))
         if not prepared.to_allocate:
             return SUCCESS
-        result = self._allocate(prepared, node, snapshot)
+        result = self._allocate(prepared, node, self._dra.view(snapshot))
         if isinstance(result, Allocation):
             return SUCCESS
-        self._note(state, prepared, result, node.name, snapshot.cache.devices)
+        self._note(state, prepared, result, node.name)
         return refusal(result)
 
     def _allocate(
-        self, prepared: _PodState, node: NodeState, snapshot: Snapshot
+        self, prepared: _PodState, node: NodeState, view: ClaimView
     ) -> Allocation | Shortfall:
-        ledger = snapshot.cache.devices
-        devices = ledger.devices_on(node.name)
+        dra = self._dra
+        devices = dra.devices_on(node.name)
         name = node.name
         classes: dict[str, DeviceClassInfo | None] = {}
         owners = {id(spec): key for key, spec in prepared.to_allocate}
@@ -298,7 +302,7 @@ class DynamicResources:
         def matches(device: Device, alternative: SubRequest) -> bool:
             device_class = classes.get(alternative.device_class)
             if device_class is None:
-                device_class = classes[alternative.device_class] = ledger.device_class(
+                device_class = classes[alternative.device_class] = dra.device_class(
                     alternative.device_class
                 )
             if device_class is None:
@@ -312,9 +316,7 @@ class DynamicResources:
                 request_of[id(alternative)],
             )
 
-        return allocate(
-            prepared.to_allocate, devices, lambda d: snapshot.device_free(name, d), matches
-        )
+        return allocate(prepared.to_allocate, devices, lambda d: view.device_free(name, d), matches)
 
     def _note(
         self,
@@ -322,7 +324,6 @@ class DynamicResources:
         prepared: _PodState,
         shortfall: Shortfall,
         node: str,
-        ledger: DeviceLedger,
     ) -> None:
         """Keeps the best node's shortfall (fewest devices missing) as the pod's note."""
         best = prepared.best
@@ -330,7 +331,7 @@ class DynamicResources:
             return
         prepared.best = shortfall
         text = describe(shortfall, node, self._problems(prepared))
-        elsewhere = self._elsewhere(prepared, shortfall, ledger)
+        elsewhere = self._elsewhere(prepared, shortfall)
         if elsewhere:
             text = f"{text}; {elsewhere}"
         if prepared.notes is None:
@@ -344,7 +345,7 @@ class DynamicResources:
             index = len(prepared.notes) - 1
             prepared.notes[index] = text
 
-    def _elsewhere(self, prepared: _PodState, shortfall: Shortfall, ledger: DeviceLedger) -> str:
+    def _elsewhere(self, prepared: _PodState, shortfall: Shortfall) -> str:
         """Devices that would serve the short request but are in pools not local to one node:
         said, with why koordgang does not allocate them yet."""
         if shortfall.reason:
@@ -355,11 +356,12 @@ class DynamicResources:
             request = next((r for r in spec.requests if r.name == shortfall.request), None)
         if request is None:
             return ""
+        dra = self._dra
         said: list[str] = []
-        for pool in ledger.pools_elsewhere():
+        for pool in dra.pools_elsewhere():
             count = 0
             for alternative in request.alternatives:
-                device_class = ledger.device_class(alternative.device_class)
+                device_class = dra.device_class(alternative.device_class)
                 if device_class is None:
                     continue
                 name = request.result_name(alternative)
@@ -398,28 +400,26 @@ class DynamicResources:
     ) -> Status:
         if not pod.resource_claims:
             return SKIP
+        dra = self._dra
+        view = dra.view(snapshot)
         prepared = state.read(self.name, _PodState)
         if prepared is None:
-            found = self._prepare(pod, snapshot)
+            found = self._prepare(pod, view)
             if isinstance(found, Status):
                 return found
             prepared = found
         if not prepared.to_allocate:
             return SUCCESS
         started = _time.perf_counter()
-        result = self._allocate(prepared, node, snapshot)
+        result = self._allocate(prepared, node, view)
         if isinstance(result, Shortfall):
             return refusal(result)
-        ledger = snapshot.cache.devices
         allocations = {
-            key: allocations_of.build(
-                ledger.claim(key) or self.provisional.get(key), chosen, node.name, ledger
-            )
+            key: allocations_of.build(view.claim(key), chosen, node.name, dra)
             for key, chosen in result.claims.items()
         }
-        snapshot.allocate(pod, allocations)
-        if self._handle is not None:
-            self._handle.record(ALLOCATION_SECONDS, _time.perf_counter() - started)
+        view.allocate(pod.uid, allocations)
+        self._handle.record(ALLOCATION_SECONDS, _time.perf_counter() - started)
         return SUCCESS
 
     # -- PostFilter ----------------------------------------------------------------------------
@@ -431,20 +431,18 @@ class DynamicResources:
         pins them there): a claim reserved for nobody else is given back (its allocation
         and consumers cleared), so that the next attempt may allocate it anywhere; as
         kube-scheduler does. A node that is gone, or full, would hold them forever."""
-        if self._handle is None:
-            return PostFilterResult(SKIP)
-        ledger = snapshot.cache.devices
+        dra = self._dra
         writes: list[ObjectWrite] = []
         failed = [result for part in plan.parts for result in part.failed]
         for result in failed:
             pod = result.pod
             if not pod.resource_claims:
                 continue
-            for pod_claim in resolve(pod, ledger).claims:
+            for pod_claim in resolve(pod, dra.claim).claims:
                 claim = pod_claim.claim
                 if (
                     claim.allocation is None
-                    or ledger.is_assumed(claim.key)
+                    or dra.is_in_flight(claim.key)
                     or pinned_reason(claim.name) not in result.message
                     or any(c.uid != pod.uid for c in claim.reserved_for)
                 ):
@@ -462,9 +460,7 @@ class DynamicResources:
     # -- PreBind ---------------------------------------------------------------------------------
 
     def pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
-        if self._handle is None:
-            return NO_WRITES
-        ledger = self._handle.cache.devices
+        dra = self._dra
         ours = [p for p in placements if p.pod.resource_claims]
         if not ours:
             return NO_WRITES
@@ -472,12 +468,12 @@ class DynamicResources:
         # share a claim allocated in the same decision are its consumers too.
         fresh: dict[str, ClaimAllocation] = {}
         for placement in ours:
-            fresh.update(ledger.assumed_for(placement.pod.uid))
+            fresh.update(dra.in_flight_for(placement.pod.uid))
         consumers: dict[str, list[PodInfo]] = {}
         refused: dict[str, str] = {}
         for placement in ours:
             pod = placement.pod
-            problem, keys = self._claims_for(placement, ledger, fresh)
+            problem, keys = self._claims_for(placement, fresh)
             if problem:
                 refused[pod.uid] = problem
                 continue
@@ -489,7 +485,7 @@ class DynamicResources:
             return PreBindPlan((), refused)
         writes: list[ObjectWrite] = []
         for key, pods in consumers.items():
-            claim = ledger.claim(key)
+            claim = dra.claim(key)
             if claim is None:
                 return PreBindPlan((), {p.uid: f"resourceclaim {key} was deleted" for p in pods})
             allocation = fresh.get(key)
@@ -501,15 +497,12 @@ class DynamicResources:
         return PreBindPlan(tuple(writes)) if writes else NO_WRITES
 
     def verify(self, placements: Sequence[Placement]) -> Mapping[str, str]:
-        if self._handle is None:
-            return {}
-        ledger = self._handle.cache.devices
         refused: dict[str, str] = {}
         for placement in placements:
             if not placement.pod.resource_claims:
                 continue
             current = self._handle.cache.pod(placement.pod.uid) or placement.pod
-            problem, _ = self._claims_for(Placement(current, placement.node_name), ledger, {})
+            problem, _ = self._claims_for(Placement(current, placement.node_name), {})
             if problem:
                 refused[current.uid] = problem
         if refused:
@@ -519,23 +512,23 @@ class DynamicResources:
     def _claims_for(
         self,
         placement: Placement,
-        ledger: DeviceLedger,
         fresh: Mapping[str, ClaimAllocation],
     ) -> tuple[str, list[str]]:
         """The keys of the claims ``placement``'s pod binds with, or why it may not bind: a
         claim gone or not allocated any more, allocated where its node is not (another writer
         changed it), or a device of it held by another claim too."""
         pod = placement.pod
-        resolved = resolve(pod, ledger)
+        dra = self._dra
+        resolved = resolve(pod, dra.claim)
         if resolved.problem:
             return resolved.problem, []
-        node = self._handle.cache.node(placement.node_name) if self._handle else None
+        node = self._handle.cache.node(placement.node_name)
         labels = node.info.labels if node is not None and node.info is not None else {}
         keys: list[str] = []
         allocations: dict[str, ClaimAllocation] = {}
         for pod_claim in resolved.claims:
             key = pod_claim.key
-            allocation = fresh.get(key) or ledger.allocation(key)
+            allocation = fresh.get(key) or dra.allocation(key)
             if allocation is None:
                 return f'resourceclaim "{pod_claim.claim.name}" is not allocated any more', []
             if not allocation.allows(placement.node_name, labels):
@@ -546,7 +539,7 @@ class DynamicResources:
                 )
             allocations[key] = allocation
             keys.append(key)
-        return conflict(allocations, ledger), keys
+        return conflict(allocations, dra), keys
 
     def _wall(self) -> float:
-        return self._handle.wall() if self._handle is not None else _time.time()
+        return self._handle.wall()

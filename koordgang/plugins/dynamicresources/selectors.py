@@ -16,7 +16,7 @@ import structlog
 
 from koordgang.model.cel import CelError, Selector, compile_selector, device_facts
 from koordgang.model.dra import DeviceClassInfo, SubRequest
-from koordgang.state.devices import Device
+from koordgang.state.dra import Device
 
 log = structlog.get_logger("koordgang.dra")
 

@@ -30,7 +30,7 @@ from koordgang.plugins.dynamicresources.allocator import (
     Shortfall,
     allocate,
 )
-from koordgang.state.devices import Device, Pool
+from koordgang.state.dra import Device, Pool
 
 DRIVER = "gpu.example.com"
 

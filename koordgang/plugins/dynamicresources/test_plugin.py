@@ -19,9 +19,9 @@ from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
-from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import GangRegistry
 from koordgang.state.snapshot import Snapshot
+from koordgang.state.stores import Stores
 
 
 def node(name: str) -> NodeInfo:
@@ -84,17 +84,20 @@ def with_claim(name: str, claim_name: str) -> PodInfo:
 
 
 def test_pods_whose_claims_ask_alike_share_the_node_index_and_others_do_not() -> None:
-    cache = SchedulerCache()
+    stores = Stores()
+    dra = stores.dra
+    cache = stores.new_cache()
     for i in range(20):
         cache.upsert_node(node(f"n{i}"))
-    cache.replace_resource_slices([gpu_slice(f"n{i}", 4) for i in range(20)])
-    cache.replace_device_classes([gpu_class()])
+    dra.replace_slices([gpu_slice(f"n{i}", 4) for i in range(20)])
+    dra.replace_classes([gpu_class()])
     claims = [claim(f"one-{i}") for i in range(6)] + [claim(f"two-{i}", 2) for i in range(6)]
-    cache.replace_resource_claims(claims)
+    dra.replace_claims(claims)
     framework = default_framework(Settings(), GangRegistry(600.0), rng=random.Random(3))
     framework.serve(
         Services(
             cache=cache,
+            stores=stores,
             now=lambda: 0.0,
             wall=lambda: 0.0,
             report=lambda report: None,
@@ -113,10 +116,5 @@ def test_pods_whose_claims_ask_alike_share_the_node_index_and_others_do_not() ->
     # Twelve pods, twelve claims: one heap for the claims of 1 device, one for those of 2.
     heaps = framework.pods.index._shared
     assert len(heaps) == 2
-    used = [
-        d
-        for n in range(20)
-        for d in cache.devices.devices_on(f"n{n}")
-        if cache.devices.in_use(d.id)
-    ]
+    used = [d for n in range(20) for d in dra.devices_on(f"n{n}") if dra.in_use(d.id)]
     assert len(used) == 6 + 12

@@ -14,7 +14,7 @@ from koordgang.model.dra import (
 )
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.dynamicresources.writes import conflict, give_back, reserve
-from koordgang.state.devices import DeviceLedger
+from koordgang.state.dra import DraManager
 
 
 def claim(status: dict[str, Any] | None = None, finalizers: list[str] | None = None) -> Any:
@@ -89,7 +89,7 @@ def test_giving_a_claim_back_clears_allocation_and_consumers_only() -> None:
 
 
 def test_a_device_held_by_another_claim_is_a_conflict_named_with_both() -> None:
-    ledger = DeviceLedger()
+    ledger = DraManager()
     ledger.upsert_slice(
         parse_resource_slice(
             {

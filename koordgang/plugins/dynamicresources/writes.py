@@ -18,7 +18,7 @@ from koordgang.model.dra import (
 from koordgang.model.objects import ObjectRef
 from koordgang.model.pod import PodInfo
 from koordgang.model.time import format_rfc3339
-from koordgang.state.devices import DeviceLedger
+from koordgang.state.dra import DraManager
 
 
 def claim_path(namespace: str, name: str) -> str:
@@ -81,12 +81,12 @@ def give_back(claim: ResourceClaimInfo, pod: PodInfo) -> ObjectWrite:
     return ObjectWrite(_ref(claim), path, claim.resource_version, (step,), (pod.uid,))
 
 
-def conflict(allocations: dict[str, ClaimAllocation], ledger: DeviceLedger) -> str:
+def conflict(allocations: dict[str, ClaimAllocation], dra: DraManager) -> str:
     """A device of ``allocations`` (claim key -> its allocation) that another claim holds
     too, said for the pod; "" when there is none."""
     for key, allocation in allocations.items():
         for device_id in allocation.device_ids():
-            others = ledger.holders(device_id) - {key}
+            others = dra.holders(device_id) - {key}
             if others:
                 return (
                     f"device {device_id} given to resourceclaim {key} is held by "

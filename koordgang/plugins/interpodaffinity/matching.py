@@ -7,7 +7,7 @@ anti-affinity still protects it until it is gone), unlike topology spreading, wh
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from koordgang.model.pod import PodInfo
 from koordgang.model.pod_affinity import PodAffinityTerm
@@ -18,7 +18,15 @@ Pairs = dict[str, set[str]]
 #: topology key -> value -> summed weight.
 Scores = dict[str, dict[str, int]]
 
+#: The labels of a namespace by its name; None for a namespace not known (yet).
+NamespaceLabels = Callable[[str], Mapping[str, str] | None]
+
 _NO_LABELS: Mapping[str, str] = {}
+
+
+def NO_NAMESPACES(name: str) -> Mapping[str, str] | None:
+    """No namespace is known: a term's namespace selector selects none."""
+    return None
 
 
 def node_labels(snapshot: Snapshot, name: str) -> Mapping[str, str]:
@@ -48,31 +56,32 @@ def add_score(scores: Scores, key: str, labels: Mapping[str, str], weight: int) 
         by_value[value] = by_value.get(value, 0) + weight
 
 
-def term_namespaces(term: PodAffinityTerm, owner: str, snapshot: Snapshot) -> Iterable[str]:
+def term_namespaces(
+    term: PodAffinityTerm, owner: str, snapshot: Snapshot, labels_of: NamespaceLabels
+) -> Iterable[str]:
     """The namespaces whose pods ``term`` (of a pod in namespace ``owner``) may select."""
     if term.namespace_selector is None:
         return term.namespaces or (owner,)
     # A namespace selector, even an empty one (every namespace): every namespace that holds
     # a pod in this view, those of pods placed in it included, is a candidate.
-    cache = snapshot.cache
-    known = set(cache.namespaces())
+    known = set(snapshot.cache.namespaces())
     known.update(placement.pod.namespace for placement in snapshot.placements)
     known.update(term.namespaces)
     return [
         namespace
         for namespace in known
-        if term.namespace_matches(owner, namespace, cache.namespace_labels(namespace))
+        if term.namespace_matches(owner, namespace, labels_of(namespace))
     ]
 
 
 def pods_of_term(
-    term: PodAffinityTerm, owner: str, snapshot: Snapshot
+    term: PodAffinityTerm, owner: str, snapshot: Snapshot, labels_of: NamespaceLabels
 ) -> Iterator[tuple[PodInfo, str]]:
     """(pod, node) for every counted pod that ``term`` (of a pod in ``owner``) selects."""
     selector = term.selector
     if selector is None:
         return
-    for namespace in term_namespaces(term, owner, snapshot):
+    for namespace in term_namespaces(term, owner, snapshot, labels_of):
         for pod, node_name in snapshot.pods_in_namespace(namespace):
             if selector.matches(pod.labels):
                 yield pod, node_name

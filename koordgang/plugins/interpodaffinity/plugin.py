@@ -16,6 +16,8 @@ from koordgang.framework.status import SUCCESS, Code, Status
 from koordgang.model.pod import PodInfo
 from koordgang.model.pod_affinity import PodAffinityTerm, WeightedPodAffinityTerm
 from koordgang.plugins.interpodaffinity.matching import (
+    NO_NAMESPACES,
+    NamespaceLabels,
     Pairs,
     Scores,
     add_pair,
@@ -72,8 +74,15 @@ class InterPodAffinity:
     scope = Scope.CLUSTER
     weight = 2
 
-    def __init__(self, hard_pod_affinity_weight: int = HARD_POD_AFFINITY_WEIGHT) -> None:
+    def __init__(
+        self,
+        hard_pod_affinity_weight: int = HARD_POD_AFFINITY_WEIGHT,
+        namespace_labels: NamespaceLabels = NO_NAMESPACES,
+    ) -> None:
         self.hard_pod_affinity_weight = hard_pod_affinity_weight
+        #: The labels of a namespace, as the namespaces' store knows them (terms may select
+        #: namespaces by label).
+        self._labels_of = namespace_labels
 
     # -- filter --------------------------------------------------------------------------------
 
@@ -88,7 +97,8 @@ class InterPodAffinity:
         """What the filter needs; None when it has nothing to check (most pods)."""
         if pod.pod_affinity is None and not snapshot.has_pod_affinity():
             return None  # the common case, decided without building anything
-        namespace_labels = snapshot.cache.namespace_labels(pod.namespace)
+        labels_of = self._labels_of
+        namespace_labels = labels_of(pod.namespace)
         existing = _existing_anti_affinity(pod, snapshot, namespace_labels)
         affinity = pod.pod_affinity
         if affinity is None:
@@ -99,14 +109,19 @@ class InterPodAffinity:
             anti = affinity.required_anti_affinity
         if not existing and not required and not anti:
             return None
-        matched = _affinity_pairs(pod, required, snapshot)
+        matched = _affinity_pairs(pod, required, snapshot, labels_of)
         first = (
             bool(required)
             and not matched
             and matches_all(required, pod.namespace, pod, namespace_labels)
         )
         return _FilterState(
-            required, anti, matched, _anti_affinity_pairs(pod, anti, snapshot), existing, first
+            required,
+            anti,
+            matched,
+            _anti_affinity_pairs(pod, anti, snapshot, labels_of),
+            existing,
+            first,
         )
 
     def filter(
@@ -188,14 +203,15 @@ class InterPodAffinity:
             scores = self._existing_scores(pod, snapshot)
         affinity = pod.pod_affinity
         if affinity is not None:
-            _add_preferred(scores, pod, affinity.preferred_affinity, 1, snapshot)
-            _add_preferred(scores, pod, affinity.preferred_anti_affinity, -1, snapshot)
+            labels_of = self._labels_of
+            _add_preferred(scores, pod, affinity.preferred_affinity, 1, snapshot, labels_of)
+            _add_preferred(scores, pod, affinity.preferred_anti_affinity, -1, snapshot, labels_of)
         return scores
 
     def _existing_scores(self, pod: PodInfo, snapshot: Snapshot) -> Scores:
         """What the terms of pods with pod affinity add to (or take from) each domain."""
         scores: Scores = {}
-        namespace_labels = snapshot.cache.namespace_labels(pod.namespace)
+        namespace_labels = self._labels_of(pod.namespace)
         hard_weight = self.hard_pod_affinity_weight
         for existing, node_name in snapshot.pods_with_pod_affinity():
             affinity = existing.pod_affinity
@@ -248,18 +264,20 @@ def _existing_anti_affinity(
     return pairs
 
 
-def _affinity_pairs(pod: PodInfo, terms: tuple[PodAffinityTerm, ...], snapshot: Snapshot) -> Pairs:
+def _affinity_pairs(
+    pod: PodInfo,
+    terms: tuple[PodAffinityTerm, ...],
+    snapshot: Snapshot,
+    labels_of: NamespaceLabels,
+) -> Pairs:
     """Domains, per term, of the pods that every one of the pod's affinity terms selects (a
     pod counts only if it satisfies them all, as in kube-scheduler)."""
     pairs: Pairs = {}
     if not terms:
         return pairs
     first, rest = terms[0], terms[1:]
-    cache = snapshot.cache
-    for other, node_name in pods_of_term(first, pod.namespace, snapshot):
-        if rest and not matches_all(
-            rest, pod.namespace, other, cache.namespace_labels(other.namespace)
-        ):
+    for other, node_name in pods_of_term(first, pod.namespace, snapshot, labels_of):
+        if rest and not matches_all(rest, pod.namespace, other, labels_of(other.namespace)):
             continue
         labels = node_labels(snapshot, node_name)
         for term in terms:
@@ -268,12 +286,15 @@ def _affinity_pairs(pod: PodInfo, terms: tuple[PodAffinityTerm, ...], snapshot: 
 
 
 def _anti_affinity_pairs(
-    pod: PodInfo, terms: tuple[PodAffinityTerm, ...], snapshot: Snapshot
+    pod: PodInfo,
+    terms: tuple[PodAffinityTerm, ...],
+    snapshot: Snapshot,
+    labels_of: NamespaceLabels,
 ) -> Pairs:
     """Domains of the pods that one of the pod's anti-affinity terms selects."""
     pairs: Pairs = {}
     for term in terms:
-        for _other, node_name in pods_of_term(term, pod.namespace, snapshot):
+        for _other, node_name in pods_of_term(term, pod.namespace, snapshot, labels_of):
             add_pair(pairs, term.topology_key, node_labels(snapshot, node_name))
     return pairs
 
@@ -284,10 +305,11 @@ def _add_preferred(
     terms: tuple[WeightedPodAffinityTerm, ...],
     sign: int,
     snapshot: Snapshot,
+    labels_of: NamespaceLabels,
 ) -> None:
     """The pod's own preferred terms: their weight for every pod they select, in its domain."""
     for weighted in terms:
         term = weighted.term
         delta = sign * weighted.weight
-        for _other, node_name in pods_of_term(term, pod.namespace, snapshot):
+        for _other, node_name in pods_of_term(term, pod.namespace, snapshot, labels_of):
             add_score(scores, term.topology_key, node_labels(snapshot, node_name), delta)

@@ -12,6 +12,7 @@ import pytest
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.runner import PodRunner
 from koordgang.framework.status import Code, Status
+from koordgang.model.namespace import NamespaceInfo
 from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.plugins.interpodaffinity import InterPodAffinity
@@ -22,6 +23,7 @@ from koordgang.plugins.interpodaffinity.plugin import (
 )
 from koordgang.plugins.noderesources import Fit
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.namespaces import Namespaces
 from koordgang.state.snapshot import Snapshot
 
 HOST = "kubernetes.io/hostname"
@@ -114,13 +116,17 @@ def world(
     for existing in pods:
         cache.upsert_pod(existing)
     for name, labels in (namespaces or {}).items():
-        cache.upsert_namespace(name, labels)
+        NAMESPACES.upsert(NamespaceInfo(name, labels))
     return Snapshot(cache)
+
+
+#: The namespaces' store the plugins of these tests read (namespaces differ by name).
+NAMESPACES = Namespaces()
 
 
 def feasible(incoming: PodInfo, snapshot: Snapshot) -> set[str] | str:
     """The nodes the filter lets the pod onto, or "skip" when PreFilter says SKIP."""
-    plugin = InterPodAffinity()
+    plugin = InterPodAffinity(namespace_labels=NAMESPACES.labels)
     state = CycleState()
     if plugin.pre_filter(state, incoming, snapshot).code is Code.SKIP:
         return SKIP

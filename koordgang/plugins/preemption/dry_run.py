@@ -55,9 +55,9 @@ def plan_room(
     """``eligible``: per candidate node, the pods that may be evicted there, in eviction order
     (see ``CostModel.eviction_order``); ``gone``: pods that count as gone already."""
     work = snapshot.fork()
-    # Devices of claims whose pods are gone (victims deleted, their claims not deallocated
-    # yet) are counted free: room on its way is not made again by evicting more.
-    work.free_claims(snapshot.cache.claims_left_behind())
+    # What pods that are gone still hold (victims deleted, their claims not given back yet)
+    # counts as free: room on its way is not made again by evicting more.
+    work.release_left_behind()
     names = [n for n in candidates if snapshot.node(n) is not None]
     result = DryRun()
     for name in names:
@@ -240,20 +240,18 @@ def _reprieve(
 
 
 def _all_pass(members: Iterable[PodInfo], node: NodeState, view: Snapshot, placer: Placer) -> bool:
-    """Whether every member still passes on ``node`` with a victim back. A member that does
-    not goes back as it was; one that does goes back with what it takes now (its devices
-    may differ from before, the victim's being in use again)."""
+    """Whether every member still passes on ``node`` with a victim back. Each is tried again
+    on a fork: one that passes goes back with what it takes now (its devices may differ from
+    before, the victim's being in use again); one that does not stays as it was."""
     for member in members:
-        taken = view.claims_allocated_for(member.uid)
-        view.remove(member)
+        trial = view.fork()
+        trial.remove(member)
         if (
-            placer.check(member, node, view).is_success
-            and placer.put(member, node, view).is_success
+            placer.check(member, node, trial).is_success
+            and placer.put(member, node, trial).is_success
         ):
+            trial.commit()
             continue
-        view.add(member, node)
-        if taken:
-            view.allocate(member, taken)
         return False
     return True
 

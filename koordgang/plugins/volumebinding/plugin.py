@@ -1,11 +1,15 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.status import SUCCESS, Code, Status
 from koordgang.model.pod import PodInfo
+from koordgang.model.volumes import ClaimInfo
 from koordgang.state.snapshot import Snapshot
+
+#: A PersistentVolumeClaim by namespace and name; None when it is not known.
+ClaimLookup = Callable[[str, str], ClaimInfo | None]
 
 #: kube-scheduler's reason for claims that nobody has bound yet.
 UNBOUND_REASON = "pod has unbound immediate PersistentVolumeClaims"
@@ -40,13 +44,17 @@ class VolumeBinding:
 
     name = "VolumeBinding"
 
+    def __init__(self, claim_of: ClaimLookup = lambda namespace, name: None) -> None:
+        #: A volume claim by namespace and name, as the volume claims' store knows it.
+        self._claim_of = claim_of
+
     def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
         claims = pod.pvc_names
         if not claims:
             return Status(Code.SKIP, plugin=self.name)
         unbound: list[str] = []
         for claim_name in claims:
-            claim = snapshot.cache.claim(pod.namespace, claim_name)
+            claim = self._claim_of(pod.namespace, claim_name)
             # A missing claim is reported first, as kube-scheduler does: binding the others
             # would not be enough.
             if claim is None:

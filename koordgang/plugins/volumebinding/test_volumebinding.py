@@ -14,6 +14,7 @@ from koordgang.model.volumes import parse_claim
 from koordgang.plugins.volumebinding import VolumeBinding
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.snapshot import Snapshot
+from koordgang.state.volume_claims import VolumeClaims
 
 NOT_BINDING = "koordgang does not bind volumes"
 
@@ -50,10 +51,11 @@ def pvc(claim: str, volume: str = "v") -> dict[str, Any]:
 
 
 def pre_filter(candidate: PodInfo, *claims: dict[str, Any]) -> tuple[Code, tuple[str, ...]]:
-    cache = SchedulerCache()
+    store = VolumeClaims()
     for claim in claims:
-        cache.upsert_claim(parse_claim(claim))
-    status = VolumeBinding().pre_filter(CycleState(), candidate, Snapshot(cache))
+        store.upsert(parse_claim(claim))
+    plugin = VolumeBinding(store.claim)
+    status = plugin.pre_filter(CycleState(), candidate, Snapshot(SchedulerCache()))
     if status.reasons:
         assert status.plugin == "VolumeBinding"
     return status.code, status.reasons

@@ -1,0 +1,28 @@
+"""The stores of every watched kind besides nodes and pods (which the cache keeps): one value,
+made once by whoever runs a scheduler (the engine, the what-if, the gangs view), handed to the
+plugins through their handle and to the intake through the kind table (``engine/kinds.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from koordgang.state.budgets import DisruptionBudgets
+from koordgang.state.cache import SchedulerCache
+from koordgang.state.dra import DraManager
+from koordgang.state.namespaces import Namespaces
+from koordgang.state.volume_claims import VolumeClaims
+
+__all__ = ["Stores"]
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    namespaces: Namespaces = field(default_factory=Namespaces)
+    volume_claims: VolumeClaims = field(default_factory=VolumeClaims)
+    budgets: DisruptionBudgets = field(default_factory=DisruptionBudgets)
+    #: Dynamic Resource Allocation: slices, classes, claims, taint rules, devices in use.
+    dra: DraManager = field(default_factory=DraManager)
+
+    def new_cache(self) -> SchedulerCache:
+        """A cache whose pods take devices from these stores (the DRA manager extends it)."""
+        return SchedulerCache(extensions=(self.dra,))
