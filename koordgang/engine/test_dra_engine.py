@@ -14,22 +14,6 @@ from dataclasses import replace
 from typing import Any
 
 from koordgang.clients.errors import ApiError
-from koordgang.engine.conftest import (
-    DRIVER,
-    NS,
-    Call,
-    FakeApi,
-    FakeClock,
-    Harness,
-    MakeScheduler,
-    gang_annotations,
-    gpu_class,
-    gpu_slice,
-    node,
-    parse,
-    pod,
-    pod_json,
-)
 from koordgang.model.dra import (
     CLAIM_FINALIZER,
     PodClaimRef,
@@ -39,6 +23,20 @@ from koordgang.model.dra import (
     parse_resource_slice,
 )
 from koordgang.model.pod import PodInfo
+from koordgang.testing.api import Call, FakeApi
+from koordgang.testing.builders import (
+    DRIVER,
+    NS,
+    device_class,
+    gang_annotations,
+    node,
+    parse,
+    pod,
+    pod_json,
+    resource_slice,
+)
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import Harness, MakeScheduler
 
 CLAIMS_PATH = f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims/"
 
@@ -172,8 +170,8 @@ async def test_a_gang_short_of_devices_binds_nobody_and_each_member_is_told(
     sched.list(
         nodes=[node(f"n{i}", cpu="8") for i in range(3)],
         pods=members,
-        resource_slices=[gpu_slice(f"n{i}") for i in range(3)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice(f"n{i}") for i in range(3)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -201,13 +199,13 @@ async def test_the_gang_binds_whole_once_a_fourth_node_publishes_its_devices(
     sched.list(
         nodes=[node(f"n{i}", cpu="8") for i in range(4)],
         pods=members,
-        resource_slices=[gpu_slice(f"n{i}") for i in range(3)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice(f"n{i}") for i in range(3)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
     assert api.binds() == []
-    sched.intake.on_resource_slice_upsert(gpu_slice("n3"))
+    sched.intake.on_resource_slice_upsert(resource_slice("n3"))
     clock.advance(30)
     await sched.run()
     binds = dict(api.binds())
@@ -248,8 +246,8 @@ async def test_a_refused_claim_write_undoes_the_batch_and_binds_nobody(
     sched.list(
         nodes=[node(f"n{i}", cpu="8") for i in range(4)],
         pods=members,
-        resource_slices=[gpu_slice(f"n{i}") for i in range(4)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice(f"n{i}") for i in range(4)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     # Someone changed the last claim after the scheduler read it.
@@ -276,8 +274,8 @@ async def test_a_device_taken_by_another_scheduler_meanwhile_is_not_bound_twice(
     sched.list(
         nodes=[node("n0", cpu="8")],
         pods=[pod],
-        resource_slices=[gpu_slice("n0", devices=2)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0", devices=2)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     gate = api.hold(lambda c: c.method == "PATCH" and c.path.endswith("mine/status"))
@@ -305,8 +303,8 @@ async def test_a_shared_claim_sends_its_pods_to_its_node_and_adds_them_as_consum
     sched.list(
         nodes=[node("n0", cpu="8"), node("n1", cpu="8")],
         pods=[pod],
-        resource_slices=[gpu_slice("n0"), gpu_slice("n1")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0"), resource_slice("n1")],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -331,8 +329,8 @@ async def test_after_a_restart_between_writes_and_bindings_the_pods_bind_without
     sched.list(
         nodes=[node(f"n{i}", cpu="8") for i in range(4)],
         pods=members,
-        resource_slices=[gpu_slice(f"n{i}") for i in range(4)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice(f"n{i}") for i in range(4)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -349,8 +347,8 @@ async def test_a_pod_whose_claim_is_not_made_yet_waits_and_is_told(
     sched.list(
         nodes=[node("n0")],
         pods=[parse(obj)],
-        resource_slices=[gpu_slice("n0")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class()],
     )
     await sched.run()
     assert api.binds() == []
@@ -368,8 +366,8 @@ async def test_an_unknown_device_class_is_named(
     sched.list(
         nodes=[node("n0")],
         pods=[gpu_pod("p", "c")],
-        resource_slices=[gpu_slice("n0")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -385,8 +383,8 @@ async def test_a_selector_failing_on_every_device_is_reported_with_its_source(
     sched.list(
         nodes=[node("n0")],
         pods=[gpu_pod("p", "c")],
-        resource_slices=[gpu_slice("n0")],
-        device_classes=[gpu_class(f'device.attributes["{DRIVER}"].model == "a100"')],
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class(selector=f'device.attributes["{DRIVER}"].model == "a100"')],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -405,8 +403,8 @@ async def test_claims_are_freed_for_others_when_their_pods_finish(
     sched.list(
         nodes=[node("n0", cpu="8")],
         pods=[first, second],
-        resource_slices=[gpu_slice("n0", devices=2)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0", devices=2)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -437,8 +435,8 @@ async def test_a_claim_allocated_on_a_node_that_is_gone_is_given_back_and_alloca
     sched.list(
         nodes=[node("n1", cpu="8")],
         pods=[pod],
-        resource_slices=[gpu_slice("n1", devices=1)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n1", devices=1)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -466,8 +464,8 @@ async def test_a_claim_another_pod_shares_is_not_given_back(
     sched.list(
         nodes=[node("n1", cpu="8")],
         pods=[gpu_pod("p", "c")],
-        resource_slices=[gpu_slice("n1", devices=1)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n1", devices=1)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -487,8 +485,8 @@ async def test_preemption_frees_the_devices_of_a_victim_for_a_higher_priority_po
     sched.list(
         nodes=[node("n1", cpu="8"), node("n2", cpu="8")],
         pods=[low, high],
-        resource_slices=[gpu_slice("n1", devices=2), gpu_slice("n2", devices=1)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n1", devices=2), resource_slice("n2", devices=1)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -521,7 +519,7 @@ async def test_an_extended_resource_a_device_class_provides_is_named_as_not_allo
     sched.list(
         nodes=[node("n0")],
         pods=[parse(obj)],
-        resource_slices=[gpu_slice("n0")],
+        resource_slices=[resource_slice("n0")],
         device_classes=[device_class],
     )
     await sched.run()
@@ -544,8 +542,8 @@ async def test_gang_members_sharing_a_claim_allocated_in_their_decision_bind_tog
     sched.list(
         nodes=[node("n0", cpu="8"), node("n1", cpu="8")],
         pods=members,
-        resource_slices=[gpu_slice("n0"), gpu_slice("n1")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0"), resource_slice("n1")],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -567,8 +565,8 @@ async def test_a_gang_whose_writes_failed_is_decided_about_whole_again(
     sched.list(
         nodes=[node(f"n{i}", cpu="8") for i in range(4)],
         pods=members,
-        resource_slices=[gpu_slice(f"n{i}") for i in range(4)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice(f"n{i}") for i in range(4)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     claims.objects[names[3]]["metadata"]["resourceVersion"] = "77"  # changed by someone
@@ -592,8 +590,8 @@ async def test_a_pod_whose_binding_failed_is_tried_again_only_after_its_writes_a
     sched.list(
         nodes=[node("n0", cpu="8")],
         pods=[gpu_pod("p", "mine")],
-        resource_slices=[gpu_slice("n0", devices=1)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0", devices=1)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     api.answer_bind("p", *([ApiError(500, "InternalError", "boom")] * 5), {})
@@ -628,8 +626,8 @@ async def test_a_pod_pinned_to_a_claim_that_moved_goes_where_it_is_now(
     sched.list(
         nodes=[node("n0", cpu="1"), node("n1", cpu="8")],
         pods=[pod("a", cpu="1", node_name="n0", phase="Running"), gpu_pod("p", "team")],
-        resource_slices=[gpu_slice("n0"), gpu_slice("n1")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0"), resource_slice("n1")],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -660,8 +658,8 @@ async def test_a_victim_gone_whose_claim_is_not_deallocated_yet_is_not_evicted_f
     sched.list(
         nodes=[node("n1", cpu="8"), node("n2", cpu="8")],
         pods=[*lows, gpu_pod("high", "high", priority=100)],
-        resource_slices=[gpu_slice("n1", devices=2), gpu_slice("n2", devices=2)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n1", devices=2), resource_slice("n2", devices=2)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -683,8 +681,8 @@ async def test_a_claim_created_after_its_pod_lets_that_pod_go(
     sched.list(
         nodes=[node("n0", cpu="8")],
         pods=[gpu_pod("p", "late")],
-        resource_slices=[gpu_slice("n0")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class()],
     )
     await sched.run()
     condition = api.condition("p")
@@ -707,8 +705,8 @@ async def test_a_nonstrict_member_held_for_its_gang_holds_its_devices(
     sched.list(
         nodes=[node("n0", cpu="8")],
         pods=members,
-        resource_slices=[gpu_slice("n0", devices=1)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0", devices=1)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -733,8 +731,8 @@ async def test_a_request_for_a_feature_not_implemented_waits_naming_it(
     sched.list(
         nodes=[node("n0")],
         pods=[gpu_pod("p", "admin")],
-        resource_slices=[gpu_slice("n0")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -754,8 +752,8 @@ async def test_the_best_node_named_is_one_with_devices_of_the_class(
         # "a-cpu" comes first and has no devices; "gpu-node" has 2, both in use.
         nodes=[node("a-cpu", cpu="8"), node("gpu-node", cpu="8")],
         pods=[gpu_pod("p", "c")],
-        resource_slices=[gpu_slice("gpu-node", devices=2)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("gpu-node", devices=2)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -784,7 +782,7 @@ async def test_devices_of_a_pool_on_all_nodes_are_not_allocated_and_the_pod_says
         nodes=[node("n0")],
         pods=[gpu_pod("p", "c")],
         resource_slices=[network],
-        device_classes=[gpu_class()],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from koordgang.engine.conftest import FakeApi, FakeClock, Harness, gang, node
 from koordgang.plugins.nodepools import CLAIMS, REASON, RESOURCE
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import gang, node
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import Harness
 
 KIND = RESOURCE.id
 CLAIM_KIND = CLAIMS.id

@@ -9,18 +9,10 @@ from typing import Any
 
 import pytest
 
-from koordgang.engine.conftest import (
-    FakeApi,
-    Harness,
-    MakeScheduler,
-    bound,
-    gang,
-    node,
-    parse,
-    pod,
-    pod_json,
-)
 from koordgang.model.koordinator import NETWORK_TOPOLOGY_SPEC_KEY
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import bound, gang, node, parse, pod, pod_json
+from koordgang.testing.harness import Harness, MakeScheduler
 
 LOW, HIGH = 0, 100
 

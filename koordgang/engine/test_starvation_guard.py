@@ -9,16 +9,9 @@ from typing import Any
 
 import pytest
 
-from koordgang.engine.conftest import (
-    FakeApi,
-    Harness,
-    MakeScheduler,
-    bound,
-    gang,
-    node,
-    pod,
-    uid_of,
-)
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import bound, gang, node, pod, uid_of
+from koordgang.testing.harness import Harness, MakeScheduler
 
 RESERVE_AFTER = 30.0
 
