@@ -163,4 +163,3 @@ class CycleHarness:
 
     def reports(self, reason: str | None = None) -> list[Report]:
         return [r for r in self.asked.reports if reason is None or r.reason == reason]
-
