@@ -48,10 +48,13 @@ class CycleHarness:
         podgroups: Iterable[Mapping[str, Any]] = (),
         *,
         settings: Settings | None = None,
+        **listings: Iterable[Any],
     ) -> None:
+        """``listings`` are the other kinds the informers list first (``Harness.list``'s
+        keywords: ``resource_slices``, ``device_classes``, ``resource_claims``...)."""
         self.clock = FakeClock(wall0=T0)
         self.harness = Harness(FakeApi(), self.clock, settings or Settings(preemption=False))
-        self.harness.list(nodes=nodes)
+        self.harness.list(nodes=nodes, **listings)
         for obj in podgroups:
             self.harness.intake.on_object(PODGROUPS, "ADDED", obj)
         for info in pods:
