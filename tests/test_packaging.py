@@ -19,7 +19,7 @@ from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 #: The package of test support (fakes, builders).
 SUPPORT = "koordgang/testing"
 
