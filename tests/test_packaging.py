@@ -62,8 +62,8 @@ def test_the_wheel_holds_every_module_of_the_product_and_no_test(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The build backend (pyproject's build-system): every environment that installs the
-    # project has it.
-    import setuptools
+    # project has it. Imported by name: the setuptools of some environments has no type hints.
+    setuptools = importlib.import_module("setuptools")
 
     setup_py = _setup_py()
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())

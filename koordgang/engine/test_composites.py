@@ -103,9 +103,8 @@ def composite_condition(api: FakeApi, name: str = "cpg") -> dict[str, Any] | Non
     patches = api.custom_status_patches("compositepodgroups", name)
     if not patches:
         return None
-    [condition] = [
-        c for c in patches[-1]["conditions"] if c["type"] == "CompositePodGroupInitiallyScheduled"
-    ]
+    conditions: list[dict[str, Any]] = patches[-1]["conditions"]
+    [condition] = [c for c in conditions if c["type"] == "CompositePodGroupInitiallyScheduled"]
     return condition
 
 

@@ -43,7 +43,9 @@ async def test_a_gang_beyond_every_nodepools_limits_stops_asking_and_says_which(
 
     names = [m.name for m in members]
     assert reasons(api, names) == {REASON}
-    message = api.condition(names[0])["message"]  # type: ignore[index]
+    condition = api.condition(names[0])
+    assert condition is not None
+    message = condition["message"]
     assert message.startswith("gang ns/x: ")
     assert message.endswith(
         "no NodePool can add the room: 5 cpu more than the nodes have free is needed, and the "

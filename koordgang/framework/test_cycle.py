@@ -47,7 +47,7 @@ def gang(*members: PodInfo, minimum: int | None = None, strict: bool = False) ->
     part = GroupPart(
         "ns/a", list(members), minimum=len(members) if minimum is None else minimum, strict=strict
     )
-    return SchedulingGroup("ns/g", [part], members[0])
+    return SchedulingGroup(GroupKey(("ns/g",)), [part], members[0])
 
 
 A0, A1, A2 = pod("a-0"), pod("a-1"), pod("a-2")
@@ -202,18 +202,19 @@ def test_a_rejected_or_dropped_group_keeps_nothing_and_releases_what_it_held(how
     cache = cache_of(node("n1", cpu="2"))
     journal = Journal()
     told = {A0.uid: "gang ns/a gave up"}
+    members: list[PodInfo]
     if how == "permit rejects":
         fixed: Any = FixedPermit(
             "Gang", PermitResult(Decision.REJECT, messages=told, plugin="Gang"), journal
         )
-        members = (A0, A1)
+        members = [A0, A1]
     else:
         fixed = FixedPostFilter(
             "Gang",
             PostFilterResult(Status.unschedulable("Gang"), drop_placements=True, messages=told),
             journal,
         )
-        members = (A0, A1, pod("a-big", cpu="3"))
+        members = [A0, A1, pod("a-big", cpu="3")]
     fw, _ = framework(RecordingReserve("R", journal), fixed)
     position = cache.change_position
 

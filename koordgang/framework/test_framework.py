@@ -19,11 +19,20 @@ from koordgang.framework.group import (
     SchedulingGroup,
 )
 from koordgang.framework.handle import Handle, Services
-from koordgang.framework.results import ALLOW, Decision, PermitResult, PostFilterResult
+from koordgang.framework.interfaces import Plugin
+from koordgang.framework.results import (
+    ALLOW,
+    Decision,
+    PermitResult,
+    PostFilterResult,
+    UnreserveReason,
+)
 from koordgang.framework.runner import PodRunner
 from koordgang.framework.status import SKIP, SUCCESS, Code, Status
+from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Placement, Snapshot
 from koordgang.state.waiting import WaitingPods
 from koordgang.testing.builders import cache_of, node, pod
@@ -90,7 +99,7 @@ class Listener:
         self.objects: list[tuple[str, str]] = []
 
     def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
-        self.pods.append((old and old.name, pod and pod.name))
+        self.pods.append((old.name if old else None, pod.name if pod else None))
 
     def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
         self.objects.append((kind, event))
@@ -123,7 +132,7 @@ class Grouper:
     def build_group(self, pod: PodInfo, pending: Sequence[PodInfo]) -> SchedulingGroup:
         members = [pod, *pending]
         return SchedulingGroup(
-            pod.labels["team"], [GroupPart("team", members, minimum=len(members))], pod
+            GroupKey((pod.labels["team"],)), [GroupPart("team", members, minimum=len(members))], pod
         )
 
 
@@ -132,7 +141,7 @@ def framework(*plugins: Any, waiting: WaitingPods | None = None) -> Framework:
 
 
 def group_of(*parts: GroupPart) -> SchedulingGroup:
-    return SchedulingGroup("ns/g", list(parts), parts[0].pending[0])
+    return SchedulingGroup(GroupKey(("ns/g",)), list(parts), parts[0].pending[0])
 
 
 # -- registration ------------------------------------------------------------------------------
@@ -153,7 +162,8 @@ def test_each_plugin_is_registered_at_every_extension_point_it_implements() -> N
     reserve, permit = RecordingReserve("Reserve", journal), FixedPermit("Permit", ALLOW)
     reclaim, listener = FixedReclaim("Reclaim", {}), Listener("Listener")
     user, keeper = HandleUserPlugin(), Gatekeeper()
-    plugins = [sort, gate, fit, taints, score, grouping, group_gate, placement, post, reserve]
+    plugins: list[Plugin] = [sort, gate, fit, taints, score, grouping, group_gate, placement]
+    plugins += [post, reserve]
     plugins += [permit, reclaim, listener, user, keeper]
 
     fw = Framework(prebuilt(plugins))
@@ -167,7 +177,8 @@ def test_each_plugin_is_registered_at_every_extension_point_it_implements() -> N
     assert fw.reserves == [reserve]
     assert fw.permits == [permit]
     assert fw.reclaimers == [reclaim]
-    assert fw.pod_handlers == fw.object_handlers == [listener]
+    assert fw.pod_handlers == [listener]
+    assert fw.object_handlers == [listener]
     assert fw.left_pending == []
     assert fw.pods.pre_filters == (gate,)
     assert fw.pods.static_filters == (taints,)
@@ -355,7 +366,11 @@ def test_the_grouping_plugin_finds_and_builds_the_group() -> None:
     assert fw.group_members(pod("solo")) is None
     assert fw.group_members(p) == [q]
     group = fw.build_group(p, [q])
-    assert (group.key, [m.name for m in group.members()], group.trigger) == ("x", ["p", "q"], p)
+    assert (group.key, [m.name for m in group.members()], group.trigger) == (
+        GroupKey(("x",)),
+        ["p", "q"],
+        p,
+    )
 
 
 REFUSAL = Status.unschedulable("B", "no")
@@ -419,10 +434,31 @@ class RecordingPlacer:
         self.tried: list[str] = []
 
     def place(
-        self, pod: PodInfo, snapshot: Snapshot, *, within: frozenset[str] | None = None
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        within: frozenset[str] | None = None,
+        diagnose: bool = True,
     ) -> PodResult:
         self.tried.append(pod.name)
-        return self.pods.place(pod, snapshot, within=within)
+        return self.pods.place(pod, snapshot, within=within, diagnose=diagnose)
+
+    def find(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        within: frozenset[str] | None = None,
+        diagnose: bool = True,
+    ) -> PodResult:
+        return self.pods.find(pod, snapshot, within=within, diagnose=diagnose)
+
+    def check(self, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> Status:
+        return self.pods.check(pod, node, snapshot)
+
+    def put(self, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> Status:
+        return self.pods.put(pod, node, snapshot)
 
 
 def members(prefix: str, *cpus: str) -> list[PodInfo]:
@@ -666,7 +702,7 @@ def test_unreserve_runs_every_plugin_in_reverse_order() -> None:
     journal = Journal()
     fw = framework(RecordingReserve("A", journal), RecordingReserve("B", journal))
 
-    fw.run_unreserve("ns/g", [Placement(pod("p"), "n1")], "rejected")
+    fw.run_unreserve(GroupKey(("ns/g",)), [Placement(pod("p"), "n1")], UnreserveReason.REJECTED)
 
     assert journal == ["B.unreserve(ns/g, 1, rejected)", "A.unreserve(ns/g, 1, rejected)"]
 

@@ -7,7 +7,7 @@ import pytest
 from koordgang.framework.diagnosis import Diagnosis
 from koordgang.framework.group import GroupPart, GroupPlan, PartPlan, PodResult, SchedulingGroup
 from koordgang.framework.status import Code, Status
-from koordgang.model.group_key import ALONE
+from koordgang.model.group_key import ALONE, GroupKey
 from koordgang.state.snapshot import Placement, Snapshot
 from koordgang.testing.builders import cache_of, pod
 
@@ -27,7 +27,9 @@ def test_a_pod_alone_is_a_group_of_one_without_a_key() -> None:
 
 
 def test_members_are_listed_part_by_part_in_order() -> None:
-    group = SchedulingGroup("ns/g", [GroupPart("ns/a", [Q, P]), GroupPart("ns/b", [R])], P)
+    group = SchedulingGroup(
+        GroupKey(("ns/g",)), [GroupPart("ns/a", [Q, P]), GroupPart("ns/b", [R])], P
+    )
     assert [p.name for p in group.members()] == ["q", "p", "r"]
     assert group.size == 3
 

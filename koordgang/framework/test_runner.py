@@ -122,6 +122,13 @@ class FavouriteNode:
         return {n.name: 100 if n.name == favourite else 0 for n in nodes}
 
 
+def placed_on(pods: PodRunner, p: PodInfo, snapshot: Snapshot) -> str:
+    """The node ``p`` is placed on in ``snapshot`` (it must fit)."""
+    node_name = pods.place(p, snapshot).node
+    assert node_name is not None, f"{p.name} fits nowhere"
+    return node_name
+
+
 def find(pods: PodRunner, cache: SchedulerCache, p: PodInfo) -> tuple[str | None, str]:
     """Where ``p`` would go in a fresh snapshot of ``cache``, and if nowhere, why."""
     result = pods.find(p, Snapshot(cache))
@@ -222,7 +229,7 @@ def test_a_score_whose_prescore_said_skip_is_not_run(labels: dict[str, str], bes
     pods = runner(pre_scores=(penalty,), scores=(LabelScore(), penalty))
 
     assert find(pods, cache, pod("p", labels=labels))[0] == best
-    assert (penalty.calls > 0) is not labels
+    assert (penalty.calls > 0) is not bool(labels)
 
 
 # -- the static verdict cache ----------------------------------------------------------------
@@ -504,8 +511,8 @@ def test_the_best_node_follows_placements_within_one_snapshot() -> None:
     pods = spreading()
     snapshot = Snapshot(cache)
 
-    placed = [pods.place(pod(name, cpu="1"), snapshot).node for name in ("a", "b", "c")]
-    fourth = [pods.place(pod(name, cpu="1"), snapshot).node for name in ("d", "e", "f")]
+    placed = [placed_on(pods, pod(name, cpu="1"), snapshot) for name in ("a", "b", "c")]
+    fourth = [placed_on(pods, pod(name, cpu="1"), snapshot) for name in ("d", "e", "f")]
 
     assert sorted(placed) == ["n1", "n2", "n3"]  # one on each before any gets a second
     assert sorted(fourth) == ["n1", "n2", "n3"]
@@ -580,7 +587,7 @@ def test_explain_says_why_each_statically_feasible_node_refused() -> None:
     big = pod("big", cpu="2")
     verdict = pods.static_verdict(big, snapshot)
     state = CycleState()
-    active = pods._active(state, big, snapshot, frozenset())
+    active = pods._active(state, big, snapshot, ())
 
     diagnosis = pods.explain(state, big, snapshot, verdict, active)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from koordgang.model.gang import GangMode, GangSource, MatchPolicy, PodGroupInfo
+from koordgang.model.group_key import GroupKey
 from koordgang.model.koordinator import (
     GROUPS_KEY,
     LIGHTWEIGHT_MIN_LABEL,
@@ -44,7 +45,9 @@ def hold(
     """Holds member ``uid`` of ``gang`` placed on ``node`` (a NonStrict gang's Permit waits),
     as the engine does: in the registry's WaitingPods, with the gang as the part."""
     member = gang_of(gangs, gang).members[uid]
-    gangs.waiting.add(member, node, group=group, part=gang, since=since, deadline=deadline)
+    gangs.waiting.add(
+        member, node, group=GroupKey((group,)), part=gang, since=since, deadline=deadline
+    )
 
 
 # -- membership --------------------------------------------------------------------------------
@@ -154,6 +157,7 @@ def test_a_podgroup_seen_before_any_member_creates_the_gang_its_members_then_joi
 
     gang = gangs.on_podgroup(podgroup("a", 3, created=-50))
 
+    assert gang is not None
     assert gangs.get("ns/a") is gang
     assert gang.ref.source is GangSource.POD_GROUP
     assert gang.members == {}
@@ -346,7 +350,7 @@ def test_satisfied_never_reverts() -> None:
     hold(gangs, "uid-ns-q")
     gangs.on_pod_deleted("uid-ns-p")  # the bound member goes away
     gangs.on_pod(member("q", annotations={TIMEOUT_KEY: "true"}))  # a stray timeout mark
-    gangs.waiting.release_group("ns/a")
+    gangs.waiting.release_group(GroupKey(("ns/a",)))
 
     assert gang.satisfied is True
     assert gang.timed_out is False
@@ -506,7 +510,7 @@ def test_a_satisfied_gang_is_pending_again_only_while_no_member_is_bound() -> No
     gang.mark_satisfied()
     gangs.on_pod(member("p", node="n1"))
     assert gang.undo_satisfied() is False
-    assert gang.state is GangState.SATISFIED
+    assert gang_of(gangs).state is GangState.SATISFIED
 
 
 def test_the_transition_table_makes_satisfied_and_timed_out_terminal() -> None:
@@ -642,7 +646,7 @@ def test_releasing_the_group_makes_the_gang_pending_again() -> None:
     hold(gangs, "uid-ns-p")
     hold(gangs, "uid-ns-b-0", gang="ns/b")
 
-    released = gangs.waiting.release_group("ns/a")
+    released = gangs.waiting.release_group(GroupKey(("ns/a",)))
 
     assert sorted(w.pod.uid for w in released) == ["uid-ns-b-0", "uid-ns-p"]
     assert gang.held() == 0

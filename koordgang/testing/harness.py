@@ -89,7 +89,7 @@ class Harness:
         )
         self.scheduler = Scheduler(
             settings,
-            api,  # type: ignore[arg-type]
+            api,  # type: ignore[arg-type]  # FakeApi stands for KubeApi
             self.framework,
             clock=clock,
             wall=clock.wall,

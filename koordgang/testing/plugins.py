@@ -12,9 +12,10 @@ from typing import Any
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.interfaces import Scope
-from koordgang.framework.results import PermitResult, PostFilterResult
+from koordgang.framework.results import PermitResult, PostFilterResult, UnreserveReason
 from koordgang.framework.runner import PodRunner
 from koordgang.framework.status import SUCCESS, Status
+from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
 from koordgang.model.taints import first_untolerated
 from koordgang.state.node_state import NodeState
@@ -190,7 +191,9 @@ class RecordingReserve:
         self.placements.append(placements)
         return self.status
 
-    def unreserve(self, group_key: str, placements: Sequence[Placement], reason: str) -> None:
+    def unreserve(
+        self, group_key: GroupKey, placements: Sequence[Placement], reason: UnreserveReason
+    ) -> None:
         self.journal.append(f"{self.name}.unreserve({group_key}, {len(placements)}, {reason})")
 
 

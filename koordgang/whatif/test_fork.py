@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from koordgang.model.pod import PodInfo
+from koordgang.plugins.preemption import Preemption
 from koordgang.testing.builders import (
     bound,
     device_class,
@@ -77,6 +78,7 @@ def _daemon_view(sched: Harness) -> dict[str, Any]:
     """Everything a what-if must leave alone."""
     cache = sched.cache
     preemption = next(p for p in sched.framework.plugins if p.name == "Preemption")
+    assert isinstance(preemption, Preemption)
     return {
         "pods": sorted((p.uid, p.resource_version) for p in cache.pods()),
         "assumed": sorted(p.uid for p in cache.pods() if cache.is_assumed(p.uid)),
