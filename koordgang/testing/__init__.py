@@ -7,7 +7,8 @@
   claims), as the API server returns them and as the informers parse them.
 - ``plugins``: small plugins that answer as a test sets, for the framework's own tests.
 - ``fixtures``: the pytest fixtures over the harness; conftest.py files use them.
+- ``contracts``: the import-linter contract that keeps all test code out of the product.
 
-Not part of the product: left out of the wheel and the sdist (setup.py, MANIFEST.in), and no
+Not part of the product: left out of the wheel and the sdist (pyproject.toml, MANIFEST.in), and no
 product module imports it (import-linter). The benchmarks may use it.
 """
