@@ -1,22 +1,26 @@
 """Only the product goes into the sdist and the wheel: the unit tests that live beside the code
-(``koordgang/**/test_*.py``, ``conftest.py``) stay in the source tree, where ``make unit``
-runs them. Everything else about the build is in pyproject.toml.
+(``koordgang/**/test_*.py``, ``conftest.py``) and their support package (``koordgang/testing``,
+left out by pyproject.toml's package finder) stay in the source tree, where ``make unit`` runs
+them. Everything else about the build is in pyproject.toml.
 
 setuptools has no setting that leaves a module out of a package, hence this ``build_py``;
-MANIFEST.in keeps the same files out of the sdist. ``tests/unit/test_packaging.py`` checks
-both, and the image's build context (.dockerignore).
+MANIFEST.in keeps the same files out of the sdist. ``tests/test_packaging.py`` checks both,
+and the image's build context (.dockerignore).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
 #: File names of test modules, as pytest finds them (pyproject: python_files) and conftest.
 TEST_FILES = ("test_*.py", "conftest.py")
+#: The package of test support (fakes, builders): a package of its own, not in the product.
+TEST_PACKAGE = os.path.join("koordgang", "testing")
 
 
 def is_test_file(path: str) -> bool:
@@ -33,6 +37,7 @@ class BuildPyWithoutTests(build_py):
 
     def run(self) -> None:
         # build/lib outlives a build: a tree built before tests were left out still has them.
+        shutil.rmtree(os.path.join(self.build_lib, TEST_PACKAGE), ignore_errors=True)
         for root, _, files in os.walk(os.path.join(self.build_lib, "koordgang")):
             for name in filter(is_test_file, files):
                 os.remove(os.path.join(root, name))

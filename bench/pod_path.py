@@ -1,10 +1,10 @@
 """``python -m bench.pod_path``: the product files a gang member's pod crosses from its informer
 event to the start of its scheduling cycle, and how often the path moves between files.
 
-Runs the engine in process (the unit tests' fake API server and clock): a gang of two whose
-first member is already known; the second member's event is traced with ``sys.setprofile``
-until ``run_cycle`` starts. A measure of how spread out the gang model is: how many files a
-newcomer follows, and how often the engine hands over to plugins."""
+Runs the engine in process (the fake API server and clock of ``koordgang.testing``): a gang of
+two whose first member is already known; the second member's event is traced with
+``sys.setprofile`` until ``run_cycle`` starts. A measure of how spread out the gang model is:
+how many files a newcomer follows, and how often the engine hands over to plugins."""
 
 from __future__ import annotations
 
@@ -15,8 +15,11 @@ from types import FrameType
 from typing import Any
 
 import koordgang.engine.loop as loop_module
-from koordgang.engine.conftest import FakeApi, FakeClock, Harness, gang, node
 from koordgang.settings import Settings
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import gang, node
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import Harness
 
 
 def trace() -> list[str]:
@@ -28,7 +31,7 @@ def trace() -> list[str]:
         if event != "call" or not recording[0]:
             return
         name = frame.f_code.co_filename
-        if "/koordgang/" not in name or "/test_" in name or "conftest" in name:
+        if "/koordgang/" not in name or "/koordgang/testing/" in name or "/test_" in name:
             return
         relative = name.split("/koordgang/", 1)[1]
         if not crossed or crossed[-1] != relative:

@@ -13,10 +13,11 @@ import asyncio
 import statistics
 import time
 
-from koordgang.engine.conftest import FakeApi, FakeClock, Harness, bound, gang_annotations
-from koordgang.engine.conftest import node as make_node
-from koordgang.engine.conftest import pod as make_pod
 from koordgang.settings import Settings
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import bound, gang_annotations, node, pod
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import Harness
 from koordgang.whatif.fork import DaemonState, what_if
 from koordgang.whatif.inputs import make_pods, read_input
 
@@ -53,10 +54,10 @@ async def measure(nodes: int = 1000, runs: int = 5) -> list[tuple[str, float, fl
     """(case, median seconds, slowest seconds) per case."""
     harness = Harness(FakeApi(), FakeClock(), Settings(explain_after=0.0))
     harness.list(
-        nodes=[make_node(f"n{i:05d}", cpu="32", memory="128Gi") for i in range(nodes)],
+        nodes=[node(f"n{i:05d}", cpu="32", memory="128Gi") for i in range(nodes)],
         pods=[
             bound(
-                make_pod(f"p{i}-{j}", cpu="3", annotations=gang_annotations(f"g{i}", 10)),
+                pod(f"p{i}-{j}", cpu="3", annotations=gang_annotations(f"g{i}", 10)),
                 f"n{i:05d}",
             )
             for i in range(nodes)

@@ -68,11 +68,11 @@ async def test_a_kind_keeps_its_version_while_the_api_server_cannot_be_asked() -
         async def request(self, method: str, path: str, **_: Any) -> Any:
             raise ApiError(503, "ServiceUnavailable", "try again")
 
-    earlier = [PODGROUPS.served_as({"v1alpha2"})]
-    assert earlier[0] is not None
-    [kept] = await resolve_versions(cast(KubeApi, Down({})), [PODGROUPS], keep=earlier)
+    earlier = PODGROUPS.served_as({"v1alpha2"})
+    assert earlier is not None
+    [kept] = await resolve_versions(cast(KubeApi, Down({})), [PODGROUPS], keep=[earlier])
     assert kept.path == "/apis/scheduling.k8s.io/v1alpha2/podgroups"
     # Once it answers, an upgraded cluster's version is read.
     served = Discovery({"scheduling.k8s.io": ["v1", "v1beta1"]})
-    [now] = await resolve_versions(cast(KubeApi, served), [PODGROUPS], keep=earlier)
+    [now] = await resolve_versions(cast(KubeApi, served), [PODGROUPS], keep=[earlier])
     assert now.path == "/apis/scheduling.k8s.io/v1beta1/podgroups"

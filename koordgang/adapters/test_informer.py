@@ -61,8 +61,13 @@ async def test_the_next_page_is_asked_for_before_this_one_is_parsed() -> None:
     api = _Pages(total=25)
     sink = _Sink(api)
     informer = Informer(
-        api, "/api/v1/pods", name="pods", sink=sink, page_size=10, list_from_cache=False
-    )  # type: ignore[arg-type]
+        api,  # type: ignore[arg-type]  # a fake of KubeApi's listing and watching
+        "/api/v1/pods",
+        name="pods",
+        sink=sink,
+        page_size=10,
+        list_from_cache=False,
+    )
     await informer._list()
     assert sink.items == list(range(25))
     assert informer.resource_version == "77"
@@ -73,8 +78,13 @@ async def test_an_expired_continue_token_starts_the_list_over() -> None:
     api = _Pages(total=25, expire_once_at="20")
     sink = _Sink(api)
     informer = Informer(
-        api, "/api/v1/pods", name="pods", sink=sink, page_size=10, list_from_cache=False
-    )  # type: ignore[arg-type]
+        api,  # type: ignore[arg-type]  # a fake of KubeApi's listing and watching
+        "/api/v1/pods",
+        name="pods",
+        sink=sink,
+        page_size=10,
+        list_from_cache=False,
+    )
     await informer._list()
     assert sink.lists == 2
     assert sink.items == list(range(25))
@@ -146,8 +156,13 @@ async def test_a_streamed_list_comes_in_pages_then_the_stream_goes_on_as_a_watch
     api = _Streams(total=25, after=2)
     sink = _StreamSink(api.pages)
     informer = Informer(
-        api, "/api/v1/pods", name="pods", sink=sink, page_size=10, list_from_cache=False
-    )  # type: ignore[arg-type]
+        api,  # type: ignore[arg-type]  # a fake of KubeApi's listing and watching
+        "/api/v1/pods",
+        name="pods",
+        sink=sink,
+        page_size=10,
+        list_from_cache=False,
+    )
     await _run_until_quiet(informer, api)
     assert sink.items == list(range(25)) and sink.pages == [10, 10, 5]
     assert sink.ended.is_set()
@@ -164,8 +179,13 @@ async def test_a_server_that_refuses_streaming_lists_is_paged() -> None:
     api = _Streams(total=25, refuse=422)
     sink = _StreamSink(api.pages)
     informer = Informer(
-        api, "/api/v1/pods", name="pods", sink=sink, page_size=10, list_from_cache=False
-    )  # type: ignore[arg-type]
+        api,  # type: ignore[arg-type]  # a fake of KubeApi's listing and watching
+        "/api/v1/pods",
+        name="pods",
+        sink=sink,
+        page_size=10,
+        list_from_cache=False,
+    )
     await _run_until_quiet(informer, api)
     assert not informer.streaming
     assert sink.items == list(range(25))
@@ -205,8 +225,13 @@ async def test_changes_during_the_initial_state_follow_the_list_in_order() -> No
     api = _Broken(total=6, break_first=False)
     sink = _StreamSink(api.pages)
     informer = Informer(
-        api, "/api/v1/pods", name="pods", sink=sink, page_size=10, list_from_cache=False
-    )  # type: ignore[arg-type]
+        api,  # type: ignore[arg-type]  # a fake of KubeApi's listing and watching
+        "/api/v1/pods",
+        name="pods",
+        sink=sink,
+        page_size=10,
+        list_from_cache=False,
+    )
     await _run_until_quiet(informer, api)
     # Objects after the change are held behind it, and come as events, in order.
     assert sink.items == [0, 1, 2]
@@ -228,8 +253,13 @@ async def test_a_stream_that_breaks_off_is_retried_after_a_pause_as_a_paged_list
     api = _Broken(total=25, break_first=True)
     sink = _StreamSink(api.pages)
     informer = Informer(
-        api, "/api/v1/pods", name="pods", sink=sink, page_size=10, list_from_cache=False
-    )  # type: ignore[arg-type]
+        api,  # type: ignore[arg-type]  # a fake of KubeApi's listing and watching
+        "/api/v1/pods",
+        name="pods",
+        sink=sink,
+        page_size=10,
+        list_from_cache=False,
+    )
     monkeypatch.setattr("koordgang.adapters.informer.asyncio.sleep", no_sleep)
     task = asyncio.create_task(informer.run())
     for _ in range(100):

@@ -99,6 +99,7 @@ async def test_a_stream_is_split_into_its_lines_however_it_is_chunked() -> None:
     body = b"\n".join(events) + b"\n\n"
     for size in (1, 7, 100, len(body)):
         chunks = [body[i : i + size] for i in range(0, len(body), size)]
+        # _Chunks stands for the response's content (arg-type).
         lines = [line async for line in _lines(_Chunks(chunks))]  # type: ignore[arg-type]
         assert lines == events, size
     # A last line without its newline still counts.

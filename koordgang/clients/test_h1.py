@@ -192,7 +192,7 @@ def gate_opening(pool: Http1Pool) -> asyncio.Event:
         await gate.wait()
         return await real_open()
 
-    pool._open = gated_open  # type: ignore[method-assign]
+    pool._open = gated_open  # type: ignore[method-assign]  # the test's opening instead
     return gate
 
 
@@ -211,7 +211,7 @@ def count_openings(pool: Http1Pool) -> list[int]:
         finally:
             opening[0] -= 1
 
-    pool._open = counted_open  # type: ignore[method-assign]
+    pool._open = counted_open  # type: ignore[method-assign]  # the test's opening instead
     return opening
 
 

@@ -18,7 +18,8 @@ class FakeSession:
 
 
 class FakeConnection:
-    """Stands for an ``SSLObject``: counts how often its session is asked for."""
+    """Stands for an ``SSLObject`` (handed where one is typed, hence the ``arg-type`` ignores):
+    counts how often its session is asked for."""
 
     def __init__(self, session: FakeSession | None) -> None:
         self._session = session
@@ -28,6 +29,12 @@ class FakeConnection:
     def session(self) -> FakeSession | None:
         self.asked += 1
         return self._session
+
+
+def offered(context: ResumingContext) -> object:
+    """The session a new connection is offered: one of the fakes here, where the type says
+    ``SSLSession``."""
+    return context._resumable()
 
 
 def test_a_session_found_is_offered_again_until_it_is_due_for_a_fresh_look(
@@ -41,18 +48,18 @@ def test_a_session_found_is_offered_again_until_it_is_due_for_a_fresh_look(
     handshaking = [FakeConnection(None) for _ in range(3)]
     for connection in (first, *handshaking):
         context._recent.append(weakref.ref(connection))  # type: ignore[arg-type]
-    assert context._resumable() is older
+    assert offered(context) is older
     assert [c.asked for c in handshaking] == [1, 1, 1]  # looked through, newest first
 
     later = FakeConnection(newer)
     context._recent.append(weakref.ref(later))  # type: ignore[arg-type]
     now[0] += tls.REUSE_SECONDS - 1
     for _ in range(10):
-        assert context._resumable() is older
+        assert offered(context) is older
     assert later.asked == 0 and [c.asked for c in handshaking] == [1, 1, 1]
 
     now[0] += 1
-    assert context._resumable() is newer
+    assert offered(context) is newer
     assert later.asked == 1
 
 
@@ -60,7 +67,7 @@ def test_without_any_ticket_nothing_is_offered() -> None:
     context = ResumingContext(ssl.PROTOCOL_TLS_CLIENT)
     connection = FakeConnection(None)
     context._recent.append(weakref.ref(connection))  # type: ignore[arg-type]
-    assert context._resumable() is None
+    assert offered(context) is None
 
 
 class Probed(FakeConnection):
@@ -83,9 +90,9 @@ def test_a_session_the_server_declined_is_dropped_at_once(resumed: bool) -> None
     declined, fresh = FakeSession(), FakeSession()
     first = FakeConnection(declined)
     context._recent.append(weakref.ref(first))  # type: ignore[arg-type]
-    assert context._resumable() is declined
+    assert offered(context) is declined
     probe = Probed(fresh, resumed=resumed)  # its handshake brought a ticket of its own
     context._recent.append(weakref.ref(probe))  # type: ignore[arg-type]
-    context._probe = weakref.ref(probe)  # type: ignore[assignment]
-    assert context._resumable() is (declined if resumed else fresh)
+    context._probe = weakref.ref(probe)  # type: ignore[arg-type]
+    assert offered(context) is (declined if resumed else fresh)
     assert context._probe is None  # asked once

@@ -8,22 +8,12 @@ import asyncio
 import pytest
 
 from koordgang.clients.errors import ApiError, ApiUnavailable
-from koordgang.engine.conftest import (
-    NS,
-    FakeApi,
-    FakeClock,
-    Harness,
-    MakeScheduler,
-    gang,
-    node,
-    pod,
-    pod_json,
-    turns,
-    uid_of,
-    until,
-)
 from koordgang.engine.tasks import Supervisor
 from koordgang.state.queue import QueueState
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import NS, gang, node, pod, pod_json, uid_of
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import Harness, MakeScheduler, turns, until
 
 
 def cpu_free(sched: Harness, name: str) -> int:

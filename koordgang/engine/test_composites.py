@@ -8,8 +8,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from koordgang.engine.conftest import NS, FakeApi, FakeClock, Harness, node, parse, pod_json
 from koordgang.model.pod import PodInfo
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import NS, node, parse, pod_json
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import Harness
 
 PODGROUPS = "podgroups.scheduling.k8s.io"
 COMPOSITES = "compositepodgroups.scheduling.k8s.io"
@@ -100,9 +103,8 @@ def composite_condition(api: FakeApi, name: str = "cpg") -> dict[str, Any] | Non
     patches = api.custom_status_patches("compositepodgroups", name)
     if not patches:
         return None
-    [condition] = [
-        c for c in patches[-1]["conditions"] if c["type"] == "CompositePodGroupInitiallyScheduled"
-    ]
+    conditions: list[dict[str, Any]] = patches[-1]["conditions"]
+    [condition] = [c for c in conditions if c["type"] == "CompositePodGroupInitiallyScheduled"]
     return condition
 
 

@@ -14,22 +14,6 @@ from dataclasses import replace
 from typing import Any
 
 from koordgang.clients.errors import ApiError
-from koordgang.engine.conftest import (
-    DRIVER,
-    NS,
-    Call,
-    FakeApi,
-    FakeClock,
-    Harness,
-    MakeScheduler,
-    gang_annotations,
-    gpu_class,
-    gpu_slice,
-    node,
-    parse,
-    pod,
-    pod_json,
-)
 from koordgang.model.dra import (
     CLAIM_FINALIZER,
     PodClaimRef,
@@ -39,30 +23,27 @@ from koordgang.model.dra import (
     parse_resource_slice,
 )
 from koordgang.model.pod import PodInfo
+from koordgang.testing.api import Call, FakeApi
+from koordgang.testing.builders import (
+    DRIVER,
+    NS,
+    device_class,
+    gang_annotations,
+    node,
+    parse,
+    pod,
+    pod_json,
+    resource_claim_json,
+    resource_slice,
+)
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import Harness, MakeScheduler
 
 CLAIMS_PATH = f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims/"
 
 
-def claim_json(name: str, count: int = 2, device_class: str = "gpu") -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": NS, "uid": f"claim-{name}", "resourceVersion": "1"},
-        "spec": {
-            "devices": {
-                "requests": [
-                    {"name": "gpus", "exactly": {"deviceClassName": device_class, "count": count}}
-                ]
-            }
-        },
-        "status": {},
-    }
-
-
 def gpu_pod(name: str, claim: str, **kwargs: Any) -> PodInfo:
-    obj = pod_json(name, **kwargs)
-    obj["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim}]
-    return parse(obj)
+    return pod(name, claims={"gpu": claim}, **kwargs)
 
 
 def merge(target: dict[str, Any], patch: dict[str, Any]) -> None:
@@ -167,13 +148,13 @@ async def test_a_gang_short_of_devices_binds_nobody_and_each_member_is_told(
 ) -> None:
     sched = make_scheduler()
     names = [f"train-{i}-gpu" for i in range(4)]
-    claims = Claims(api, [claim_json(n) for n in names])
+    claims = Claims(api, [resource_claim_json(n, count=2) for n in names])
     members = gang_of_four(names)
     sched.list(
         nodes=[node(f"n{i}", cpu="8") for i in range(3)],
         pods=members,
-        resource_slices=[gpu_slice(f"n{i}") for i in range(3)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice(f"n{i}") for i in range(3)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -196,18 +177,18 @@ async def test_the_gang_binds_whole_once_a_fourth_node_publishes_its_devices(
 ) -> None:
     sched = make_scheduler()
     names = [f"train-{i}-gpu" for i in range(4)]
-    claims = Claims(api, [claim_json(n) for n in names])
+    claims = Claims(api, [resource_claim_json(n, count=2) for n in names])
     members = gang_of_four(names)
     sched.list(
         nodes=[node(f"n{i}", cpu="8") for i in range(4)],
         pods=members,
-        resource_slices=[gpu_slice(f"n{i}") for i in range(3)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice(f"n{i}") for i in range(3)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
     assert api.binds() == []
-    sched.intake.kind("resourceslices").upsert(gpu_slice("n3"))
+    sched.intake.kind("resourceslices").upsert(resource_slice("n3"))
     clock.advance(30)
     await sched.run()
     binds = dict(api.binds())
@@ -243,13 +224,13 @@ async def test_a_refused_claim_write_undoes_the_batch_and_binds_nobody(
 ) -> None:
     sched = make_scheduler()
     names = [f"train-{i}-gpu" for i in range(4)]
-    claims = Claims(api, [claim_json(n) for n in names])
+    claims = Claims(api, [resource_claim_json(n, count=2) for n in names])
     members = gang_of_four(names)
     sched.list(
         nodes=[node(f"n{i}", cpu="8") for i in range(4)],
         pods=members,
-        resource_slices=[gpu_slice(f"n{i}") for i in range(4)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice(f"n{i}") for i in range(4)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     # Someone changed the last claim after the scheduler read it.
@@ -271,13 +252,15 @@ async def test_a_device_taken_by_another_scheduler_meanwhile_is_not_bound_twice(
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
     sched = make_scheduler()
-    claims = Claims(api, [claim_json("mine", count=1), claim_json("theirs", count=1)])
+    claims = Claims(
+        api, [resource_claim_json("mine", count=1), resource_claim_json("theirs", count=1)]
+    )
     pod = gpu_pod("p", "mine")
     sched.list(
         nodes=[node("n0", cpu="8")],
         pods=[pod],
-        resource_slices=[gpu_slice("n0", devices=2)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0", devices=2)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     gate = api.hold(lambda c: c.method == "PATCH" and c.path.endswith("mine/status"))
@@ -299,14 +282,14 @@ async def test_a_shared_claim_sends_its_pods_to_its_node_and_adds_them_as_consum
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
     sched = make_scheduler()
-    claims = Claims(api, [claim_json("team", count=1)])
+    claims = Claims(api, [resource_claim_json("team", count=1)])
     claims.set_allocation("team", "n1", ["gpu-0"], ["first"])
     pod = gpu_pod("second", "team")
     sched.list(
         nodes=[node("n0", cpu="8"), node("n1", cpu="8")],
         pods=[pod],
-        resource_slices=[gpu_slice("n0"), gpu_slice("n1")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0"), resource_slice("n1")],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -321,7 +304,7 @@ async def test_after_a_restart_between_writes_and_bindings_the_pods_bind_without
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
     names = [f"train-{i}-gpu" for i in range(4)]
-    claims = Claims(api, [claim_json(n) for n in names])
+    claims = Claims(api, [resource_claim_json(n, count=2) for n in names])
     members = gang_of_four(names)
     # What a scheduler that stopped after the claim writes left behind.
     for i, name in enumerate(names):
@@ -331,8 +314,8 @@ async def test_after_a_restart_between_writes_and_bindings_the_pods_bind_without
     sched.list(
         nodes=[node(f"n{i}", cpu="8") for i in range(4)],
         pods=members,
-        resource_slices=[gpu_slice(f"n{i}") for i in range(4)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice(f"n{i}") for i in range(4)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -349,8 +332,8 @@ async def test_a_pod_whose_claim_is_not_made_yet_waits_and_is_told(
     sched.list(
         nodes=[node("n0")],
         pods=[parse(obj)],
-        resource_slices=[gpu_slice("n0")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class()],
     )
     await sched.run()
     assert api.binds() == []
@@ -364,12 +347,12 @@ async def test_an_unknown_device_class_is_named(
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
     sched = make_scheduler()
-    claims = Claims(api, [claim_json("c", device_class="nope")])
+    claims = Claims(api, [resource_claim_json("c", device_class="nope", count=2)])
     sched.list(
         nodes=[node("n0")],
         pods=[gpu_pod("p", "c")],
-        resource_slices=[gpu_slice("n0")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -381,12 +364,12 @@ async def test_a_selector_failing_on_every_device_is_reported_with_its_source(
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
     sched = make_scheduler()
-    claims = Claims(api, [claim_json("c", count=1)])
+    claims = Claims(api, [resource_claim_json("c", count=1)])
     sched.list(
         nodes=[node("n0")],
         pods=[gpu_pod("p", "c")],
-        resource_slices=[gpu_slice("n0")],
-        device_classes=[gpu_class(f'device.attributes["{DRIVER}"].model == "a100"')],
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class(selector=f'device.attributes["{DRIVER}"].model == "a100"')],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -400,13 +383,13 @@ async def test_claims_are_freed_for_others_when_their_pods_finish(
     make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
 ) -> None:
     sched = make_scheduler()
-    claims = Claims(api, [claim_json("a", count=2), claim_json("b", count=2)])
+    claims = Claims(api, [resource_claim_json("a", count=2), resource_claim_json("b", count=2)])
     first, second = gpu_pod("first", "a"), gpu_pod("second", "b")
     sched.list(
         nodes=[node("n0", cpu="8")],
         pods=[first, second],
-        resource_slices=[gpu_slice("n0", devices=2)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0", devices=2)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -429,7 +412,7 @@ async def test_claims_are_freed_for_others_when_their_pods_finish(
 async def test_a_claim_allocated_on_a_node_that_is_gone_is_given_back_and_allocated_anew(
     make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
 ) -> None:
-    claims = Claims(api, [claim_json("c", count=1)])
+    claims = Claims(api, [resource_claim_json("c", count=1)])
     # Written by an earlier attempt for this pod, on a node that is gone now.
     claims.set_allocation("c", "gone", ["gpu-0"], ["p"])
     pod = gpu_pod("p", "c")
@@ -437,8 +420,8 @@ async def test_a_claim_allocated_on_a_node_that_is_gone_is_given_back_and_alloca
     sched.list(
         nodes=[node("n1", cpu="8")],
         pods=[pod],
-        resource_slices=[gpu_slice("n1", devices=1)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n1", devices=1)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -460,14 +443,14 @@ async def test_a_claim_allocated_on_a_node_that_is_gone_is_given_back_and_alloca
 async def test_a_claim_another_pod_shares_is_not_given_back(
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
-    claims = Claims(api, [claim_json("c", count=1)])
+    claims = Claims(api, [resource_claim_json("c", count=1)])
     claims.set_allocation("c", "gone", ["gpu-0"], ["other"])
     sched = make_scheduler()
     sched.list(
         nodes=[node("n1", cpu="8")],
         pods=[gpu_pod("p", "c")],
-        resource_slices=[gpu_slice("n1", devices=1)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n1", devices=1)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -478,7 +461,9 @@ async def test_a_claim_another_pod_shares_is_not_given_back(
 async def test_preemption_frees_the_devices_of_a_victim_for_a_higher_priority_pod(
     make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
 ) -> None:
-    claims = Claims(api, [claim_json("low", count=2), claim_json("high", count=2)])
+    claims = Claims(
+        api, [resource_claim_json("low", count=2), resource_claim_json("high", count=2)]
+    )
     low = parse({**pod_json("low", node_name="n1", phase="Running", priority=0, scheduler="other")})
     low = replace(low, resource_claims=(PodClaimRef("gpu", "low"),))
     claims.set_allocation("low", "n1", ["gpu-0", "gpu-1"], ["low"])
@@ -487,8 +472,8 @@ async def test_preemption_frees_the_devices_of_a_victim_for_a_higher_priority_po
     sched.list(
         nodes=[node("n1", cpu="8"), node("n2", cpu="8")],
         pods=[low, high],
-        resource_slices=[gpu_slice("n1", devices=2), gpu_slice("n2", devices=1)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n1", devices=2), resource_slice("n2", devices=1)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -521,7 +506,7 @@ async def test_an_extended_resource_a_device_class_provides_is_named_as_not_allo
     sched.list(
         nodes=[node("n0")],
         pods=[parse(obj)],
-        resource_slices=[gpu_slice("n0")],
+        resource_slices=[resource_slice("n0")],
         device_classes=[device_class],
     )
     await sched.run()
@@ -539,13 +524,13 @@ async def test_gang_members_sharing_a_claim_allocated_in_their_decision_bind_tog
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
     sched = make_scheduler()
-    claims = Claims(api, [claim_json("team", count=1)])
+    claims = Claims(api, [resource_claim_json("team", count=1)])
     members = [gpu_pod(f"m{i}", "team", annotations=gang_annotations("g", 2)) for i in range(2)]
     sched.list(
         nodes=[node("n0", cpu="8"), node("n1", cpu="8")],
         pods=members,
-        resource_slices=[gpu_slice("n0"), gpu_slice("n1")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0"), resource_slice("n1")],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -562,13 +547,13 @@ async def test_a_gang_whose_writes_failed_is_decided_about_whole_again(
 ) -> None:
     sched = make_scheduler()
     names = [f"train-{i}-gpu" for i in range(4)]
-    claims = Claims(api, [claim_json(n) for n in names])
+    claims = Claims(api, [resource_claim_json(n, count=2) for n in names])
     members = gang_of_four(names)
     sched.list(
         nodes=[node(f"n{i}", cpu="8") for i in range(4)],
         pods=members,
-        resource_slices=[gpu_slice(f"n{i}") for i in range(4)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice(f"n{i}") for i in range(4)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     claims.objects[names[3]]["metadata"]["resourceVersion"] = "77"  # changed by someone
@@ -588,12 +573,12 @@ async def test_a_pod_whose_binding_failed_is_tried_again_only_after_its_writes_a
     make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
 ) -> None:
     sched = make_scheduler()
-    claims = Claims(api, [claim_json("mine", count=1)])
+    claims = Claims(api, [resource_claim_json("mine", count=1)])
     sched.list(
         nodes=[node("n0", cpu="8")],
         pods=[gpu_pod("p", "mine")],
-        resource_slices=[gpu_slice("n0", devices=1)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0", devices=1)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     api.answer_bind("p", *([ApiError(500, "InternalError", "boom")] * 5), {})
@@ -623,13 +608,13 @@ async def test_a_pod_pinned_to_a_claim_that_moved_goes_where_it_is_now(
     make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
 ) -> None:
     sched = make_scheduler()
-    claims = Claims(api, [claim_json("team", count=1)])
+    claims = Claims(api, [resource_claim_json("team", count=1)])
     claims.set_allocation("team", "n0", ["gpu-0"], ["a"])
     sched.list(
         nodes=[node("n0", cpu="1"), node("n1", cpu="8")],
         pods=[pod("a", cpu="1", node_name="n0", phase="Running"), gpu_pod("p", "team")],
-        resource_slices=[gpu_slice("n0"), gpu_slice("n1")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0"), resource_slice("n1")],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -649,7 +634,12 @@ async def test_a_victim_gone_whose_claim_is_not_deallocated_yet_is_not_evicted_f
     make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
 ) -> None:
     claims = Claims(
-        api, [claim_json("low", count=2), claim_json("low2", count=2), claim_json("high", count=2)]
+        api,
+        [
+            resource_claim_json("low", count=2),
+            resource_claim_json("low2", count=2),
+            resource_claim_json("high", count=2),
+        ],
     )
     lows = []
     for name, node_name in (("low", "n1"), ("low2", "n2")):
@@ -660,8 +650,8 @@ async def test_a_victim_gone_whose_claim_is_not_deallocated_yet_is_not_evicted_f
     sched.list(
         nodes=[node("n1", cpu="8"), node("n2", cpu="8")],
         pods=[*lows, gpu_pod("high", "high", priority=100)],
-        resource_slices=[gpu_slice("n1", devices=2), gpu_slice("n2", devices=2)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n1", devices=2), resource_slice("n2", devices=2)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -679,12 +669,12 @@ async def test_a_claim_created_after_its_pod_lets_that_pod_go(
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
     sched = make_scheduler()
-    claims = Claims(api, [claim_json("late", count=1)])
+    claims = Claims(api, [resource_claim_json("late", count=1)])
     sched.list(
         nodes=[node("n0", cpu="8")],
         pods=[gpu_pod("p", "late")],
-        resource_slices=[gpu_slice("n0")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class()],
     )
     await sched.run()
     condition = api.condition("p")
@@ -700,15 +690,20 @@ async def test_a_nonstrict_member_held_for_its_gang_holds_its_devices(
     sched = make_scheduler()
     # m1 wants 2 devices where there is 1: it waits, m0 is placed and held (NonStrict).
     claims = Claims(
-        api, [claim_json("m0", count=1), claim_json("m1", count=2), claim_json("solo", 1)]
+        api,
+        [
+            resource_claim_json("m0", count=1),
+            resource_claim_json("m1", count=2),
+            resource_claim_json("solo", 1),
+        ],
     )
     annotations = gang_annotations("g", 2, mode="NonStrict")
     members = [gpu_pod(f"m{i}", f"m{i}", annotations=annotations) for i in range(2)]
     sched.list(
         nodes=[node("n0", cpu="8")],
         pods=members,
-        resource_slices=[gpu_slice("n0", devices=1)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0", devices=1)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -727,14 +722,14 @@ async def test_a_request_for_a_feature_not_implemented_waits_naming_it(
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
     sched = make_scheduler()
-    admin = claim_json("admin", count=1)
+    admin = resource_claim_json("admin", count=1)
     admin["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
     claims = Claims(api, [admin])
     sched.list(
         nodes=[node("n0")],
         pods=[gpu_pod("p", "admin")],
-        resource_slices=[gpu_slice("n0")],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -748,14 +743,14 @@ async def test_the_best_node_named_is_one_with_devices_of_the_class(
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
     sched = make_scheduler()
-    claims = Claims(api, [claim_json("busy", count=2), claim_json("c", count=2)])
+    claims = Claims(api, [resource_claim_json("busy", count=2), resource_claim_json("c", count=2)])
     claims.set_allocation("busy", "gpu-node", ["gpu-0", "gpu-1"], ["other"])
     sched.list(
         # "a-cpu" comes first and has no devices; "gpu-node" has 2, both in use.
         nodes=[node("a-cpu", cpu="8"), node("gpu-node", cpu="8")],
         pods=[gpu_pod("p", "c")],
-        resource_slices=[gpu_slice("gpu-node", devices=2)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("gpu-node", devices=2)],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()
@@ -779,12 +774,12 @@ async def test_devices_of_a_pool_on_all_nodes_are_not_allocated_and_the_pod_says
         }
     )
     sched = make_scheduler()
-    claims = Claims(api, [claim_json("c", count=1)])
+    claims = Claims(api, [resource_claim_json("c", count=1)])
     sched.list(
         nodes=[node("n0")],
         pods=[gpu_pod("p", "c")],
         resource_slices=[network],
-        device_classes=[gpu_class()],
+        device_classes=[device_class()],
         resource_claims=claims.infos(),
     )
     await sched.run()

@@ -7,20 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from koordgang.engine.conftest import (
-    NS,
-    FakeApi,
-    FakeClock,
-    Harness,
-    MakeScheduler,
-    node,
-    parse,
-    pod,
-    pod_json,
-    uid_of,
-)
 from koordgang.model.koordinator import MIN_AVAILABLE_KEY, NAME_KEY, POD_GROUP_LABEL
 from koordgang.model.pod import PodInfo
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import NS, node, parse, pod, pod_json, uid_of
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import Harness, MakeScheduler
 
 X_K8S = "podgroups.scheduling.x-k8s.io"
 UPSTREAM = "podgroups.scheduling.k8s.io"

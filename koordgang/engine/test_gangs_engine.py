@@ -5,20 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from koordgang.engine.conftest import (
-    FakeApi,
-    FakeClock,
-    Harness,
-    MakeScheduler,
-    bound,
-    gang,
-    node,
-    pod,
-    uid_of,
-)
 from koordgang.model.koordinator import TIMEOUT_KEY
 from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import Gang
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import bound, gang, node, pod, uid_of
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import Harness, MakeScheduler
 
 NO_CPU = "0/1 nodes are available: 1 Insufficient cpu."
 #: What preemption adds when no pod of lower priority runs.

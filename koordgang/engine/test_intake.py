@@ -8,21 +8,14 @@ from typing import Any
 
 import pytest
 
-from koordgang.engine.conftest import (
-    FakeApi,
-    FakeClock,
-    Harness,
-    MakeScheduler,
-    bound,
-    node,
-    pod,
-    pod_json,
-    uid_of,
-)
 from koordgang.engine.kinds import KINDS
 from koordgang.model.pod import PodParseError, parse_pod
 from koordgang.plugins.schedulinggates.plugin import GATED_MESSAGE, GATED_REASON
 from koordgang.state.queue import QueueState
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import bound, node, pod, pod_json, uid_of
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import Harness, MakeScheduler
 
 
 def state_of(sched: Harness, name: str) -> QueueState | None:

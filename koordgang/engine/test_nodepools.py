@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from koordgang.engine.conftest import FakeApi, FakeClock, Harness, gang, node
 from koordgang.plugins.nodepools import CLAIMS, REASON, RESOURCE
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import gang, node
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import Harness
 
 KIND = RESOURCE.id
 CLAIM_KIND = CLAIMS.id
@@ -40,7 +43,9 @@ async def test_a_gang_beyond_every_nodepools_limits_stops_asking_and_says_which(
 
     names = [m.name for m in members]
     assert reasons(api, names) == {REASON}
-    message = api.condition(names[0])["message"]  # type: ignore[index]
+    condition = api.condition(names[0])
+    assert condition is not None
+    message = condition["message"]
     assert message.startswith("gang ns/x: ")
     assert message.endswith(
         "no NodePool can add the room: 5 cpu more than the nodes have free is needed, and the "

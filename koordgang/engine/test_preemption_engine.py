@@ -9,18 +9,11 @@ from typing import Any
 
 import pytest
 
-from koordgang.engine.conftest import (
-    FakeApi,
-    Harness,
-    MakeScheduler,
-    bound,
-    gang,
-    node,
-    parse,
-    pod,
-    pod_json,
-)
 from koordgang.model.koordinator import NETWORK_TOPOLOGY_SPEC_KEY
+from koordgang.plugins.preemption import Preemption
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import bound, gang, node, parse, pod, pod_json
+from koordgang.testing.harness import Harness, MakeScheduler
 
 LOW, HIGH = 0, 100
 
@@ -320,7 +313,8 @@ def test_pods_marked_for_another_job_are_not_preferred() -> None:
 
 def _sampling(sched: Harness, above: int) -> None:
     preemption = next(p for p in sched.framework.plugins if p.name == "Preemption")
-    preemption._sample_above = above  # type: ignore[attr-defined]
+    assert isinstance(preemption, Preemption)
+    preemption._sample_above = above
 
 
 async def test_on_many_candidate_nodes_a_share_of_them_is_looked_at_first(

@@ -8,22 +8,14 @@ import random
 import pytest
 
 from koordgang.clients.errors import ApiError
-from koordgang.engine.conftest import (
-    NS,
-    FakeApi,
-    FakeClock,
-    Harness,
-    MakeScheduler,
-    bound,
-    node,
-    pod,
-    turns,
-    until,
-)
 from koordgang.engine.reporter import REPEAT_AFTER
 from koordgang.framework.report import Report
 from koordgang.model.koordinator import POD_GROUP_LABEL
 from koordgang.model.pod import PodInfo
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import NS, bound, node, pod
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import Harness, MakeScheduler, turns, until
 
 
 def messages(api: FakeApi, name: str) -> list[str]:

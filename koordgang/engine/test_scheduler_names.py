@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from koordgang.engine.conftest import FakeApi, MakeScheduler, gang, node, pod
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import gang, node, pod
+from koordgang.testing.harness import MakeScheduler
 
 NAMES = ("koord-scheduler", "scheduler-plugins-scheduler")
 

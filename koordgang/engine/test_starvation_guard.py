@@ -9,16 +9,10 @@ from typing import Any
 
 import pytest
 
-from koordgang.engine.conftest import (
-    FakeApi,
-    Harness,
-    MakeScheduler,
-    bound,
-    gang,
-    node,
-    pod,
-    uid_of,
-)
+from koordgang.plugins.starvationguard import StarvationGuard
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import bound, gang, node, pod, uid_of
+from koordgang.testing.harness import Harness, MakeScheduler
 
 RESERVE_AFTER = 30.0
 
@@ -82,7 +76,7 @@ async def test_a_starving_job_holds_nodes_binds_when_their_pods_finish_and_evict
     await reserve(guarded, api, blockers, members)
 
     held = {m.name: nominated(api, m.name) for m in members}
-    assert sorted(held.values()) == ["n1", "n2", "n3"]
+    assert sorted(held.values(), key=str) == ["n1", "n2", "n3"]
     for member in members:
         text = message(api, member.name)
         assert text.startswith("holding 3 nodes for ns/big since "), text
@@ -135,7 +129,8 @@ async def test_a_higher_priority_pod_takes_held_room_and_the_reserving_job_plans
     assert deletes(api) == []
     # While the urgent pod runs, no waiting lets the job fit: it holds nothing.
     guard = next(p for p in guarded.framework.plugins if p.name == "StarvationGuard")
-    assert guard.reservations() == {}  # type: ignore[attr-defined]
+    assert isinstance(guard, StarvationGuard)
+    assert guard.reservations() == {}
     assert "holding" not in message(api, "big-0")
     assert "Insufficient cpu" in message(api, "big-0")
     # Once it is gone the job reserves again at once (it keeps its time waited), and binds
@@ -171,7 +166,8 @@ async def test_only_one_job_reserves_at_a_time_by_default(guarded: Harness, api:
     holders = [m.name for m in first + second if nominated(api, m.name)]
     assert holders in (["big-0", "big-1"], ["other-0"])
     guard = next(p for p in guarded.framework.plugins if p.name == "StarvationGuard")
-    gauges = guard.gauges()  # type: ignore[attr-defined]
+    assert isinstance(guard, StarvationGuard)
+    gauges = guard.gauges()
     assert gauges["koordgang_reserving_jobs"] == {"": 1.0}
     assert gauges["koordgang_reserved_nodes"] == {"": float(len(holders))}
 
@@ -200,7 +196,8 @@ async def test_a_higher_priority_job_takes_the_reserving_place_of_a_lower_one(
     assert all(nominated(api, m.name) for m in high)
     assert "holding" not in message(api, "low-0")
     guard = next(p for p in guarded.framework.plugins if p.name == "StarvationGuard")
-    assert [r.job for r in guard.reservations().values()] == ["ns/high"]  # type: ignore[attr-defined]
+    assert isinstance(guard, StarvationGuard)
+    assert [r.job for r in guard.reservations().values()] == ["ns/high"]
     assert deletes(api) == []
 
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 
-from koordgang.engine.conftest import FakeApi, FakeClock, MakeScheduler, node, pod, until
 from koordgang.engine.tasks import Supervisor
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import node, pod
+from koordgang.testing.clock import FakeClock
+from koordgang.testing.harness import MakeScheduler, until
 
 BACKOFF = 0.002
 WINDOW = 300.0

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from koordgang.engine.conftest import FakeApi, Harness, node
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import node
+from koordgang.testing.harness import Harness
 
 SPINE = "network.topology.example/spine"
 TOPOLOGY_KIND = "clusternetworktopologies.scheduling.koordinator.sh"

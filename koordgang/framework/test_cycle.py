@@ -15,19 +15,21 @@ from koordgang.framework.framework import Framework, prebuilt
 from koordgang.framework.group import GroupPart, SchedulingGroup
 from koordgang.framework.results import Decision, PermitResult, PostFilterResult
 from koordgang.framework.status import SUCCESS, Code, Status
-from koordgang.framework.test_framework import (
+from koordgang.model.group_key import GroupKey
+from koordgang.model.pod import PodInfo
+from koordgang.state.cache import SchedulerCache
+from koordgang.state.snapshot import Placement, Snapshot, StaleSnapshotError
+from koordgang.testing.builders import cache_of, node, pod
+from koordgang.testing.plugins import (
+    CountingFit,
     FixedPermit,
     FixedPostFilter,
+    FreeCpuScore,
     GroupGate,
     Journal,
     NameSort,
     RecordingReserve,
 )
-from koordgang.framework.test_runner import CountingFit, FreeCpuScore, cluster, node, pod
-from koordgang.model.group_key import GroupKey
-from koordgang.model.pod import PodInfo
-from koordgang.state.cache import SchedulerCache
-from koordgang.state.snapshot import Placement, Snapshot, StaleSnapshotError
 
 NOW = 500.0
 
@@ -38,14 +40,14 @@ def framework(*plugins: Any) -> tuple[Framework, CountingFit]:
 
 
 def two_nodes() -> SchedulerCache:
-    return cluster(node("n1", cpu="2"), node("n2", cpu="2"))
+    return cache_of(node("n1", cpu="2"), node("n2", cpu="2"))
 
 
 def gang(*members: PodInfo, minimum: int | None = None, strict: bool = False) -> SchedulingGroup:
     part = GroupPart(
         "ns/a", list(members), minimum=len(members) if minimum is None else minimum, strict=strict
     )
-    return SchedulingGroup("ns/g", [part], members[0])
+    return SchedulingGroup(GroupKey(("ns/g",)), [part], members[0])
 
 
 A0, A1, A2 = pod("a-0"), pod("a-1"), pod("a-2")
@@ -64,7 +66,7 @@ def run(fw: Framework, group: SchedulingGroup, cache: SchedulerCache) -> CycleOu
 
 
 def test_a_single_pod_is_placed_bound_and_assumed_in_the_cache() -> None:
-    cache = cluster(node("n1", cpu="1"), node("n2", cpu="2"))
+    cache = cache_of(node("n1", cpu="1"), node("n2", cpu="2"))
     fw, _ = framework()
     p = pod("p")
     snapshot = Snapshot(cache)
@@ -183,7 +185,7 @@ def test_wait_also_explains_pods_held_in_earlier_cycles() -> None:
 
 
 def test_a_partly_placed_group_that_waits_holds_what_fit_and_tells_the_rest_why() -> None:
-    cache = cluster(node("n1", cpu="2"))
+    cache = cache_of(node("n1", cpu="2"))
     fw, _ = framework(FixedPermit("Gang", PermitResult(Decision.WAIT, deadline=NOW + 5)))
     big, small = pod("a-big", cpu="3"), pod("a-small")
 
@@ -197,21 +199,22 @@ def test_a_partly_placed_group_that_waits_holds_what_fit_and_tells_the_rest_why(
 
 @pytest.mark.parametrize("how", ["permit rejects", "post filter drops"])
 def test_a_rejected_or_dropped_group_keeps_nothing_and_releases_what_it_held(how: str) -> None:
-    cache = cluster(node("n1", cpu="2"))
+    cache = cache_of(node("n1", cpu="2"))
     journal = Journal()
     told = {A0.uid: "gang ns/a gave up"}
+    members: list[PodInfo]
     if how == "permit rejects":
         fixed: Any = FixedPermit(
             "Gang", PermitResult(Decision.REJECT, messages=told, plugin="Gang"), journal
         )
-        members = (A0, A1)
+        members = [A0, A1]
     else:
         fixed = FixedPostFilter(
             "Gang",
             PostFilterResult(Status.unschedulable("Gang"), drop_placements=True, messages=told),
             journal,
         )
-        members = (A0, A1, pod("a-big", cpu="3"))
+        members = [A0, A1, pod("a-big", cpu="3")]
     fw, _ = framework(RecordingReserve("R", journal), fixed)
     position = cache.change_position
 
@@ -235,7 +238,7 @@ def test_a_rejected_or_dropped_group_keeps_nothing_and_releases_what_it_held(how
 
 
 def test_a_post_filter_that_makes_room_leaves_the_members_waiting_for_it() -> None:
-    cache = cluster(node("n1", cpu="2"))
+    cache = cache_of(node("n1", cpu="2"))
     journal = Journal()
     fw, _ = framework(
         FixedPostFilter(
@@ -281,7 +284,7 @@ def test_allow_also_lets_pods_held_in_earlier_cycles_bind() -> None:
 
 
 def test_allow_with_nothing_new_placed_still_lets_the_held_pods_bind() -> None:
-    cache = cluster(node("n1", cpu="2"))
+    cache = cache_of(node("n1", cpu="2"))
     fw, _ = framework(FixedPermit("Gang", _allow("uid-held")))
 
     outcome = run(fw, gang(HUGE, minimum=1), cache)

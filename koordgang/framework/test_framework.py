@@ -19,35 +19,41 @@ from koordgang.framework.group import (
     SchedulingGroup,
 )
 from koordgang.framework.handle import Handle, Services
-from koordgang.framework.results import ALLOW, Decision, PermitResult, PostFilterResult
+from koordgang.framework.interfaces import Plugin
+from koordgang.framework.results import (
+    ALLOW,
+    Decision,
+    PermitResult,
+    PostFilterResult,
+    UnreserveReason,
+)
 from koordgang.framework.runner import PodRunner
 from koordgang.framework.status import SKIP, SUCCESS, Code, Status
-from koordgang.framework.test_runner import (
-    CountingFit,
-    CountingTaintFilter,
-    FixedPreFilter,
-    FreeCpuScore,
-    LabelScore,
-    OnePerNode,
-    cluster,
-    node,
-    pod,
-    runner,
-)
+from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
+from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Placement, Snapshot
 from koordgang.state.stores import Stores
 from koordgang.state.waiting import WaitingPods
+from koordgang.testing.builders import cache_of, node, pod
+from koordgang.testing.plugins import (
+    CountingFit,
+    CountingTaintFilter,
+    FixedPermit,
+    FixedPostFilter,
+    FixedPreFilter,
+    FreeCpuScore,
+    GroupGate,
+    Journal,
+    LabelScore,
+    NameSort,
+    OnePerNode,
+    RecordingReserve,
+    runner,
+)
 
-# -- fake plugins ------------------------------------------------------------------------------
-
-
-class NameSort:
-    name = "NameSort"
-
-    def sort_key(self, pod: PodInfo) -> tuple[Any, ...]:
-        return (pod.name,)
+# -- fake plugins of this file's own (koordgang.testing.plugins has the shared ones) -----------
 
 
 class Gatekeeper:
@@ -64,21 +70,6 @@ class Gatekeeper:
         return SUCCESS
 
 
-class Journal(list[str]):
-    """What the fake group plugins did, in order, across plugins."""
-
-
-class GroupGate:
-    def __init__(self, name: str, status: Status, journal: Journal) -> None:
-        self.name, self.status, self.journal = name, status, journal
-
-    def pre_filter_group(
-        self, state: CycleState, group: SchedulingGroup, snapshot: Snapshot
-    ) -> Status:
-        self.journal.append(f"{self.name}.pre_filter_group")
-        return self.status
-
-
 class FixedPlacement:
     """GroupPlacement: places nothing and returns an empty plan, or declines (None)."""
 
@@ -90,45 +81,6 @@ class FixedPlacement:
     ) -> GroupPlan | None:
         self.journal.append(f"{self.name}.place_group")
         return None if self.decline else GroupPlan(snapshot, [])
-
-
-class FixedPostFilter:
-    def __init__(self, name: str, result: PostFilterResult, journal: Journal) -> None:
-        self.name, self.result, self.journal = name, result, journal
-
-    def post_filter(
-        self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
-    ) -> PostFilterResult:
-        self.journal.append(f"{self.name}.post_filter")
-        return self.result
-
-
-class RecordingReserve:
-    def __init__(self, name: str, journal: Journal, status: Status = SUCCESS) -> None:
-        self.name, self.journal, self.status = name, journal, status
-        self.placements: list[Sequence[Placement]] = []
-
-    def reserve(
-        self, state: CycleState, group: SchedulingGroup, placements: Sequence[Placement]
-    ) -> Status:
-        self.journal.append(f"{self.name}.reserve")
-        self.placements.append(placements)
-        return self.status
-
-    def unreserve(self, group_key: str, placements: Sequence[Placement], reason: str) -> None:
-        self.journal.append(f"{self.name}.unreserve({group_key}, {len(placements)}, {reason})")
-
-
-class FixedPermit:
-    def __init__(self, name: str, result: PermitResult, journal: Journal | None = None) -> None:
-        self.name, self.result, self.journal = name, result, journal
-
-    def permit(
-        self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, now: float
-    ) -> PermitResult:
-        if self.journal is not None:
-            self.journal.append(f"{self.name}.permit")
-        return self.result
 
 
 class FixedReclaim:
@@ -148,7 +100,7 @@ class Listener:
         self.objects: list[tuple[str, str]] = []
 
     def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
-        self.pods.append((old and old.name, pod and pod.name))
+        self.pods.append((old.name if old else None, pod.name if pod else None))
 
     def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
         self.objects.append((kind, event))
@@ -181,7 +133,7 @@ class Grouper:
     def build_group(self, pod: PodInfo, pending: Sequence[PodInfo]) -> SchedulingGroup:
         members = [pod, *pending]
         return SchedulingGroup(
-            pod.labels["team"], [GroupPart("team", members, minimum=len(members))], pod
+            GroupKey((pod.labels["team"],)), [GroupPart("team", members, minimum=len(members))], pod
         )
 
 
@@ -190,7 +142,7 @@ def framework(*plugins: Any, waiting: WaitingPods | None = None) -> Framework:
 
 
 def group_of(*parts: GroupPart) -> SchedulingGroup:
-    return SchedulingGroup("ns/g", list(parts), parts[0].pending[0])
+    return SchedulingGroup(GroupKey(("ns/g",)), list(parts), parts[0].pending[0])
 
 
 # -- registration ------------------------------------------------------------------------------
@@ -211,7 +163,8 @@ def test_each_plugin_is_registered_at_every_extension_point_it_implements() -> N
     reserve, permit = RecordingReserve("Reserve", journal), FixedPermit("Permit", ALLOW)
     reclaim, listener = FixedReclaim("Reclaim", {}), Listener("Listener")
     user, keeper = HandleUserPlugin(), Gatekeeper()
-    plugins = [sort, gate, fit, taints, score, grouping, group_gate, placement, post, reserve]
+    plugins: list[Plugin] = [sort, gate, fit, taints, score, grouping, group_gate, placement]
+    plugins += [post, reserve]
     plugins += [permit, reclaim, listener, user, keeper]
 
     fw = Framework(prebuilt(plugins))
@@ -225,7 +178,8 @@ def test_each_plugin_is_registered_at_every_extension_point_it_implements() -> N
     assert fw.reserves == [reserve]
     assert fw.permits == [permit]
     assert fw.reclaimers == [reclaim]
-    assert fw.pod_handlers == fw.object_handlers == [listener]
+    assert fw.pod_handlers == [listener]
+    assert fw.object_handlers == [listener]
     assert fw.left_pending == []
     assert fw.pods.pre_filters == (gate,)
     assert fw.pods.static_filters == (taints,)
@@ -414,7 +368,11 @@ def test_the_grouping_plugin_finds_and_builds_the_group() -> None:
     assert fw.group_members(pod("solo")) is None
     assert fw.group_members(p) == [q]
     group = fw.build_group(p, [q])
-    assert (group.key, [m.name for m in group.members()], group.trigger) == ("x", ["p", "q"], p)
+    assert (group.key, [m.name for m in group.members()], group.trigger) == (
+        GroupKey(("x",)),
+        ["p", "q"],
+        p,
+    )
 
 
 REFUSAL = Status.unschedulable("B", "no")
@@ -436,7 +394,7 @@ def test_group_pre_filter_returns_the_first_refusal_and_treats_skip_as_success(
     fw = framework(*(GroupGate(f"G{i}", s, journal) for i, s in enumerate(statuses)))
     group = SchedulingGroup.single(pod("p"))
 
-    status = fw.run_group_pre_filter(CycleState(), group, Snapshot(cluster()))
+    status = fw.run_group_pre_filter(CycleState(), group, Snapshot(cache_of()))
 
     assert status == result
     assert len(journal) == asked
@@ -444,7 +402,7 @@ def test_group_pre_filter_returns_the_first_refusal_and_treats_skip_as_success(
 
 def test_group_placement_takes_the_first_plugin_plan_and_falls_back_to_place_members() -> None:
     journal = Journal()
-    cache = cluster(node("n1"))
+    cache = cache_of(node("n1"))
     group = SchedulingGroup.single(pod("p"))
     declining = framework(FixedPlacement("A", True, journal))
     placing = framework(
@@ -464,7 +422,7 @@ def test_group_placement_takes_the_first_plugin_plan_and_falls_back_to_place_mem
 def test_reclaimable_sums_what_every_reclaim_plugin_could_free() -> None:
     fw = framework(FixedReclaim("A", {"cpu": 1000}), FixedReclaim("B", {"cpu": 500, "pods": 2}))
     group = SchedulingGroup.single(pod("p"))
-    assert fw.reclaimable(group, Snapshot(cluster())) == {"cpu": 1500, "pods": 2}
+    assert fw.reclaimable(group, Snapshot(cache_of())) == {"cpu": 1500, "pods": 2}
 
 
 # -- place_members -----------------------------------------------------------------------------
@@ -478,10 +436,31 @@ class RecordingPlacer:
         self.tried: list[str] = []
 
     def place(
-        self, pod: PodInfo, snapshot: Snapshot, *, within: frozenset[str] | None = None
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        within: frozenset[str] | None = None,
+        diagnose: bool = True,
     ) -> PodResult:
         self.tried.append(pod.name)
-        return self.pods.place(pod, snapshot, within=within)
+        return self.pods.place(pod, snapshot, within=within, diagnose=diagnose)
+
+    def find(
+        self,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        *,
+        within: frozenset[str] | None = None,
+        diagnose: bool = True,
+    ) -> PodResult:
+        return self.pods.find(pod, snapshot, within=within, diagnose=diagnose)
+
+    def check(self, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> Status:
+        return self.pods.check(pod, node, snapshot)
+
+    def put(self, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> Status:
+        return self.pods.put(pod, node, snapshot)
 
 
 def members(prefix: str, *cpus: str) -> list[PodInfo]:
@@ -489,7 +468,7 @@ def members(prefix: str, *cpus: str) -> list[PodInfo]:
 
 
 def test_place_members_places_parts_in_order_and_members_in_their_order() -> None:
-    cache = cluster(node("n1", cpu="2"), node("n2", cpu="2"), node("n3", cpu="2"))
+    cache = cache_of(node("n1", cpu="2"), node("n2", cpu="2"), node("n3", cpu="2"))
     placer = RecordingPlacer(runner(filters=(CountingFit(),), scores=(FreeCpuScore(),)))
     group = group_of(
         GroupPart("ns/a", members("a", "1", "1"), minimum=2),
@@ -550,7 +529,7 @@ def test_a_strict_part_stops_the_attempt_once_its_minimum_is_out_of_reach(
     part = GroupPart("ns/a", members("a", *cpus), minimum=minimum, counted=counted, strict=strict)
     next_part = GroupPart("ns/b", members("b", "0"), minimum=1, strict=strict)
 
-    plan = place_members(group_of(part, next_part), Snapshot(cluster(node("n1", cpu="2"))), placer)
+    plan = place_members(group_of(part, next_part), Snapshot(cache_of(node("n1", cpu="2"))), placer)
 
     a, b = plan.parts
     assert placer.tried == tried + (["b-0"] if later else [])
@@ -565,7 +544,7 @@ def test_a_strict_part_gives_up_the_attempt_when_another_part_cannot_reach_its_m
     loose = GroupPart("ns/a", members("a", "3", "1"), minimum=2)
     strict = GroupPart("ns/b", members("b", "1"), minimum=1, strict=True)
 
-    plan = place_members(group_of(loose, strict), Snapshot(cluster(node("n1", cpu="2"))), placer)
+    plan = place_members(group_of(loose, strict), Snapshot(cache_of(node("n1", cpu="2"))), placer)
 
     # Whatever the group places now would be given up: the attempt stops at the first failure.
     assert placer.tried == ["a-0"]
@@ -578,7 +557,7 @@ def test_a_shape_that_failed_is_not_tried_again_when_the_failure_is_monotone() -
     placer = RecordingPlacer(runner(filters=(CountingFit(),)))
     part = GroupPart("ns/a", [*members("a", "3", "3", "3"), pod("small", cpu="1")], minimum=4)
 
-    plan = place_members(group_of(part), Snapshot(cluster(node("n1", cpu="2"))), placer)
+    plan = place_members(group_of(part), Snapshot(cache_of(node("n1", cpu="2"))), placer)
 
     [result] = plan.parts
     assert placer.tried == ["a-0", "small"]
@@ -594,7 +573,7 @@ def test_a_shape_that_failed_is_tried_again_when_the_failure_may_not_last() -> N
     placer = RecordingPlacer(runner(filters=(CountingFit(), OnePerNode())))
     part = GroupPart("ns/a", members("a", "3", "3", "3"), minimum=3)
 
-    plan = place_members(group_of(part), Snapshot(cluster(node("n1", cpu="2"))), placer)
+    plan = place_members(group_of(part), Snapshot(cache_of(node("n1", cpu="2"))), placer)
 
     assert placer.tried == ["a-0", "a-1", "a-2"]
     assert [r.monotone for r in plan.parts[0].failed] == [False, False, False]
@@ -604,7 +583,7 @@ def test_a_shape_that_failed_is_tried_again_when_the_failure_may_not_last() -> N
 
 
 def an_incomplete_plan() -> tuple[SchedulingGroup, GroupPlan, Snapshot]:
-    cache = cluster(node("n1", cpu="1"))
+    cache = cache_of(node("n1", cpu="1"))
     group = group_of(GroupPart("ns/a", members("a", "2"), minimum=1))
     snapshot = Snapshot(cache)
     plan = place_members(group, snapshot.fork(), runner(filters=(CountingFit(),)))
@@ -725,7 +704,7 @@ def test_unreserve_runs_every_plugin_in_reverse_order() -> None:
     journal = Journal()
     fw = framework(RecordingReserve("A", journal), RecordingReserve("B", journal))
 
-    fw.run_unreserve("ns/g", [Placement(pod("p"), "n1")], "rejected")
+    fw.run_unreserve(GroupKey(("ns/g",)), [Placement(pod("p"), "n1")], UnreserveReason.REJECTED)
 
     assert journal == ["B.unreserve(ns/g, 1, rejected)", "A.unreserve(ns/g, 1, rejected)"]
 

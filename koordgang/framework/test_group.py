@@ -7,9 +7,9 @@ import pytest
 from koordgang.framework.diagnosis import Diagnosis
 from koordgang.framework.group import GroupPart, GroupPlan, PartPlan, PodResult, SchedulingGroup
 from koordgang.framework.status import Code, Status
-from koordgang.framework.test_runner import cluster, pod
-from koordgang.model.group_key import ALONE
+from koordgang.model.group_key import ALONE, GroupKey
 from koordgang.state.snapshot import Placement, Snapshot
+from koordgang.testing.builders import cache_of, pod
 
 P, Q, R = pod("p"), pod("q"), pod("r")
 
@@ -27,7 +27,9 @@ def test_a_pod_alone_is_a_group_of_one_without_a_key() -> None:
 
 
 def test_members_are_listed_part_by_part_in_order() -> None:
-    group = SchedulingGroup("ns/g", [GroupPart("ns/a", [Q, P]), GroupPart("ns/b", [R])], P)
+    group = SchedulingGroup(
+        GroupKey(("ns/g",)), [GroupPart("ns/a", [Q, P]), GroupPart("ns/b", [R])], P
+    )
     assert [p.name for p in group.members()] == ["q", "p", "r"]
     assert group.size == 3
 
@@ -51,7 +53,7 @@ def test_a_group_plan_is_satisfied_complete_and_lists_what_was_left() -> None:
     a = PartPlan(GroupPart("ns/a", [P, Q], minimum=1), placed=[Placement(P, "n1")])
     a.failed.append(PodResult(Q, None, Status.unschedulable("Fit", "Insufficient cpu")))
     b = PartPlan(GroupPart("ns/b", [R], minimum=0), skipped=[R])
-    plan = GroupPlan(Snapshot(cluster()), [a, b])
+    plan = GroupPlan(Snapshot(cache_of()), [a, b])
 
     assert plan.satisfied is True  # every part reached its minimum...
     assert plan.complete is False  # ...but not every member was placed
@@ -64,7 +66,7 @@ def test_a_group_plan_is_satisfied_complete_and_lists_what_was_left() -> None:
 
 
 def test_an_empty_plan_is_complete_and_satisfied() -> None:
-    plan = GroupPlan(Snapshot(cluster()), [PartPlan(GroupPart("ns/a", [], minimum=0))])
+    plan = GroupPlan(Snapshot(cache_of()), [PartPlan(GroupPart("ns/a", [], minimum=0))])
     assert (plan.satisfied, plan.complete, plan.placements()) == (True, True, [])
 
 

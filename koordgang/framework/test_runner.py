@@ -1,7 +1,4 @@
-"""PodRunner: PreFilter, filters and scores by scope, the best node, and why none fits.
-
-The builders and fake plugins here are shared with ``test_framework.py`` and ``test_cycle.py``.
-"""
+"""PodRunner: PreFilter, filters and scores by scope, the best node, and why none fits."""
 
 from __future__ import annotations
 
@@ -9,7 +6,6 @@ import contextlib
 import random
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
 
@@ -17,95 +13,22 @@ from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.interfaces import Scope
 from koordgang.framework.runner import PodRunner
 from koordgang.framework.status import SKIP, SUCCESS, Code, Status
-from koordgang.model.node import NodeInfo, parse_node
-from koordgang.model.pod import PodInfo, parse_pod
-from koordgang.model.taints import first_untolerated
+from koordgang.model.pod import PodInfo
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Snapshot, StaleSnapshotError
+from koordgang.testing.builders import cache_of, node, pod, uid_of
+from koordgang.testing.plugins import (
+    CountingFit,
+    CountingTaintFilter,
+    FixedPreFilter,
+    FreeCpuScore,
+    LabelScore,
+    OnePerNode,
+    runner,
+)
 
-# -- objects ---------------------------------------------------------------------------------
-
-
-def node(
-    name: str,
-    *,
-    cpu: str = "4",
-    labels: dict[str, str] | None = None,
-    taints: list[dict[str, str]] | None = None,
-    resource_version: str = "1",
-) -> NodeInfo:
-    return parse_node(
-        {
-            "metadata": {
-                "name": name,
-                "labels": labels or {},
-                "resourceVersion": resource_version,
-            },
-            "spec": {"taints": taints or []},
-            "status": {
-                "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        }
-    )
-
-
-def pod(
-    name: str,
-    *,
-    cpu: str = "1",
-    node_name: str = "",
-    node_selector: dict[str, str] | None = None,
-    tolerations: list[dict[str, str]] | None = None,
-    labels: dict[str, str] | None = None,
-) -> PodInfo:
-    spec: dict[str, Any] = {
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-        "nodeSelector": node_selector or {},
-        "tolerations": tolerations or [],
-    }
-    if node_name:
-        spec["nodeName"] = node_name
-    return parse_pod(
-        {
-            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": labels},
-            "spec": spec,
-            "status": {"phase": "Running" if node_name else "Pending"},
-        }
-    )
-
-
-def cluster(*nodes: NodeInfo) -> SchedulerCache:
-    cache = SchedulerCache()
-    for info in nodes:
-        cache.upsert_node(info)
-    return cache
-
-
-# -- fake plugins (the real ones live in a layer above) --------------------------------------
-
-
-class CountingTaintFilter:
-    """STATIC: rejects nodes with an untolerated NoSchedule/NoExecute taint."""
-
-    name = "Taints"
-    scope = Scope.STATIC
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def filter(
-        self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot
-    ) -> Status:
-        self.calls += 1
-        assert node.info is not None
-        taint = first_untolerated(node.info.taints, pod.tolerations)
-        if taint is None:
-            return SUCCESS
-        return Status.unresolvable(
-            self.name, f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
-        )
+# -- fake plugins of this file's own (koordgang.testing.plugins has the shared ones) ---------
 
 
 class CountingSelectorFilter:
@@ -127,45 +50,6 @@ class CountingSelectorFilter:
         return Status.unresolvable(self.name, "node(s) didn't match Pod's node affinity/selector")
 
 
-class CountingFit:
-    """NODE: room for the pod's requests in the snapshot."""
-
-    name = "Fit"
-    scope = Scope.NODE
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def filter(
-        self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot
-    ) -> Status:
-        self.calls += 1
-        short = snapshot.insufficient(node, pod.requests)
-        return (
-            SUCCESS
-            if not short
-            else Status.unschedulable(self.name, *(f"Insufficient {n}" for n in short))
-        )
-
-
-class LabelScore:
-    """STATIC: scores a node by its label ``score-<key>`` (0 when absent)."""
-
-    scope = Scope.STATIC
-    rises_with_usage = False
-
-    def __init__(self, key: str = "a", weight: int = 1) -> None:
-        self.name = f"LabelScore-{key}"
-        self.key = key
-        self.weight = weight
-        self.calls = 0
-
-    def score(self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> int:
-        self.calls += 1
-        assert node.info is not None
-        return int(node.info.labels.get(f"score-{self.key}", "0"))
-
-
 class NormalizedLabelScore(LabelScore):
     """STATIC, normalized: the highest label among the feasible nodes scores 100."""
 
@@ -178,30 +62,6 @@ class NormalizedLabelScore(LabelScore):
         top = max(scores.values(), default=0) or 1
         for name in scores:
             scores[name] = scores[name] * 100 // top
-
-
-class FreeCpuScore:
-    """NODE: prefers the node with the most free cpu (after placing), like LeastAllocated."""
-
-    name = "FreeCpuScore"
-    weight = 1
-    scope = Scope.NODE
-    rises_with_usage = False
-
-    def score(self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> int:
-        return snapshot.free(node, "cpu") - pod.requests.get("cpu")
-
-
-class FixedPreFilter:
-    name = "Gate"
-
-    def __init__(self, status: Status) -> None:
-        self.status = status
-        self.calls = 0
-
-    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
-        self.calls += 1
-        return self.status
 
 
 class SkippableRejecter:
@@ -245,21 +105,6 @@ class SkippablePenalty:
         return -100 if "penalty" in node.info.labels else 0
 
 
-class OnePerNode:
-    """CLUSTER: no two pods with the same ``app`` label on one node (a toy anti-affinity)."""
-
-    name = "OnePerNode"
-    scope = Scope.CLUSTER
-
-    def filter(
-        self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot
-    ) -> Status:
-        app = pod.labels.get("app")
-        if app is not None and any(p.labels.get("app") == app for p in snapshot.pods_on(node)):
-            return Status.unschedulable(self.name, "node(s) already run this app")
-        return SUCCESS
-
-
 class FavouriteNode:
     """A cluster score: 100 for the node named by the pod's ``favourite`` label."""
 
@@ -277,23 +122,11 @@ class FavouriteNode:
         return {n.name: 100 if n.name == favourite else 0 for n in nodes}
 
 
-def runner(
-    *,
-    filters: tuple[Any, ...] = (),
-    scores: tuple[Any, ...] = (),
-    pre_filters: tuple[Any, ...] = (),
-    pre_scores: tuple[Any, ...] = (),
-    cluster_scores: tuple[Any, ...] = (),
-    rng: random.Random | None = None,
-) -> PodRunner:
-    return PodRunner(
-        pre_filters=pre_filters,
-        filters=filters,
-        pre_scores=pre_scores,
-        scores=scores,
-        cluster_scores=cluster_scores,
-        rng=rng or random.Random(7),
-    )
+def placed_on(pods: PodRunner, p: PodInfo, snapshot: Snapshot) -> str:
+    """The node ``p`` is placed on in ``snapshot`` (it must fit)."""
+    node_name = pods.place(p, snapshot).node
+    assert node_name is not None, f"{p.name} fits nowhere"
+    return node_name
 
 
 def find(pods: PodRunner, cache: SchedulerCache, p: PodInfo) -> tuple[str | None, str]:
@@ -308,7 +141,7 @@ GPU_TAINT = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
 
 
 def test_a_pod_that_fits_nowhere_gets_kube_scheduler_style_counts_and_codes() -> None:
-    cache = cluster(node("n1", taints=GPU_TAINT), node("n2", cpu="1"), node("n3", cpu="1"))
+    cache = cache_of(node("n1", taints=GPU_TAINT), node("n2", cpu="1"), node("n3", cpu="1"))
     pods = runner(filters=(CountingTaintFilter(), CountingFit()))
 
     result = pods.find(pod("big", cpu="2"), Snapshot(cache))
@@ -332,7 +165,7 @@ def test_a_pod_that_fits_nowhere_gets_kube_scheduler_style_counts_and_codes() ->
 
 
 def test_a_pod_rejected_by_static_filters_only_is_explained_by_them() -> None:
-    cache = cluster(node("n1", taints=GPU_TAINT), node("n2", labels={"zone": "a"}))
+    cache = cache_of(node("n1", taints=GPU_TAINT), node("n2", labels={"zone": "a"}))
     pods = runner(filters=(CountingSelectorFilter(), CountingTaintFilter()))
     assert find(pods, cache, pod("p", node_selector={"zone": "b"})) == (
         None,
@@ -349,7 +182,7 @@ def test_a_failing_prefilter_stops_the_attempt_with_its_own_reason() -> None:
     gate = FixedPreFilter(Status.unschedulable("Gang", "gang ns/train waiting: 1/4 members"))
     taints, fit = CountingTaintFilter(), CountingFit()
     pods = runner(pre_filters=(gate,), filters=(taints, fit))
-    cache = cluster(node("n1"))
+    cache = cache_of(node("n1"))
 
     result = pods.find(pod("p"), Snapshot(cache))
 
@@ -364,7 +197,7 @@ def test_a_failing_prefilter_stops_the_attempt_with_its_own_reason() -> None:
 @pytest.mark.parametrize("code", [Code.SUCCESS, Code.SKIP])
 def test_a_prefilter_that_succeeds_or_skips_lets_the_attempt_go_on(code: Code) -> None:
     pods = runner(pre_filters=(FixedPreFilter(Status(code)),))
-    assert find(pods, cluster(node("n1")), pod("p"))[0] == "n1"
+    assert find(pods, cache_of(node("n1")), pod("p"))[0] == "n1"
 
 
 @pytest.mark.parametrize(
@@ -378,7 +211,7 @@ def test_a_filter_whose_prefilter_said_skip_is_not_run(
     rejecter = SkippableRejecter()
     pods = runner(pre_filters=(rejecter,), filters=(rejecter,))
 
-    assert find(pods, cluster(node("n1")), pod("p", labels=labels))[0] == placed
+    assert find(pods, cache_of(node("n1")), pod("p", labels=labels))[0] == placed
     assert (rejecter.calls > 0) is run
 
 
@@ -388,7 +221,7 @@ def test_a_filter_whose_prefilter_said_skip_is_not_run(
     ids=["scored", "skipped"],
 )
 def test_a_score_whose_prescore_said_skip_is_not_run(labels: dict[str, str], best: str) -> None:
-    cache = cluster(
+    cache = cache_of(
         node("penalized", labels={"penalty": "yes", "score-a": "5"}),
         node("plain", labels={"score-a": "1"}),
     )
@@ -396,7 +229,7 @@ def test_a_score_whose_prescore_said_skip_is_not_run(labels: dict[str, str], bes
     pods = runner(pre_scores=(penalty,), scores=(LabelScore(), penalty))
 
     assert find(pods, cache, pod("p", labels=labels))[0] == best
-    assert (penalty.calls > 0) is not labels
+    assert (penalty.calls > 0) is not bool(labels)
 
 
 # -- the static verdict cache ----------------------------------------------------------------
@@ -405,7 +238,7 @@ def test_a_score_whose_prescore_said_skip_is_not_run(labels: dict[str, str], bes
 def test_static_verdicts_are_reused_for_pods_of_the_same_shape() -> None:
     taints, selector = CountingTaintFilter(), CountingSelectorFilter()
     pods = runner(filters=(taints, selector))
-    cache = cluster(node("n1"), node("n2"), node("n3"))
+    cache = cache_of(node("n1"), node("n2"), node("n3"))
 
     find(pods, cache, pod("worker-0", labels={"rank": "0"}))
     assert (taints.calls, selector.calls) == (3, 3)
@@ -415,7 +248,7 @@ def test_static_verdicts_are_reused_for_pods_of_the_same_shape() -> None:
 
 
 def test_the_static_verdict_lists_feasible_and_rejected_nodes_with_static_scores() -> None:
-    cache = cluster(
+    cache = cache_of(
         node("n1", taints=GPU_TAINT, labels={"score-a": "9"}),
         node("n2", labels={"score-a": "3"}),
         node("n3", labels={"score-a": "5"}),
@@ -446,7 +279,7 @@ def test_the_static_verdict_lists_feasible_and_rejected_nodes_with_static_scores
 def test_static_verdicts_are_computed_for_each_new_shape(other: PodInfo) -> None:
     taints = CountingTaintFilter()
     pods = runner(filters=(taints,))
-    cache = cluster(node("n1"), node("n2"))
+    cache = cache_of(node("n1"), node("n2"))
     find(pods, cache, pod("p"))
     find(pods, cache, other)
     assert taints.calls == 4
@@ -455,7 +288,7 @@ def test_static_verdicts_are_computed_for_each_new_shape(other: PodInfo) -> None
 def test_static_verdicts_are_recomputed_when_a_node_spec_changes() -> None:
     taints = CountingTaintFilter()
     pods = runner(filters=(taints,))
-    cache = cluster(node("n1"), node("n2"))
+    cache = cache_of(node("n1"), node("n2"))
     assert find(pods, cache, pod("p"))[0] in ("n1", "n2")
 
     cache.upsert_node(node("n1", taints=GPU_TAINT, resource_version="2"))
@@ -471,7 +304,7 @@ def test_static_verdicts_are_recomputed_when_a_node_spec_changes() -> None:
 def test_static_verdicts_survive_a_resource_version_only_node_update() -> None:
     taints = CountingTaintFilter()
     pods = runner(filters=(taints,))
-    cache = cluster(node("n1"), node("n2"))
+    cache = cache_of(node("n1"), node("n2"))
     find(pods, cache, pod("p"))
     cache.upsert_node(node("n1", resource_version="99"))
     find(pods, cache, pod("p"))
@@ -481,7 +314,7 @@ def test_static_verdicts_survive_a_resource_version_only_node_update() -> None:
 @pytest.mark.parametrize("change", ["added", "removed"])
 def test_static_verdicts_follow_nodes_that_come_and_go(change: str) -> None:
     pods = runner(filters=(CountingTaintFilter(),))
-    cache = cluster(node("n1", taints=GPU_TAINT), node("n2"))
+    cache = cache_of(node("n1", taints=GPU_TAINT), node("n2"))
     assert find(pods, cache, pod("p"))[0] == "n2"
     if change == "added":
         cache.upsert_node(node("n3"))
@@ -496,7 +329,7 @@ def test_static_verdicts_follow_nodes_that_come_and_go(change: str) -> None:
 def test_pod_churn_reuses_static_verdicts_but_the_fit_sees_the_new_usage() -> None:
     taints, fit = CountingTaintFilter(), CountingFit()
     pods = runner(filters=(taints, fit))
-    cache = cluster(node("n1", cpu="2"))
+    cache = cache_of(node("n1", cpu="2"))
     assert find(pods, cache, pod("a", cpu="2"))[0] == "n1"
 
     cache.upsert_pod(pod("bound", cpu="1", node_name="n1"))
@@ -511,7 +344,7 @@ def test_pod_churn_reuses_static_verdicts_but_the_fit_sees_the_new_usage() -> No
 def test_the_static_cache_forgets_the_least_recently_used_shape_beyond_512() -> None:
     taints = CountingTaintFilter()
     pods = runner(filters=(taints,))
-    cache = cluster(node("n1"))
+    cache = cache_of(node("n1"))
     for millis in range(1, 514):  # 513 shapes
         find(pods, cache, pod("p", cpu=f"{millis}m"))
     assert taints.calls == 513
@@ -522,7 +355,7 @@ def test_the_static_cache_forgets_the_least_recently_used_shape_beyond_512() -> 
 
 
 def test_static_scores_are_computed_once_per_shape_and_normalized_over_feasible_nodes() -> None:
-    cache = cluster(
+    cache = cache_of(
         node("n1", labels={"score-a": "50"}),
         node("n2", labels={"score-a": "20"}),
         node("tainted", taints=GPU_TAINT, labels={"score-a": "1000"}),
@@ -549,13 +382,13 @@ def test_static_scores_are_computed_once_per_shape_and_normalized_over_feasible_
     ],
 )
 def test_find_picks_the_node_with_the_best_score(scores: dict[str, int], best: str) -> None:
-    cache = cluster(*(node(n, labels={"score-a": str(s)}) for n, s in scores.items()))
+    cache = cache_of(*(node(n, labels={"score-a": str(s)}) for n, s in scores.items()))
     pods = runner(scores=(LabelScore(),))
     assert find(pods, cache, pod("p"))[0] == best
 
 
 def test_scores_of_several_plugins_add_up_by_weight() -> None:
-    cache = cluster(
+    cache = cache_of(
         node("n1", labels={"score-a": "90", "score-b": "10"}),  # 90 + 3*10 = 120
         node("n2", labels={"score-a": "20", "score-b": "40"}),  # 20 + 3*40 = 140
         node("n3", labels={"score-a": "100", "score-b": "0"}),  # 100
@@ -566,7 +399,7 @@ def test_scores_of_several_plugins_add_up_by_weight() -> None:
 
 def test_static_and_node_scores_add_up() -> None:
     # n1: label 5000 + 1000 free after; n2: label 0 + 7000 free after.
-    cache = cluster(node("n1", cpu="2", labels={"score-a": "5000"}), node("n2", cpu="8"))
+    cache = cache_of(node("n1", cpu="2", labels={"score-a": "5000"}), node("n2", cpu="8"))
     pods = runner(filters=(CountingFit(),), scores=(LabelScore(), FreeCpuScore()))
     assert find(pods, cache, pod("p"))[0] == "n2"
     cache.upsert_node(node("n1", cpu="4", labels={"score-a": "5000"}))  # 5000 + 3000
@@ -574,7 +407,7 @@ def test_static_and_node_scores_add_up() -> None:
 
 
 def test_only_feasible_nodes_are_scored() -> None:
-    cache = cluster(
+    cache = cache_of(
         node("small", cpu="1", labels={"score-a": "100"}),
         node("big", cpu="8", labels={"score-a": "1"}),
     )
@@ -597,7 +430,7 @@ def test_only_feasible_nodes_are_scored() -> None:
 def test_ties_are_broken_at_random_among_the_tied_nodes_only(
     scores: list[int], tied_best: set[str]
 ) -> None:
-    cache = cluster(*(node(f"n{i}", labels={"score-a": str(s)}) for i, s in enumerate(scores)))
+    cache = cache_of(*(node(f"n{i}", labels={"score-a": str(s)}) for i, s in enumerate(scores)))
     chosen = {
         find(runner(scores=(LabelScore(),), rng=random.Random(seed)), cache, pod("p"))[0]
         for seed in range(200)
@@ -607,7 +440,7 @@ def test_ties_are_broken_at_random_among_the_tied_nodes_only(
 
 def test_tie_breaking_is_fair_among_tied_nodes() -> None:
     scores = [50, 80, 80, 30, 80]
-    cache = cluster(*(node(f"n{i}", labels={"score-a": str(s)}) for i, s in enumerate(scores)))
+    cache = cache_of(*(node(f"n{i}", labels={"score-a": str(s)}) for i, s in enumerate(scores)))
     counts = Counter(
         find(runner(scores=(LabelScore(),), rng=random.Random(seed)), cache, pod("p"))[0]
         for seed in range(3000)
@@ -618,7 +451,7 @@ def test_tie_breaking_is_fair_among_tied_nodes() -> None:
 
 
 def test_without_score_plugins_any_feasible_node_may_be_taken() -> None:
-    cache = cluster(node("n1", taints=GPU_TAINT), node("n2"), node("n3"))
+    cache = cache_of(node("n1", taints=GPU_TAINT), node("n2"), node("n3"))
     chosen = {
         find(runner(filters=(CountingTaintFilter(),), rng=random.Random(seed)), cache, pod("p"))[0]
         for seed in range(50)
@@ -634,34 +467,34 @@ def spreading() -> PodRunner:
 
 
 def test_find_does_not_place_the_pod() -> None:
-    cache = cluster(node("n1", cpu="1"))
+    cache = cache_of(node("n1", cpu="1"))
     pods = runner(filters=(CountingFit(),))
     snapshot = Snapshot(cache)
     result = pods.find(pod("p", cpu="1"), snapshot)
     assert result.node == "n1" and result.status.is_success
     assert snapshot.placements == []
-    assert cache.node_of("uid-p") is None
+    assert cache.node_of(uid_of("p")) is None
     # The same pod still fits: nothing was taken.
     assert pods.find(pod("q", cpu="1"), snapshot).node == "n1"
 
 
 def test_place_adds_the_pod_to_the_snapshot_only() -> None:
-    cache = cluster(node("n1", cpu="1"))
+    cache = cache_of(node("n1", cpu="1"))
     pods = runner(filters=(CountingFit(),))
     snapshot = Snapshot(cache)
 
     result = pods.place(pod("p", cpu="1"), snapshot)
 
     assert result.node == "n1"
-    assert snapshot.node_of("uid-p") == "n1"
-    assert cache.node_of("uid-p") is None
+    assert snapshot.node_of(uid_of("p")) == "n1"
+    assert cache.node_of(uid_of("p")) is None
     assert pods.place(pod("q", cpu="1"), snapshot).node is None
-    assert snapshot.node_of("uid-q") is None
+    assert snapshot.node_of(uid_of("q")) is None
 
 
 def test_the_best_node_is_found_again_after_each_commit() -> None:
     # Spreading three 1-cpu pods over three 2-cpu nodes: one on each, whatever the order.
-    cache = cluster(node("n1", cpu="2"), node("n2", cpu="2"), node("n3", cpu="2"))
+    cache = cache_of(node("n1", cpu="2"), node("n2", cpu="2"), node("n3", cpu="2"))
     pods = spreading()
     placed = []
     for name in ("a", "b", "c"):
@@ -674,12 +507,12 @@ def test_the_best_node_is_found_again_after_each_commit() -> None:
 
 
 def test_the_best_node_follows_placements_within_one_snapshot() -> None:
-    cache = cluster(node("n1", cpu="2"), node("n2", cpu="2"), node("n3", cpu="2"))
+    cache = cache_of(node("n1", cpu="2"), node("n2", cpu="2"), node("n3", cpu="2"))
     pods = spreading()
     snapshot = Snapshot(cache)
 
-    placed = [pods.place(pod(name, cpu="1"), snapshot).node for name in ("a", "b", "c")]
-    fourth = [pods.place(pod(name, cpu="1"), snapshot).node for name in ("d", "e", "f")]
+    placed = [placed_on(pods, pod(name, cpu="1"), snapshot) for name in ("a", "b", "c")]
+    fourth = [placed_on(pods, pod(name, cpu="1"), snapshot) for name in ("d", "e", "f")]
 
     assert sorted(placed) == ["n1", "n2", "n3"]  # one on each before any gets a second
     assert sorted(fourth) == ["n1", "n2", "n3"]
@@ -687,7 +520,7 @@ def test_the_best_node_follows_placements_within_one_snapshot() -> None:
 
 
 def test_a_fork_finds_room_its_parent_freed_and_the_parent_ignores_the_forks_placements() -> None:
-    cache = cluster(node("n1", cpu="2"), node("n2", cpu="2"))
+    cache = cache_of(node("n1", cpu="2"), node("n2", cpu="2"))
     cache.upsert_pod(pod("old", cpu="2", node_name="n1"))
     pods = spreading()
     root = Snapshot(cache)
@@ -701,22 +534,22 @@ def test_a_fork_finds_room_its_parent_freed_and_the_parent_ignores_the_forks_pla
     assert pods.find(pod("c", cpu="2"), root).node is None  # the fork's removal is its own
     assert pods.find(pod("c", cpu="2"), fork).node is None
     fork.commit()
-    assert root.node_of("uid-b") == "n1"
+    assert root.node_of(uid_of("b")) == "n1"
     assert pods.find(pod("c", cpu="2"), root).node is None
 
 
 def test_room_freed_on_a_node_makes_it_the_best_again() -> None:
-    cache = cluster(node("n1", cpu="4"), node("n2", cpu="4"))
+    cache = cache_of(node("n1", cpu="4"), node("n2", cpu="4"))
     cache.upsert_pod(pod("old", cpu="3", node_name="n1"))
     pods = spreading()
     assert find(pods, cache, pod("p", cpu="1"))[0] == "n2"
     cache.upsert_pod(pod("busy", cpu="3", node_name="n2"))
-    cache.remove_pod("uid-old")
+    cache.remove_pod(uid_of("old"))
     assert find(pods, cache, pod("q", cpu="1"))[0] == "n1"
 
 
 def test_a_dropped_snapshot_gives_its_room_back() -> None:
-    cache = cluster(node("n1", cpu="2"))
+    cache = cache_of(node("n1", cpu="2"))
     pods = spreading()
     snapshot = Snapshot(cache)
     for name in ("a", "b"):
@@ -727,7 +560,7 @@ def test_a_dropped_snapshot_gives_its_room_back() -> None:
 
 
 def test_within_limits_the_search_and_explains_the_nodes_outside() -> None:
-    cache = cluster(
+    cache = cache_of(
         node("n1", labels={"score-a": "100"}),
         node("n2", labels={"score-a": "10"}),
         node("n3", cpu="1", labels={"score-a": "5"}),
@@ -748,13 +581,13 @@ def test_within_limits_the_search_and_explains_the_nodes_outside() -> None:
 
 
 def test_explain_says_why_each_statically_feasible_node_refused() -> None:
-    cache = cluster(node("n1", taints=GPU_TAINT), node("n2", cpu="1"), node("n3", cpu="8"))
+    cache = cache_of(node("n1", taints=GPU_TAINT), node("n2", cpu="1"), node("n3", cpu="8"))
     pods = runner(filters=(CountingTaintFilter(), CountingFit()))
     snapshot = Snapshot(cache)
     big = pod("big", cpu="2")
     verdict = pods.static_verdict(big, snapshot)
     state = CycleState()
-    active = pods._active(state, big, snapshot, frozenset())
+    active = pods._active(state, big, snapshot, ())
 
     diagnosis = pods.explain(state, big, snapshot, verdict, active)
 
@@ -770,7 +603,7 @@ def test_explain_says_why_each_statically_feasible_node_refused() -> None:
 
 
 def test_a_cluster_filter_is_run_over_every_node_and_its_answer_is_not_monotone() -> None:
-    cache = cluster(node("n1"), node("n2"))
+    cache = cache_of(node("n1"), node("n2"))
     cache.upsert_pod(pod("db-0", node_name="n1", labels={"app": "db"}))
     pods = runner(filters=(CountingFit(), OnePerNode()))
     snapshot = Snapshot(cache)
@@ -788,7 +621,7 @@ def test_a_cluster_filter_is_run_over_every_node_and_its_answer_is_not_monotone(
 
 
 def test_cluster_scores_are_given_the_feasible_nodes_and_add_to_the_others() -> None:
-    cache = cluster(
+    cache = cache_of(
         node("n1", labels={"score-a": "60"}),
         node("n2", labels={"score-a": "50"}),
         node("full", cpu="0", labels={"score-a": "1000"}),
@@ -803,7 +636,7 @@ def test_cluster_scores_are_given_the_feasible_nodes_and_add_to_the_others() -> 
 
 def test_a_snapshot_older_than_a_new_node_does_not_hide_that_node_from_later_ones() -> None:
     pods = runner(filters=(CountingTaintFilter(),))
-    cache = cluster(node("n1", taints=GPU_TAINT))
+    cache = cache_of(node("n1", taints=GPU_TAINT))
     old = Snapshot(cache)
     cache.upsert_node(node("n2"))
 

@@ -10,7 +10,7 @@ from koordgang.gangapis.readiness import READY, GroupVerdict, check_group
 from koordgang.model.gang import PodGroupInfo
 from koordgang.model.koordinator import GROUPS_KEY, MATCH_POLICY_KEY, TIMEOUT_KEY
 from koordgang.model.pod import PodInfo, parse_pod
-from koordgang.state.test_gangs import gang_of, member, podgroup, registry, stamp
+from koordgang.testing.builders import gang_of, member, podgroup, registry, stamp
 
 GROUP_AB = {GROUPS_KEY: '["ns/a", "ns/b"]'}
 

@@ -11,7 +11,7 @@ from koordgang.model.group_key import GroupKey
 from koordgang.model.koordinator import TIMEOUT_KEY
 from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import Gang, GangRegistry
-from koordgang.state.test_gangs import T0, gang_of, member, podgroup, registry
+from koordgang.testing.builders import T0, gang_of, member, podgroup, registry
 
 
 def worker(name: str, **kwargs: Any) -> PodInfo:

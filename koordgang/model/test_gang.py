@@ -48,11 +48,13 @@ def test_a_gang_name_reads_its_label_annotation_or_field_and_makes_its_ref() -> 
     by_field = GangName(NameIn.SCHEDULING_GROUP, "spec.schedulingGroup", GangSource.POD_GROUP)
     pod = _pod({"x/gang": " a "}, {"x/gang": "b"}, group="c")
 
-    assert by_label.ref_of(pod, "api") == GangRef("ns", "a", GangSource.LABELS, api="api")
-    assert by_label.ref_of(pod, "api").min_annotation == "x/min"  # type: ignore[union-attr]
+    label_ref, annotation_ref = by_label.ref_of(pod, "api"), by_annotation.ref_of(pod, "api")
+    assert label_ref is not None and annotation_ref is not None
+    assert label_ref == GangRef("ns", "a", GangSource.LABELS, api="api")
+    assert label_ref.min_annotation == "x/min"
     # A gang named by its group object says where (issues name it); one by labels does not.
-    assert by_annotation.ref_of(pod, "api").named_by == "x/gang"  # type: ignore[union-attr]
-    assert by_label.ref_of(pod, "api").named_by == ""  # type: ignore[union-attr]
+    assert annotation_ref.named_by == "x/gang"
+    assert label_ref.named_by == ""
     assert by_field.ref_of(pod, "api") == GangRef("ns", "c", GangSource.POD_GROUP, api="api")
     blank = _pod({"x/gang": "  "}, {})
     assert by_label.ref_of(blank, "api") is None

@@ -124,9 +124,10 @@ def test_selectors_equal_whatever_the_order_of_their_labels_so_they_can_key_a_ca
 
 
 def test_selector_parts_given_as_lists_are_stored_as_tuples() -> None:
+    # Lists where the fields are typed as tuples, as a caller may pass them all the same.
     selector = LabelSelector(
         [("app", "web")],  # type: ignore[arg-type]
-        [LabelSelectorRequirement("tier", "In", ["a"])],  # type: ignore[arg-type,list-item]
+        [LabelSelectorRequirement("tier", "In", ["a"])],  # type: ignore[arg-type]
     )
     assert selector == LabelSelector(
         (("app", "web"),), (LabelSelectorRequirement("tier", "In", ("a",)),)

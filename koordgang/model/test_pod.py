@@ -608,7 +608,7 @@ def test_pod_info_is_frozen_and_hashable() -> None:
     assert info == parse_pod(FULL_POD)
 
 
-ZONE_A = {"key": "zone", "operator": "In", "values": ["a"]}
+ZONE_A: dict[str, Any] = {"key": "zone", "operator": "In", "values": ["a"]}
 
 
 def test_pods_of_one_job_with_the_same_ports_and_preferences_share_a_shape() -> None:

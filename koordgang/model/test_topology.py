@@ -31,7 +31,9 @@ SEED_NODES = [
 ]
 
 
-def entry(layer: str, name: str, nodes: int, parent: tuple[str, str] | None, **child: Any) -> dict:
+def entry(
+    layer: str, name: str, nodes: int, parent: tuple[str, str] | None, **child: Any
+) -> dict[str, Any]:
     result: dict[str, Any] = {
         "topologyInfo": {"topologyLayer": layer, "topologyName": name},
         "nodeNum": nodes,

@@ -167,10 +167,12 @@ class TestPools:
 
     def test_a_slice_change_makes_its_node_a_changed_node(self) -> None:
         cache, dra = cache_with_nodes("n1")
-        before = cache.node("n1").version  # type: ignore[union-attr]
-        position = cache.change_position
+        node = cache.node("n1")
+        assert node is not None
+        before, position = node.version, cache.change_position
         cache.touch_nodes(dra.upsert_slice(node_slice("n1", ["a"])))
-        assert cache.node("n1").version != before  # type: ignore[union-attr]
+        after = cache.node("n1")
+        assert after is not None and after.version != before
         assert cache.shrinks_since(position) == ["n1"]
 
 

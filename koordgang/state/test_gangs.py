@@ -1,18 +1,11 @@
-"""GangRegistry and Gang: membership, PodGroups, lifecycle latches, counting, held members.
-
-The builders at the top (``member``, ``podgroup``, ``registry``) are shared with the
-coscheduling plugin's tests.
-"""
+"""GangRegistry and Gang: membership, PodGroups, lifecycle latches, counting, held members."""
 
 from __future__ import annotations
-
-import datetime as dt
-from collections.abc import Mapping
-from typing import Any
 
 import pytest
 
 from koordgang.model.gang import GangMode, GangSource, MatchPolicy, PodGroupInfo
+from koordgang.model.group_key import GroupKey
 from koordgang.model.koordinator import (
     GROUPS_KEY,
     LIGHTWEIGHT_MIN_LABEL,
@@ -23,138 +16,16 @@ from koordgang.model.koordinator import (
     NAME_KEY,
     POD_GROUP_LABEL,
     TIMEOUT_KEY,
-    parse_podgroup,
 )
-from koordgang.model.pod import PodInfo, parse_pod
+from koordgang.model.pod import PodInfo
 from koordgang.state.gangs import (
     TRANSITIONS,
-    Gang,
     GangRegistry,
     GangState,
     GangTransitionError,
 )
 from koordgang.state.waiting import WaitingPods
-
-DEFAULT_WAIT = 600.0
-#: 2022-07-11T18:26:33Z; ``created`` offsets in the builders count from here.
-T0 = 1_657_563_993.0
-
-
-def stamp(offset: float) -> str:
-    return dt.datetime.fromtimestamp(T0 + offset, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-# -- builders ----------------------------------------------------------------------------------
-
-
-def member(
-    name: str,
-    gang: str | None = "a",
-    *,
-    min_available: str | None = "2",
-    how: str = "annotations",
-    namespace: str = "ns",
-    created: float = 0,
-    node: str = "",
-    phase: str | None = None,
-    deleting: bool = False,
-    cpu: str = "1",
-    priority: int | None = None,
-    annotations: Mapping[str, str] | None = None,
-    labels: Mapping[str, str] | None = None,
-    owner: str | None = None,
-) -> PodInfo:
-    """One of our pods, declared a member of ``gang`` the ``how`` way ("podgroup", "labels"
-    or "annotations"; ``gang=None`` makes an ordinary pod). ``min_available=None`` leaves the
-    minimum out; a PodGroup gang takes it from its PodGroup."""
-    pod_labels: dict[str, str] = {}
-    pod_annotations: dict[str, str] = {}
-    if gang is not None:
-        if how == "podgroup":
-            pod_labels[POD_GROUP_LABEL] = gang
-        elif how == "labels":
-            pod_labels[LIGHTWEIGHT_NAME_LABEL] = gang
-            if min_available is not None:
-                pod_labels[LIGHTWEIGHT_MIN_LABEL] = min_available
-        elif how == "annotations":
-            pod_annotations[NAME_KEY] = gang
-            if min_available is not None:
-                pod_annotations[MIN_AVAILABLE_KEY] = min_available
-        else:
-            raise ValueError(how)
-    pod_labels.update(labels or {})
-    pod_annotations.update(annotations or {})
-    metadata: dict[str, Any] = {
-        "name": name,
-        "namespace": namespace,
-        "uid": f"uid-{namespace}-{name}",
-        "creationTimestamp": stamp(created),
-        "labels": pod_labels,
-        "annotations": pod_annotations,
-    }
-    if deleting:
-        metadata["deletionTimestamp"] = stamp(created + 1000)
-    if owner is not None:
-        metadata["ownerReferences"] = [
-            {"apiVersion": "batch/v1", "kind": "Job", "name": owner, "controller": True}
-        ]
-    spec: dict[str, Any] = {
-        "schedulerName": "koord-scheduler",
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-    }
-    if node:
-        spec["nodeName"] = node
-    if priority is not None:
-        spec["priority"] = priority
-    return parse_pod(
-        {
-            "metadata": metadata,
-            "spec": spec,
-            "status": {"phase": phase or ("Running" if node else "Pending")},
-        }
-    )
-
-
-def podgroup(
-    name: str = "a",
-    min_member: int | None = 2,
-    *,
-    namespace: str = "ns",
-    created: float = 0,
-    annotations: Mapping[str, str] | None = None,
-) -> PodGroupInfo:
-    spec: dict[str, Any] = {} if min_member is None else {"minMember": min_member}
-    return parse_podgroup(
-        {
-            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-            "kind": "PodGroup",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "uid": f"pg-{name}",
-                "creationTimestamp": stamp(created),
-                "annotations": dict(annotations or {}),
-            },
-            "spec": spec,
-        }
-    )
-
-
-def registry(
-    *pods: PodInfo, podgroups: tuple[PodGroupInfo, ...] = (), waiting: WaitingPods | None = None
-) -> GangRegistry:
-    gangs = GangRegistry(DEFAULT_WAIT, waiting)
-    for pg in podgroups:
-        gangs.on_podgroup(pg)
-    for pod in pods:
-        gangs.on_pod(pod)
-    return gangs
-
-
-def gang_of(gangs: GangRegistry, key: str = "ns/a") -> Gang:
-    gang = gangs.get(key)
-    assert gang is not None, f"no gang {key}"
-    return gang
+from koordgang.testing.builders import DEFAULT_WAIT, T0, gang_of, member, podgroup, registry
 
 
 def names(pods: list[PodInfo]) -> list[str]:
@@ -174,7 +45,9 @@ def hold(
     """Holds member ``uid`` of ``gang`` placed on ``node`` (a NonStrict gang's Permit waits),
     as the engine does: in the registry's WaitingPods, with the gang as the part."""
     member = gang_of(gangs, gang).members[uid]
-    gangs.waiting.add(member, node, group=group, part=gang, since=since, deadline=deadline)
+    gangs.waiting.add(
+        member, node, group=GroupKey((group,)), part=gang, since=since, deadline=deadline
+    )
 
 
 # -- membership --------------------------------------------------------------------------------
@@ -284,6 +157,7 @@ def test_a_podgroup_seen_before_any_member_creates_the_gang_its_members_then_joi
 
     gang = gangs.on_podgroup(podgroup("a", 3, created=-50))
 
+    assert gang is not None
     assert gangs.get("ns/a") is gang
     assert gang.ref.source is GangSource.POD_GROUP
     assert gang.members == {}
@@ -476,7 +350,7 @@ def test_satisfied_never_reverts() -> None:
     hold(gangs, "uid-ns-q")
     gangs.on_pod_deleted("uid-ns-p")  # the bound member goes away
     gangs.on_pod(member("q", annotations={TIMEOUT_KEY: "true"}))  # a stray timeout mark
-    gangs.waiting.release_group("ns/a")
+    gangs.waiting.release_group(GroupKey(("ns/a",)))
 
     assert gang.satisfied is True
     assert gang.timed_out is False
@@ -636,7 +510,7 @@ def test_a_satisfied_gang_is_pending_again_only_while_no_member_is_bound() -> No
     gang.mark_satisfied()
     gangs.on_pod(member("p", node="n1"))
     assert gang.undo_satisfied() is False
-    assert gang.state is GangState.SATISFIED
+    assert gang_of(gangs).state is GangState.SATISFIED
 
 
 def test_the_transition_table_makes_satisfied_and_timed_out_terminal() -> None:
@@ -772,7 +646,7 @@ def test_releasing_the_group_makes_the_gang_pending_again() -> None:
     hold(gangs, "uid-ns-p")
     hold(gangs, "uid-ns-b-0", gang="ns/b")
 
-    released = gangs.waiting.release_group("ns/a")
+    released = gangs.waiting.release_group(GroupKey(("ns/a",)))
 
     assert sorted(w.pod.uid for w in released) == ["uid-ns-b-0", "uid-ns-p"]
     assert gang.held() == 0

@@ -69,15 +69,15 @@ class Driver:
             entry = queue.activate(self.random_pod(name), self.now)
             self.not_before[id(entry)] = (entry, 0.0)
         elif action in ("pop", "take"):
-            entry = queue.pop(self.now) if action == "pop" else queue.take(name)
-            if entry is not None:
+            taken = queue.pop(self.now) if action == "pop" else queue.take(name)
+            if taken is not None:
                 if action == "pop":
-                    _, earliest = self.not_before.get(id(entry), (entry, 0.0))
+                    _, earliest = self.not_before.get(id(taken), (taken, 0.0))
                     assert self.now >= earliest, self.where()
-                assert entry.state is QueueState.IN_FLIGHT
-                assert queue.get(entry.pod.uid) is entry
-                assert all(e is not entry for e in self.in_flight), self.where()
-                self.in_flight.append(entry)
+                assert taken.state is QueueState.IN_FLIGHT
+                assert queue.get(taken.pod.uid) is taken
+                assert all(e is not taken for e in self.in_flight), self.where()
+                self.in_flight.append(taken)
         elif action == "finish":
             if not self.in_flight:
                 return
@@ -136,8 +136,8 @@ class Driver:
         self.now += 1000.0
         queue.move_all_to_active_or_backoff(self.now)
         popped = []
-        while (entry := queue.pop(self.now)) is not None:
-            popped.append(entry)
+        while (left := queue.pop(self.now)) is not None:
+            popped.append(left)
         assert sorted(e.pod.uid for e in popped) == sorted(waiting), self.where()
         keys = [sort_key(e.pod) for e in popped]
         assert keys == sorted(keys), self.where()

@@ -1,9 +1,6 @@
-"""The engine's fixtures (a whole Scheduler over a fake API and clock), for what-ifs on it."""
+"""What-ifs are asked of a whole Scheduler over a fake API and clock (koordgang.testing);
+these are its fixtures."""
 
-from koordgang.engine.conftest import (  # noqa: F401
-    api,
-    clock,
-    instant_retries,
-    make_scheduler,
-    sched,
-)
+from koordgang.testing.fixtures import api, clock, instant_retries, make_scheduler, sched
+
+__all__ = ["api", "clock", "instant_retries", "make_scheduler", "sched"]

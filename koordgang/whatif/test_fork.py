@@ -6,19 +6,20 @@ from typing import Any
 
 import pytest
 
-from koordgang.engine.conftest import (
-    Harness,
+from koordgang.model.pod import PodInfo
+from koordgang.plugins.preemption import Preemption
+from koordgang.testing.builders import (
     bound,
+    device_class,
     gang,
     gang_annotations,
-    gpu_class,
-    gpu_slice,
     node,
     parse,
     pod,
     pod_json,
+    resource_slice,
 )
-from koordgang.model.pod import PodInfo
+from koordgang.testing.harness import Harness
 from koordgang.whatif.fork import (
     BIND,
     PENDING,
@@ -81,6 +82,7 @@ def _daemon_view(sched: Harness) -> dict[str, Any]:
     """Everything a what-if must leave alone."""
     cache = sched.cache
     preemption = next(p for p in sched.framework.plugins if p.name == "Preemption")
+    assert isinstance(preemption, Preemption)
     return {
         "pods": sorted((p.uid, p.resource_version) for p in cache.pods()),
         "assumed": sorted(p.uid for p in cache.pods() if cache.is_assumed(p.uid)),
@@ -229,8 +231,8 @@ async def test_a_what_if_shows_the_devices_each_member_would_get_and_changes_not
 ) -> None:
     sched.list(
         nodes=[node("n1", cpu="8"), node("n2", cpu="8")],
-        resource_slices=[gpu_slice("n1", 2), gpu_slice("n2", 2)],
-        device_classes=[gpu_class()],
+        resource_slices=[resource_slice("n1", 2), resource_slice("n2", 2)],
+        device_classes=[device_class()],
     )
     before = _daemon_view(sched)
     answer = _ask(sched, DRA_JOB.replace("COUNT", "2"))

@@ -8,25 +8,25 @@ from koordgang.framework.group import GroupPart, GroupPlan, PartPlan, PodResult
 from koordgang.framework.status import Status
 from koordgang.model.koordinator import GROUPS_KEY, MODE_KEY, WAITING_TIME_KEY
 from koordgang.plugins.coscheduling import messages as say
-from koordgang.plugins.coscheduling.test_plugin import Scheduler, cluster, gang
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.gangs import Gang
 from koordgang.state.snapshot import Snapshot
-from koordgang.state.test_gangs import gang_of, member, registry
+from koordgang.testing.builders import cluster, gang, gang_of, member, registry
+from koordgang.testing.cycles import CycleHarness
 
 NONSTRICT = {MODE_KEY: "NonStrict"}
 GROUP_AB = {GROUPS_KEY: '["ns/a", "ns/b"]'}
 NO_CPU_3 = "0/3 nodes are available: 3 Insufficient cpu."
 
 
-def attempt(scheduler: Scheduler, trigger: str = "a-0") -> GroupPlan:
+def attempt(scheduler: CycleHarness, trigger: str = "a-0") -> GroupPlan:
     """The placement of ``trigger``'s group in one cycle, as PostFilter and Permit see it."""
     plan = scheduler.cycle(trigger).plan
     assert plan is not None
     return plan
 
 
-def unsatisfied(scheduler: Scheduler, plan: GroupPlan, index: int = 0, holding: int = 0) -> str:
+def unsatisfied(scheduler: CycleHarness, plan: GroupPlan, index: int = 0, holding: int = 0) -> str:
     """What the members of the ``index``-th gang of ``plan`` are told."""
     own = plan.parts[index]
     blamed = say.culprit(plan)
@@ -40,7 +40,7 @@ def unsatisfied(scheduler: Scheduler, plan: GroupPlan, index: int = 0, holding: 
 
 
 def test_a_short_gang_says_how_far_it_got_and_why_the_next_member_found_no_node() -> None:
-    scheduler = Scheduler(gang(4, 4), cluster(3))
+    scheduler = CycleHarness(gang("a", 4, 4), cluster(3, cpu="1"))
 
     assert unsatisfied(scheduler, attempt(scheduler)) == (
         f"gang ns/a: 3/4 members placed, min 4; {NO_CPU_3}"
@@ -49,11 +49,11 @@ def test_a_short_gang_says_how_far_it_got_and_why_the_next_member_found_no_node(
 
 def test_created_members_exclude_finished_and_terminating_ones() -> None:
     pods = [
-        *gang(4, 4),
+        *gang("a", 4, 4),
         member("a-done", min_available="4", node="n9", phase="Succeeded"),
         member("a-gone", min_available="4", deleting=True),
     ]
-    scheduler = Scheduler(pods, cluster(3))
+    scheduler = CycleHarness(pods, cluster(3, cpu="1"))
 
     assert say.created_count(gang_of(scheduler.gangs)) == 4
     assert unsatisfied(scheduler, attempt(scheduler)) == (
@@ -63,10 +63,10 @@ def test_created_members_exclude_finished_and_terminating_ones() -> None:
 
 def test_a_satisfied_partner_says_which_gang_it_waits_for() -> None:
     pods = [
-        *gang(2, 2, name="a", annotations=GROUP_AB),
-        *gang(2, 2, name="b", annotations=GROUP_AB),
+        *gang("a", 2, 2, extra=GROUP_AB),
+        *gang("b", 2, 2, extra=GROUP_AB),
     ]
-    scheduler = Scheduler(pods, cluster(3))
+    scheduler = CycleHarness(pods, cluster(3, cpu="1"))
     plan = attempt(scheduler)
 
     assert unsatisfied(scheduler, plan, 0) == (
@@ -79,10 +79,10 @@ def test_a_gang_a_strict_attempt_never_reached_says_which_gang_it_waits_for() ->
     # The Strict attempt stops at ns/a, so ns/b's members were never tried: telling them
     # "gang ns/b: 0/2 members placed, min 2" with no reason blames ns/b for nothing.
     pods = [
-        *gang(2, 2, name="a", annotations=GROUP_AB),
-        *gang(2, 2, name="b", annotations=GROUP_AB),
+        *gang("a", 2, 2, extra=GROUP_AB),
+        *gang("b", 2, 2, extra=GROUP_AB),
     ]
-    scheduler = Scheduler(pods, cluster(1))
+    scheduler = CycleHarness(pods, cluster(1, cpu="1"))
     plan = attempt(scheduler)
     assert [p.name for p in plan.parts[1].skipped] == ["b-0", "b-1"]
 
@@ -102,7 +102,7 @@ def test_a_nonstrict_gang_says_how_many_reservations_it_holds_and_for_how_long(
     annotations = dict(NONSTRICT)
     if waiting_time is not None:
         annotations[WAITING_TIME_KEY] = waiting_time
-    scheduler = Scheduler(gang(4, 4, annotations=annotations), cluster(3))
+    scheduler = CycleHarness(gang("a", 4, 4, extra=annotations), cluster(3, cpu="1"))
 
     assert unsatisfied(scheduler, attempt(scheduler), holding=3) == (
         f"gang ns/a: 3/4 members placed, min 4 (holding 3 reservation(s) for at most {shown}); "
@@ -112,10 +112,10 @@ def test_a_nonstrict_gang_says_how_many_reservations_it_holds_and_for_how_long(
 
 def test_a_gang_holding_while_it_waits_for_a_partner_says_so_right_after_its_name() -> None:
     pods = [
-        *gang(2, 2, name="a", annotations={**GROUP_AB, **NONSTRICT}),
-        *gang(2, 2, name="b", annotations={**GROUP_AB, **NONSTRICT}),
+        *gang("a", 2, 2, extra={**GROUP_AB, **NONSTRICT}),
+        *gang("b", 2, 2, extra={**GROUP_AB, **NONSTRICT}),
     ]
-    scheduler = Scheduler(pods, cluster(3))
+    scheduler = CycleHarness(pods, cluster(3, cpu="1"))
 
     assert unsatisfied(scheduler, attempt(scheduler), 0, holding=2) == (
         "gang ns/a (holding 2 reservation(s) for at most 10m0s) waits for ns/b in its group: "
@@ -133,7 +133,7 @@ def test_a_gang_holding_while_it_waits_for_a_partner_says_so_right_after_its_nam
 def test_no_holding_suffix_without_nonstrict_reservations(
     annotations: dict[str, str], holding: int
 ) -> None:
-    scheduler = Scheduler(gang(4, 4, annotations=annotations), cluster(3))
+    scheduler = CycleHarness(gang("a", 4, 4, extra=annotations), cluster(3, cpu="1"))
 
     assert unsatisfied(scheduler, attempt(scheduler), holding=holding) == (
         f"gang ns/a: 3/4 members placed, min 4; {NO_CPU_3}"
@@ -153,7 +153,7 @@ def part(key: str, minimum: int, counted: int, *, failed: bool = False) -> PartP
 
 
 def test_a_short_gang_without_a_failure_gives_only_its_progress() -> None:
-    gangs = registry(*gang(4, 4))
+    gangs = registry(*gang("a", 4, 4))
     own = part("ns/a", 4, 1)
 
     assert say.unsatisfied(plan_of(own), own, gang_of(gangs), gang_of(gangs), 0) == (
@@ -195,7 +195,7 @@ def test_durations_read_like_go(seconds: float, shown: str) -> None:
 )
 def test_timed_out_says_after_how_long_and_what_to_do(waiting_time: str | None, shown: str) -> None:
     annotations = {WAITING_TIME_KEY: waiting_time} if waiting_time is not None else {}
-    gangs = registry(*gang(2, 4, annotations=annotations))
+    gangs = registry(*gang("a", 2, 4, extra=annotations))
 
     assert say.timed_out(gang_of(gangs)) == (
         f"gang ns/a timed out after {shown} without reaching min 4: its reservations were "
@@ -204,15 +204,15 @@ def test_timed_out_says_after_how_long_and_what_to_do(waiting_time: str | None, 
 
 
 def test_a_replacement_of_a_timed_out_gang_is_told_to_wait_for_the_old_members_to_go() -> None:
-    assert say.timed_out_replacement(gang_of(registry(*gang(2, 4)))) == (
+    assert say.timed_out_replacement(gang_of(registry(*gang("a", 2, 4)))) == (
         "gang ns/a timed out; this pod will be scheduled once the gang's timed-out members "
         "are deleted"
     )
 
 
 def test_settings_that_fell_back_to_a_default_are_named_but_fatal_ones_are_not() -> None:
-    fine: Gang = gang_of(registry(*gang(2, 2)))
-    typo = gang_of(registry(*gang(2, 2, annotations={MODE_KEY: "Sometimes"})))
+    fine: Gang = gang_of(registry(*gang("a", 2, 2)))
+    typo = gang_of(registry(*gang("a", 2, 2, extra={MODE_KEY: "Sometimes"})))
     broken = gang_of(registry(member("a-0", min_available="x")))
 
     assert say.with_notes(fine, "waiting") == "waiting"

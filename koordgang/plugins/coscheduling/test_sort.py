@@ -12,7 +12,7 @@ from koordgang.plugins.coscheduling.sort import gang_sort_key
 from koordgang.plugins.prioritysort import PrioritySort, priority_sort_key
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
-from koordgang.state.test_gangs import member, podgroup, registry
+from koordgang.testing.builders import member, podgroup, registry
 
 
 def queue_order(pods: list[PodInfo], *podgroups: PodGroupInfo) -> list[str]:

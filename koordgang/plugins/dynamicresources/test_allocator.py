@@ -58,6 +58,7 @@ def by_class(device: Device, alternative: SubRequest) -> bool:
     return alternative.device_class == "gpu" or device.id.device.endswith("big")
 
 
+# A complete pool: only how many slices it has counts here, not what they are.
 POOL = Pool(DRIVER, "pool", slices={"s": None}, slice_count=1)  # type: ignore[dict-item]
 
 

@@ -12,10 +12,10 @@ from koordgang.model.koordinator import NETWORK_TOPOLOGY_INDEX_KEY, NETWORK_TOPO
 from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.pod import PodInfo
 from koordgang.model.topology import TopologyTree, parse_topology_spec
-from koordgang.plugins.coscheduling.test_plugin import Scheduler
 from koordgang.plugins.networktopology import NetworkTopology
 from koordgang.plugins.networktopology.gather import choose, domain_offers
-from koordgang.state.test_gangs import member
+from koordgang.testing.builders import member
+from koordgang.testing.cycles import CycleHarness
 
 SPINE = "network.topology.nvidia.com/spine"
 BLOCK = "network.topology.nvidia.com/block"
@@ -75,13 +75,13 @@ def job(name: str, count: int, rules: str, cpu: str = "1", ranked: bool = True) 
     return pods
 
 
-def scheduler(pods: list[PodInfo], nodes: list[NodeInfo]) -> Scheduler:
-    sched = Scheduler(pods, nodes)
+def scheduler(pods: list[PodInfo], nodes: list[NodeInfo]) -> CycleHarness:
+    sched = CycleHarness(pods, nodes)
     sched.framework.on_object("clusternetworktopologies.scheduling.koordinator.sh", "ADDED", CNT)
     return sched
 
 
-def blocks_of(sched: Scheduler, outcome: Any) -> list[str]:
+def blocks_of(sched: CycleHarness, outcome: Any) -> list[str]:
     layout = dict(zip((f"node-{i}" for i in range(8)), LAYOUT, strict=True))
     return [layout[p.node_name][1] for p in outcome.bind]
 
@@ -130,11 +130,11 @@ def test_members_fill_blocks_in_rank_order() -> None:
 
 
 def test_must_gather_without_a_topology_keeps_the_job_pending() -> None:
-    sched = Scheduler(job("a", 2, spec(("BlockLayer", "MustGather"))), seed_nodes())
+    sched = CycleHarness(job("a", 2, spec(("BlockLayer", "MustGather"))), seed_nodes())
     outcome = sched.cycle("a-0")
     assert outcome.bind == []
     assert "no ClusterNetworkTopology named default exists" in next(iter(outcome.unplaced.values()))
-    sched = Scheduler(job("b", 2, spec(("BlockLayer", "PreferGather"))), seed_nodes())
+    sched = CycleHarness(job("b", 2, spec(("BlockLayer", "PreferGather"))), seed_nodes())
     assert len(sched.cycle("b-0").bind) == 2
 
 
@@ -151,7 +151,7 @@ def test_the_status_lists_the_domains_and_follows_the_nodes() -> None:
 
 
 def test_a_spec_with_a_cycle_is_not_used_and_says_so() -> None:
-    sched = Scheduler([], seed_nodes())
+    sched = CycleHarness([], seed_nodes())
     broken = {
         "metadata": {"name": "default"},
         "spec": {
@@ -279,7 +279,7 @@ def test_users_hear_of_skipped_rules_matched_layer_names_and_incomplete_ranks() 
     sched = scheduler(pods, seed_nodes())
     outcome = sched.cycle("a-0")
     assert len(outcome.bind) == 3  # the job schedules
-    said = {r.reason: r.message for r in sched.handle.reports}
+    said = {r.reason: r.message for r in sched.asked.reports}
     assert "layer RackLayer is not in ClusterNetworkTopology default" in said["TopologyRuleSkipped"]
     assert "layer blocklayer taken as BlockLayer" in said["TopologyLayerMatched"]
     assert "without an index: a-2" in said["TopologyIndexIncomplete"]
@@ -314,7 +314,7 @@ def test_gangs_of_one_group_with_differing_specs_use_the_first_and_are_told() ->
     outcome = sched.cycle("a-0")
     assert len(outcome.bind) == 2
     assert len(set(blocks_of(sched, outcome))) == 1  # a's MustGather on blocks held
-    said = [r.message for r in sched.handle.reports if r.reason == "TopologySpecsDiffer"]
+    said = [r.message for r in sched.asked.reports if r.reason == "TopologySpecsDiffer"]
     assert said and "ns/b differ from ns/a" in said[0]
 
 

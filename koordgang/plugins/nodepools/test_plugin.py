@@ -3,6 +3,8 @@ nodes have, and what it may add."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from koordgang.plugins.nodepools.plugin import claim_on_the_way, pool_room
 
 
@@ -33,7 +35,7 @@ def test_a_limit_of_zero_is_a_limit_and_one_that_cannot_be_read_is_none() -> Non
 
 
 def test_a_nodeclaim_brings_its_room_until_its_node_registers() -> None:
-    claim = {
+    claim: dict[str, Any] = {
         "metadata": {"name": "c1"},
         "spec": {"resources": {"requests": {"cpu": "2"}}},
         "status": {"allocatable": {"cpu": "3900m", "memory": "15Gi"}},

@@ -44,7 +44,7 @@ def pod(*gates: str, condition: dict[str, str] | None = None) -> PodInfo:
 
 def attached() -> tuple[SchedulingGates, RecordingHandle]:
     handle = RecordingHandle()
-    return SchedulingGates(handle), handle  # type: ignore[arg-type]
+    return SchedulingGates(handle), handle  # type: ignore[arg-type]  # a recording Handle
 
 
 GATED = {"status": "False", "reason": "SchedulingGated", "message": GATED_MESSAGE}

@@ -12,7 +12,7 @@ import yaml
 
 from koordgang.gangapis import GANG_APIS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "koordgang"
 
 

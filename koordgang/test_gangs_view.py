@@ -8,12 +8,13 @@ import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
 
 import pytest
 
 from koordgang.gangs_view import render_table
 
-GANGS = [
+GANGS: list[dict[str, Any]] = [
     {
         "gang": "default/train",
         "api": "volcano",

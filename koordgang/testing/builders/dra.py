@@ -1,0 +1,120 @@
+"""Dynamic Resource Allocation objects: ResourceSlices (``resource_slice``), DeviceClasses
+(``device_class``) and ResourceClaims (``resource_claim``), each as the API server returns it
+(``*_json``) and as its informer parses it. The slices publish GPUs of one driver, which the
+default class selects and the default claim asks for by that class."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from koordgang.model.dra import (
+    DeviceClassInfo,
+    ResourceClaimInfo,
+    ResourceSliceInfo,
+    parse_device_class,
+    parse_resource_claim,
+    parse_resource_slice,
+)
+from koordgang.testing.builders.pods import NS
+
+#: The driver of the devices ``resource_slice`` publishes, which ``device_class`` selects.
+DRIVER = "gpu.example.com"
+#: The opaque configuration ``device_class`` gives its devices unless told otherwise.
+TRAIN = {"mode": "train"}
+
+
+def resource_slice_json(
+    node_name: str,
+    devices: int | Sequence[str] = 2,
+    *,
+    name: str | None = None,
+    driver: str = DRIVER,
+    pool: str | None = None,
+    generation: int = 1,
+    count: int = 1,
+    resource_version: str = "1",
+) -> dict[str, Any]:
+    """The node-local slice ``<node>-gpus`` of pool ``<node>`` (one slice of ``count``), with
+    ``devices`` GPUs ``gpu-<i>`` (attribute ``index``: i) or the devices named."""
+    names = [f"gpu-{i}" for i in range(devices)] if isinstance(devices, int) else list(devices)
+    return {
+        "metadata": {"name": name or f"{node_name}-gpus", "resourceVersion": resource_version},
+        "spec": {
+            "driver": driver,
+            "nodeName": node_name,
+            "pool": {
+                "name": pool or node_name,
+                "generation": generation,
+                "resourceSliceCount": count,
+            },
+            "devices": [
+                {"name": device, "attributes": {"index": {"int": i}}}
+                for i, device in enumerate(names)
+            ],
+        },
+    }
+
+
+def resource_slice(
+    node_name: str, devices: int | Sequence[str] = 2, **kwargs: Any
+) -> ResourceSliceInfo:
+    """``resource_slice_json``'s slice, parsed; takes its keywords."""
+    return parse_resource_slice(resource_slice_json(node_name, devices, **kwargs))
+
+
+def device_class_json(
+    name: str = "gpu",
+    *,
+    selector: str = f'device.driver == "{DRIVER}"',
+    parameters: Mapping[str, Any] | None = TRAIN,
+    driver: str = DRIVER,
+) -> dict[str, Any]:
+    """A class selecting devices by one CEL ``selector``, with opaque ``parameters`` for
+    ``driver`` (None: no configuration)."""
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": selector}}]}
+    if parameters is not None:
+        spec["config"] = [{"opaque": {"driver": driver, "parameters": dict(parameters)}}]
+    return {"metadata": {"name": name, "resourceVersion": "1"}, "spec": spec}
+
+
+def device_class(name: str = "gpu", **kwargs: Any) -> DeviceClassInfo:
+    """``device_class_json``'s class, parsed; takes its keywords."""
+    return parse_device_class(device_class_json(name, **kwargs))
+
+
+def resource_claim_json(
+    name: str,
+    count: int = 1,
+    *,
+    device_class: str = "gpu",
+    request: str = "gpus",
+    namespace: str = NS,
+    uid: str | None = None,
+    status: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A claim asking for exactly ``count`` devices of ``device_class`` (one request), uid
+    ``claim-<name>`` unless given; ``status`` as written (allocation, reservedFor)."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid or f"claim-{name}",
+            "resourceVersion": "1",
+        },
+        "spec": {
+            "devices": {
+                "requests": [
+                    {"name": request, "exactly": {"deviceClassName": device_class, "count": count}}
+                ]
+            }
+        },
+        "status": dict(status or {}),
+    }
+
+
+def resource_claim(name: str, count: int = 1, **kwargs: Any) -> ResourceClaimInfo:
+    """``resource_claim_json``'s claim, parsed; takes its keywords."""
+    return parse_resource_claim(resource_claim_json(name, count, **kwargs))
