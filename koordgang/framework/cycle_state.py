@@ -16,6 +16,10 @@ SHAPE_DETAIL = "framework/shape-detail"
 #: Filters may add here what they noticed about the pod as a whole while looking at the
 #: nodes (``list[str]``): it follows the per-node reasons when no node fits.
 POD_NOTES = "framework/pod-notes"
+#: A filter that failed on a node for a reason that is not the node's verdict (an error in
+#: what the pod or a class asks, met while evaluating it) leaves its ERROR status here: the
+#: pod's attempt fails with it, whatever other nodes said, and is retried with backoff.
+FILTER_ERROR = "framework/filter-error"
 
 
 class CycleState:

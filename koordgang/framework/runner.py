@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
-from koordgang.framework.cycle_state import POD_NOTES, SHAPE_DETAIL, CycleState
+from koordgang.framework.cycle_state import FILTER_ERROR, POD_NOTES, SHAPE_DETAIL, CycleState
 from koordgang.framework.diagnosis import Diagnosis
 from koordgang.framework.group import PodResult
 from koordgang.framework.interfaces import (
@@ -268,11 +268,17 @@ class PodRunner:
             within,
             lazy=active.lazy,
         )
+        failed = state.read(FILTER_ERROR, Status)
+        if failed is not None:
+            return _failed(pod, failed, snapshot), state
         if best is not None:
             return PodResult(pod, best.name), state
         if not diagnose:
             return PodResult(pod, None, Status(Code.UNSCHEDULABLE), None, monotone=False), state
         diagnosis = self.explain(state, pod, snapshot, verdict, active, within)
+        failed = state.read(FILTER_ERROR, Status)
+        if failed is not None:
+            return _failed(pod, failed, snapshot), state
         status = Status(Code.UNSCHEDULABLE, (diagnosis.message(),))
         # A pod whose verdicts depend on more than its shape tells nothing about others.
         monotone = state.read(SHAPE_DETAIL, object) is None
@@ -293,7 +299,7 @@ class PodRunner:
         for check in active.node_filters + active.cluster_filters:
             status = check.filter(state, pod, node, snapshot)
             if not status.is_success:
-                return status
+                return state.read(FILTER_ERROR, Status) or status
         return SUCCESS
 
     def _evaluator(
@@ -337,6 +343,9 @@ class PodRunner:
                     break
             else:
                 feasible.append(node)
+        failed = state.read(FILTER_ERROR, Status)
+        if failed is not None:
+            return _failed(pod, failed, snapshot)
         if not feasible:
             self._reject_outside(diagnosis, verdict, snapshot, within)
             diagnosis.notes.extend(state.read(POD_NOTES, list) or ())
@@ -394,3 +403,10 @@ class PodRunner:
         for node in verdict.feasible:
             if node.name not in within:
                 diagnosis.reject(node.name, outside)
+
+
+def _failed(pod: PodInfo, status: Status, snapshot: Snapshot) -> PodResult:
+    """The pod's attempt failed with a filter's error (``FILTER_ERROR``): no node, whatever
+    the others said; the error is what the pod is told."""
+    diagnosis = Diagnosis(total_nodes=len(snapshot.nodes), pod_reason=status.message())
+    return PodResult(pod, None, status, diagnosis, monotone=False)
