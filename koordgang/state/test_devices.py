@@ -13,6 +13,7 @@ from koordgang.model.dra import (
     DeviceId,
     ResourceClaimInfo,
     ResourceSliceInfo,
+    parse_device_taint_rule,
     parse_resource_claim,
     parse_resource_slice,
 )
@@ -337,3 +338,67 @@ class TestSnapshots:
         snapshot.add(pod("q"), node)
         with pytest.raises(ValueError, match="allocated already"):
             dra.view(snapshot).allocate("q", {"ns/c": allocation("n1", "gpu-1")})
+
+
+class TestTaintsAdminAndConsumers:
+    def test_a_rule_adds_its_taint_to_the_devices_it_selects_and_touches_their_nodes(self) -> None:
+        _cache, dra = cache_with_nodes("n1", "n2")
+        dra.upsert_slice(node_slice("n1", ["gpu-0"]))
+        dra.upsert_slice(node_slice("n2", ["gpu-0"]))
+        rule = parse_device_taint_rule(
+            {
+                "metadata": {"name": "drain"},
+                "spec": {
+                    "deviceSelector": {"driver": DRIVER, "pool": "n1"},
+                    "taint": {"key": "k", "effect": "NoSchedule"},
+                },
+            }
+        )
+        change = dra.taint_rule_store.upsert(rule)
+        assert change.nodes == {"n1"}
+        [n1] = dra.devices_on("n1")
+        [n2] = dra.devices_on("n2")
+        assert [t.key for t in dra.taints(n1)] == ["k"] and dra.taints(n2) == ()
+        assert dra.counts()["tainted"] == 1
+        assert dra.taint_rule_store.remove("drain").nodes == {"n1"}
+        assert dra.taints(n1) == ()
+
+    def test_results_given_for_admin_access_hold_no_device(self) -> None:
+        _cache, dra = cache_with_nodes("n1")
+        dra.upsert_slice(node_slice("n1", ["gpu-0"]))
+        obj_status = {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {
+                            "request": "r",
+                            "driver": DRIVER,
+                            "pool": "n1",
+                            "device": "gpu-0",
+                            "adminAccess": True,
+                        }
+                    ]
+                }
+            }
+        }
+        admin = parse_resource_claim(
+            {
+                "metadata": {"name": "watch", "namespace": "ns", "uid": "w"},
+                "spec": {"devices": {"requests": []}},
+                "status": obj_status,
+            }
+        )
+        dra.upsert_claim(admin)
+        assert not dra.in_use(gpu("n1", "gpu-0"))
+        assert dra.counts()["admin"] == 1
+
+    def test_consumers_count_pods_placed_here_until_the_claim_names_them(self) -> None:
+        _cache, dra = cache_with_nodes("n1")
+        dra.upsert_claim(claim("c", devices=[], reserved_for=["a"]))
+        assert dra.consumers("ns/c") == 1
+        dra.assume("b", {}, consuming=["ns/c"])
+        assert dra.consumers("ns/c") == 2
+        dra.upsert_claim(claim("c", devices=[], reserved_for=["a", "b"]))
+        assert dra.consumers("ns/c") == 2
+        dra.pod_released("b")
+        assert dra.consumers("ns/c") == 2

@@ -44,11 +44,8 @@ from koordgang.model.dra.slices import (
     parse_device_class,
     parse_resource_slice,
 )
-from koordgang.model.dra.taint_rules import (
-    DeviceTaint,
-    DeviceTaintRuleInfo,
-    parse_device_taint_rule,
-)
+from koordgang.model.dra.taint_rules import DeviceTaintRuleInfo, parse_device_taint_rule
+from koordgang.model.dra.taints import DeviceTaint, DeviceToleration, untolerated
 
 __all__ = [
     "ALLOCATION_MODE_ALL",
@@ -69,6 +66,7 @@ __all__ = [
     "DeviceRequest",
     "DeviceTaint",
     "DeviceTaintRuleInfo",
+    "DeviceToleration",
     "PodClaimRef",
     "ResourceClaimInfo",
     "ResourceSliceInfo",
@@ -80,4 +78,5 @@ __all__ = [
     "parse_pod_claims",
     "parse_resource_claim",
     "parse_resource_slice",
+    "untolerated",
 ]

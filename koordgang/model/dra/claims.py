@@ -17,6 +17,7 @@ from koordgang.model.dra.base import (
     DeviceId,
     read_selectors,
 )
+from koordgang.model.dra.taints import DeviceToleration, parse_toleration
 from koordgang.model.errors import ModelError, show
 
 
@@ -32,7 +33,10 @@ class SubRequest:
     mode: str = ALLOCATION_MODE_EXACT
     count: int = 1
     #: Tolerations of device taints, copied into the allocation's results.
-    tolerations: tuple[Mapping[str, Any], ...] = field(default=(), hash=False, compare=False)
+    tolerations: tuple[DeviceToleration, ...] = field(default=(), hash=False, compare=False)
+    #: Admin access (``exactly.adminAccess``): any matching device, in use or not, for
+    #: monitoring; it takes nothing from other claims.
+    admin_access: bool = False
     #: Why koordgang cannot allocate it ("" if it can): a feature it does not implement yet.
     unsupported: str = ""
 
@@ -102,12 +106,10 @@ def _sub_request(raw: Mapping[str, Any], name: str, path: str, admin: bool) -> S
     if mode == ALLOCATION_MODE_EXACT and count < 1:
         raise ModelError(f"must be at least 1, got {count}", f"{path}.count")
     unsupported = ""
-    if admin and raw.get("adminAccess") is True:
-        unsupported = "admin access to devices (adminAccess)"
-    elif raw.get("capacity") is not None:
+    if raw.get("capacity") is not None:
         unsupported = "consumable capacity (capacity.requests)"
     tolerations = tuple(
-        _fields.as_mapping(t, f"{path}.tolerations[{i}]")
+        parse_toleration(t, f"{path}.tolerations[{i}]")
         for i, t in enumerate(_fields.items(raw, "tolerations", f"{path}.tolerations"))
     )
     return SubRequest(
@@ -117,6 +119,7 @@ def _sub_request(raw: Mapping[str, Any], name: str, path: str, admin: bool) -> S
         mode=mode,
         count=count if mode == ALLOCATION_MODE_EXACT else 0,
         tolerations=tolerations,
+        admin_access=admin and raw.get("adminAccess") is True,
         unsupported=unsupported,
     )
 
@@ -188,6 +191,8 @@ class AllocatedDevice:
     pool: str
     device: str
     tolerations: tuple[Mapping[str, Any], ...] = field(default=(), hash=False, compare=False)
+    #: Given for admin access: the device stays free for everybody else.
+    admin_access: bool = False
 
     @property
     def id(self) -> DeviceId:
@@ -202,6 +207,8 @@ class AllocatedDevice:
         }
         if self.tolerations:
             result["tolerations"] = [dict(t) for t in self.tolerations]
+        if self.admin_access:
+            result["adminAccess"] = True
         return result
 
 
@@ -232,6 +239,11 @@ class ClaimAllocation:
 
     def device_ids(self) -> tuple[DeviceId, ...]:
         return tuple(d.id for d in self.devices)
+
+    def held_ids(self) -> tuple[DeviceId, ...]:
+        """The devices the allocation takes from everybody else: all but those given for
+        admin access."""
+        return tuple(d.id for d in self.devices if not d.admin_access)
 
     def allows(self, node_name: str, labels: Mapping[str, str]) -> bool:
         return self.node_selector is None or self.node_selector.matches(node_name, labels)
@@ -317,6 +329,7 @@ def _allocation(status: Mapping[str, Any]) -> ClaimAllocation | None:
                 driver=_fields.string(entry, "driver", f"{path}.driver"),
                 pool=_fields.string(entry, "pool", f"{path}.pool"),
                 device=_fields.string(entry, "device", f"{path}.device"),
+                admin_access=entry.get("adminAccess") is True,
             )
         )
     config = tuple(

@@ -9,10 +9,8 @@ from typing import Any, NamedTuple
 
 from koordgang.model import _fields
 from koordgang.model.dra.base import read_selectors, split_qualified
+from koordgang.model.dra.taints import DeviceTaint, parse_taint
 from koordgang.model.errors import ModelError
-
-#: Taint effects that keep a device from being allocated (``None`` only informs).
-BLOCKING_TAINT_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 
 class AttributeValue(NamedTuple):
@@ -35,6 +33,8 @@ class SliceDevice:
     #: Why koordgang does not allocate this device ("" if it may): a feature of the release
     #: that it does not implement yet, named.
     unsupported: str = ""
+    #: The taints its driver put on it (DeviceTaintRules add theirs in the DRA manager).
+    taints: tuple[DeviceTaint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -71,11 +71,6 @@ def _attribute_value(raw: Any, path: str) -> AttributeValue | None:
 
 
 def _device_unsupported(raw: Mapping[str, Any], slice_selects_per_device: bool) -> str:
-    taints = raw.get("taints")
-    if isinstance(taints, list) and any(
-        isinstance(t, Mapping) and t.get("effect") in BLOCKING_TAINT_EFFECTS for t in taints
-    ):
-        return "device taints (DRADeviceTaints)"
     if raw.get("consumesCounters"):
         return "partitionable devices (consumesCounters)"
     if raw.get("allowMultipleAllocations") is True:
@@ -128,12 +123,17 @@ def parse_resource_slice(obj: Mapping[str, Any]) -> ResourceSliceInfo:
             value = _attribute_value(attr, f"{path}.attributes[{attr_name}]")
             if value is not None:
                 attributes["/".join(split_qualified(str(attr_name), driver))] = value
+        taints = tuple(
+            parse_taint(_fields.as_mapping(t, f"{path}.taints[{i}]"), f"{path}.taints[{i}]")
+            for i, t in enumerate(_fields.items(entry, "taints", f"{path}.taints"))
+        )
         devices.append(
             SliceDevice(
                 name=device_name,
                 raw=entry,
                 attributes=attributes,
                 unsupported=_device_unsupported(entry, per_device),
+                taints=taints,
             )
         )
     return ResourceSliceInfo(

@@ -9,19 +9,10 @@ from typing import Any
 
 from koordgang.model import _fields
 from koordgang.model.dra.base import DeviceId
+from koordgang.model.dra.taints import DeviceTaint, parse_taint
 from koordgang.model.errors import ModelError
 
-__all__ = ["DeviceTaint", "DeviceTaintRuleInfo", "parse_device_taint_rule"]
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceTaint:
-    key: str
-    value: str
-    #: ``NoSchedule``, ``NoExecute``, ``None``, or an effect of a later release.
-    effect: str
-    #: ``timeAdded`` as written (RFC 3339), "" if unset.
-    time_added: str = ""
+__all__ = ["DeviceTaintRuleInfo", "parse_device_taint_rule"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,23 +46,12 @@ def parse_device_taint_rule(obj: Mapping[str, Any]) -> DeviceTaintRuleInfo:
     if not name:
         raise ModelError("missing", "metadata.name")
     selector = _fields.mapping(spec, "deviceSelector", "spec.deviceSelector")
-    raw_taint = _fields.mapping(spec, "taint", "spec.taint")
-    key = _fields.string(raw_taint, "key", "spec.taint.key")
-    if not key:
-        raise ModelError("missing", "spec.taint.key")
-    effect = _fields.string(raw_taint, "effect", "spec.taint.effect")
-    if not effect:
-        raise ModelError("missing", "spec.taint.effect")
+    taint = parse_taint(_fields.mapping(spec, "taint", "spec.taint"), "spec.taint", rule=name)
     return DeviceTaintRuleInfo(
         name=name,
         resource_version=_fields.string(metadata, "resourceVersion", "metadata.resourceVersion"),
         driver=_fields.string(selector, "driver", "spec.deviceSelector.driver"),
         pool=_fields.string(selector, "pool", "spec.deviceSelector.pool"),
         device=_fields.string(selector, "device", "spec.deviceSelector.device"),
-        taint=DeviceTaint(
-            key=key,
-            value=_fields.string(raw_taint, "value", "spec.taint.value"),
-            effect=effect,
-            time_added=_fields.string(raw_taint, "timeAdded", "spec.taint.timeAdded"),
-        ),
+        taint=taint,
     )

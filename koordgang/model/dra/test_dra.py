@@ -71,7 +71,6 @@ class TestSlices:
     @pytest.mark.parametrize(
         ("device", "feature"),
         [
-            ({"taints": [{"key": "k", "effect": "NoSchedule"}]}, "device taints"),
             ({"consumesCounters": [{"counterSet": "s", "counters": {}}]}, "consumesCounters"),
             ({"allowMultipleAllocations": True}, "allowMultipleAllocations"),
             ({"bindingConditions": ["ready"]}, "bindingConditions"),
@@ -83,9 +82,20 @@ class TestSlices:
         info = parse_resource_slice(slice_obj(devices=[{"name": "d", **device}]))
         assert feature in info.devices[0].unsupported
 
-    def test_a_taint_that_only_informs_does_not_block_the_device(self) -> None:
-        device = {"name": "d", "taints": [{"key": "k", "effect": "None"}]}
-        assert parse_resource_slice(slice_obj(devices=[device])).devices[0].unsupported == ""
+    def test_a_devices_taints_are_read_and_only_blocking_effects_block(self) -> None:
+        device = {
+            "name": "d",
+            "taints": [
+                {"key": "k", "value": "v", "effect": "None"},
+                {"key": "drain", "effect": "NoSchedule"},
+            ],
+        }
+        [parsed] = parse_resource_slice(slice_obj(devices=[device])).devices
+        assert parsed.unsupported == ""
+        assert [(t.key, t.value, t.effect, t.blocks) for t in parsed.taints] == [
+            ("k", "v", "None", False),
+            ("drain", "", "NoSchedule", True),
+        ]
 
     def test_pools_not_local_to_one_node_say_why_they_are_not_used(self) -> None:
         spec = slice_obj(allNodes=True)
@@ -131,7 +141,7 @@ class TestClaims:
         )
         assert one.spec == two.spec and hash(one.spec) == hash(two.spec)
 
-    def test_admin_access_and_capacity_are_named_as_not_implemented(self) -> None:
+    def test_admin_access_is_read_and_capacity_named_as_not_implemented(self) -> None:
         claim = parse_resource_claim(
             claim_obj(
                 {
@@ -148,7 +158,8 @@ class TestClaims:
                 }
             )
         )
-        assert "adminAccess" in claim.spec.requests[0].alternatives[0].unsupported
+        admin = claim.spec.requests[0].alternatives[0]
+        assert admin.admin_access and not admin.unsupported
         assert "capacity" in claim.spec.requests[1].alternatives[0].unsupported
 
     def test_an_allocation_is_read_with_its_node_and_consumers(self) -> None:

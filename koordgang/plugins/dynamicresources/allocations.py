@@ -21,7 +21,8 @@ def build(
             c.device.id.driver,
             c.device.id.pool,
             c.device.id.device,
-            c.alternative.tolerations,
+            tuple(t.raw for t in c.alternative.tolerations),
+            admin_access=c.alternative.admin_access,
         )
         for c in chosen
     )

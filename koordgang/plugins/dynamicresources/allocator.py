@@ -151,6 +151,11 @@ class _Search:
             self._matching[id(alternative)] = known
         return known
 
+    def _free(self, alternative: SubRequest, device_id: DeviceId) -> bool:
+        """Free for ``alternative``: in use by no claim, or asked for with admin access (which
+        takes a device whoever uses it)."""
+        return alternative.admin_access or self.free(device_id)
+
     def run(self, position: int = 0) -> bool:
         if position == len(self.steps):
             return True
@@ -186,13 +191,15 @@ class _Search:
             candidates = matching
         else:
             wanted = alternative.count
-            candidates = [d for d in matching if d.id not in self.used and self.free(d.id)]
+            candidates = [
+                d for d in matching if d.id not in self.used and self._free(alternative, d.id)
+            ]
         if len(self.result[key]) + wanted > MAX_ALLOCATED_DEVICES:
             return False
         if len(candidates) < wanted:
             return False
         if alternative.mode == ALLOCATION_MODE_ALL and any(
-            d.id in self.used or not self.free(d.id) for d in candidates
+            d.id in self.used or not self._free(alternative, d.id) for d in candidates
         ):
             return False
         chosen = self.result[key]
@@ -319,7 +326,7 @@ class _Search:
     def _alone(self, key: str, request: DeviceRequest, alternative: SubRequest) -> Shortfall | None:
         """Why ``alternative`` cannot be served even alone on this node; None if it can."""
         matching = self.matching(alternative)
-        free = sum(1 for d in matching if self.free(d.id))
+        free = sum(1 for d in matching if self._free(alternative, d.id))
         total = len(matching)
         name, device_class = request.name, alternative.device_class
         if alternative.mode != ALLOCATION_MODE_ALL:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from koordgang.model.dra import MAX_RESERVED_FOR, PodClaimRef, ResourceClaimInfo
+from koordgang.model.dra import PodClaimRef, ResourceClaimInfo
 from koordgang.model.pod import PodInfo
 
 
@@ -63,15 +63,6 @@ def resolve(pod: PodInfo, claim_of: Callable[[str], ResourceClaimInfo | None]) -
             return Resolved(problem=f'resourceclaim "{name}" is being deleted')
         if claim.problem:
             return Resolved(problem=f'resourceclaim "{name}" cannot be read: {claim.problem}')
-        if (
-            claim.allocation is not None
-            and not claim.reserved_for_uid(pod.uid)
-            and len(claim.reserved_for) >= MAX_RESERVED_FOR
-        ):
-            return Resolved(
-                problem=f'resourceclaim "{name}" is in use by {len(claim.reserved_for)} '
-                "consumers, the most it may have"
-            )
         claims.append(PodClaim(ref, claim))
     return Resolved(tuple(claims))
 

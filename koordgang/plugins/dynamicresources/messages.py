@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from koordgang.framework.status import Status
+from koordgang.model.dra import MAX_RESERVED_FOR
 from koordgang.plugins.dynamicresources.allocator import Shortfall
 from koordgang.plugins.dynamicresources.selectors import CelProblem
 
@@ -15,6 +16,11 @@ PLUGIN = "DynamicResources"
 def pinned_reason(claim: str) -> str:
     """Why a node is refused to a pod whose claim is allocated elsewhere."""
     return f'node(s) not where resourceclaim "{claim}" is allocated'
+
+
+def full_reason(claim: str) -> str:
+    """Why a pod may not use a claim that names as many consumers as a claim can."""
+    return f"claim {claim} is reserved for {MAX_RESERVED_FOR} pods, the most a claim can name"
 
 
 def refusal(shortfall: Shortfall) -> Status:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from koordgang.framework.cycle_state import POD_NOTES, SHAPE_DETAIL, CycleState
+from koordgang.framework.cycle_state import FILTER_ERROR, POD_NOTES, SHAPE_DETAIL, CycleState
 from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import Scope
@@ -35,9 +35,11 @@ from koordgang.framework.report import MetricSpec
 from koordgang.framework.results import PostFilterResult
 from koordgang.framework.status import SKIP, SUCCESS, Code, Status
 from koordgang.model.dra import (
+    MAX_RESERVED_FOR,
     ClaimAllocation,
     ClaimSpec,
     DeviceClassInfo,
+    DeviceId,
     ResourceClaimInfo,
     SubRequest,
 )
@@ -45,8 +47,17 @@ from koordgang.model.pod import PodInfo
 from koordgang.plugins.dynamicresources import allocations as allocations_of
 from koordgang.plugins.dynamicresources.allocator import Allocation, Shortfall, allocate
 from koordgang.plugins.dynamicresources.claims import resolve
+from koordgang.plugins.dynamicresources.explain import (
+    elsewhere,
+    incomplete_pool,
+    kept_away,
+    problems,
+    short_request,
+    untolerated_taint,
+)
 from koordgang.plugins.dynamicresources.messages import (
     describe,
+    full_reason,
     missing,
     pinned_reason,
     refusal,
@@ -71,6 +82,8 @@ CONFLICTS = "koordgang_dra_conflicts_total"
 DEVICES = "koordgang_dra_devices"
 CLAIMS = "koordgang_dra_claims"
 INVALID_POOLS = "koordgang_dra_invalid_pools"
+TAINTED = "koordgang_dra_tainted_devices"
+ADMIN = "koordgang_dra_admin_devices"
 METRICS = (
     MetricSpec(
         DEVICES,
@@ -86,6 +99,17 @@ METRICS = (
         label="state",
     ),
     MetricSpec(INVALID_POOLS, "Resource pools skipped as invalid (duplicate devices).", "gauge"),
+    MetricSpec(
+        TAINTED,
+        "Devices of node-local pools with a NoSchedule or NoExecute taint (their slice's, or "
+        "a DeviceTaintRule's): allocated only to requests that tolerate it.",
+        "gauge",
+    ),
+    MetricSpec(
+        ADMIN,
+        "Devices allocated for admin access (monitoring): they stay free for workloads.",
+        "gauge",
+    ),
     MetricSpec(ALLOCATIONS, "Claims allocated by the scheduler (devices chosen).", "counter"),
     MetricSpec(
         ALLOCATION_SECONDS,
@@ -114,8 +138,15 @@ class _PodState:
     pinned: list[tuple[str, ClaimAllocation]] = field(default_factory=list)
     #: Claims to allocate, with their spec.
     to_allocate: list[tuple[str, ClaimSpec]] = field(default_factory=list)
-    #: The best shortfall seen over the nodes (fewest devices missing), for the note.
+    #: Every claim of the pod, by key: it becomes their consumer.
+    keys: list[str] = field(default_factory=list)
+    #: The best shortfall seen over the nodes (fewest devices missing), and its node, for
+    #: the note.
     best: Shortfall | None = None
+    best_node: str = ""
+    #: Devices that would serve a request but are kept from it, by why (a taint not
+    #: tolerated, a pool not all published), over the nodes looked at.
+    kept: dict[str, set[DeviceId]] = field(default_factory=dict)
     notes: list[str] | None = None
 
 
@@ -152,6 +183,8 @@ class DynamicResources:
                 "waiting": counts["claims"] - counts["allocated"] - counts["in_flight"],
             },
             INVALID_POOLS: {"": counts["invalid_pools"]},
+            TAINTED: {"": counts["tainted"]},
+            ADMIN: {"": counts["admin"]},
         }
 
     # -- PreFilter -----------------------------------------------------------------------------
@@ -223,6 +256,10 @@ class DynamicResources:
         prepared = _PodState()
         for pod_claim in resolved.claims:
             key = pod_claim.key
+            prepared.keys.append(key)
+            claim = pod_claim.claim
+            if not claim.reserved_for_uid(pod.uid) and view.consumers(key) >= MAX_RESERVED_FOR:
+                return Status.unresolvable(self.name, full_reason(claim.name))
             allocation = view.allocation(key)
             if allocation is not None:
                 prepared.pinned.append((key, allocation))
@@ -231,6 +268,10 @@ class DynamicResources:
             if problem:
                 return Status.unresolvable(self.name, problem)
             prepared.to_allocate.append((key, pod_claim.claim.spec))
+        standing = self.selectors.standing(_sources(prepared.to_allocate), self._dra.device)
+        if standing is not None:
+            # Met by an earlier attempt and still so: this one fails the same way at once.
+            return Status.error(self.name, standing.describe())
         return prepared
 
     def _check_spec(self, claim: ResourceClaimInfo, dra: DraManager) -> str:
@@ -278,19 +319,30 @@ class DynamicResources:
                 return Status.unresolvable(self.name, pinned_reason(key.partition("/")[2]))
         if not prepared.to_allocate:
             return SUCCESS
-        result = self._allocate(prepared, node, self._dra.view(snapshot))
+        errors: list[CelProblem] = []
+        result = self._allocate(prepared, node, self._dra.view(snapshot), errors)
+        if errors:
+            # A selector failed on a device: the attempt fails naming it, as Kubernetes does
+            # (the class or the claim asks wrongly; no other node makes that right).
+            state.write(FILTER_ERROR, Status.error(self.name, errors[0].describe()))
+            return Status.unresolvable(self.name, "node(s) had devices a selector failed on")
         if isinstance(result, Allocation):
             return SUCCESS
         self._note(state, prepared, result, node.name)
         return refusal(result)
 
     def _allocate(
-        self, prepared: _PodState, node: NodeState, view: ClaimView
+        self,
+        prepared: _PodState,
+        node: NodeState,
+        view: ClaimView,
+        errors: list[CelProblem] | None = None,
     ) -> Allocation | Shortfall:
         dra = self._dra
         devices = dra.devices_on(node.name)
         name = node.name
         classes: dict[str, DeviceClassInfo | None] = {}
+        has_rules = dra.has_taint_rules
         owners = {id(spec): key for key, spec in prepared.to_allocate}
         request_of: dict[int, str] = {}
         for key, spec in prepared.to_allocate:
@@ -305,16 +357,27 @@ class DynamicResources:
                 device_class = classes[alternative.device_class] = dra.device_class(
                     alternative.device_class
                 )
-            if device_class is None:
-                return False
-            return serves(
+            if device_class is None or not serves(
                 self.selectors,
                 device,
                 device_class,
                 alternative,
                 owners[id(alternative)],
                 request_of[id(alternative)],
-            )
+                errors,
+            ):
+                return False
+            # A pool not all published serves nothing (its devices may be dropped or renamed
+            # when it is); a taint the request does not keep tolerating keeps the device away.
+            why = ""
+            if not device.pool.complete:
+                why = incomplete_pool(device.pool)
+            elif device.spec.taints or has_rules:
+                why = untolerated_taint(dra.taints(device), alternative.tolerations)
+            if why:
+                prepared.kept.setdefault(why, set()).add(device.id)
+                return False
+            return True
 
         return allocate(prepared.to_allocate, devices, lambda d: view.device_free(name, d), matches)
 
@@ -325,15 +388,20 @@ class DynamicResources:
         shortfall: Shortfall,
         node: str,
     ) -> None:
-        """Keeps the best node's shortfall (fewest devices missing) as the pod's note."""
+        """Keeps the best node's shortfall (fewest devices missing) as the pod's note, with
+        what kept matching devices away over the nodes looked at, and elsewhere."""
         best = prepared.best
-        if best is not None and missing(shortfall) >= missing(best):
-            return
-        prepared.best = shortfall
-        text = describe(shortfall, node, self._problems(prepared))
-        elsewhere = self._elsewhere(prepared, shortfall)
-        if elsewhere:
-            text = f"{text}; {elsewhere}"
+        if best is None or missing(shortfall) < missing(best):
+            prepared.best, prepared.best_node = shortfall, node
+        else:
+            shortfall, node = best, prepared.best_node
+        text = describe(shortfall, node, problems(self.selectors, prepared.to_allocate))
+        for said in (
+            kept_away(prepared.kept),
+            self._elsewhere(prepared, shortfall),
+        ):
+            if said:
+                text = f"{text}; {said}"
         if prepared.notes is None:
             notes = state.read(POD_NOTES, list)
             if notes is None:
@@ -346,52 +414,10 @@ class DynamicResources:
             prepared.notes[index] = text
 
     def _elsewhere(self, prepared: _PodState, shortfall: Shortfall) -> str:
-        """Devices that would serve the short request but are in pools not local to one node:
-        said, with why koordgang does not allocate them yet."""
-        if shortfall.reason:
-            return ""
-        spec = next((s for key, s in prepared.to_allocate if key == shortfall.claim), None)
-        request = None
-        if spec is not None:
-            request = next((r for r in spec.requests if r.name == shortfall.request), None)
+        request = short_request(prepared.to_allocate, shortfall)
         if request is None:
             return ""
-        dra = self._dra
-        said: list[str] = []
-        for pool in dra.pools_elsewhere():
-            count = 0
-            for alternative in request.alternatives:
-                device_class = dra.device_class(alternative.device_class)
-                if device_class is None:
-                    continue
-                name = request.result_name(alternative)
-                count = max(
-                    count,
-                    sum(
-                        1
-                        for device in pool.devices
-                        if serves(
-                            self.selectors, device, device_class, alternative, shortfall.claim, name
-                        )
-                    ),
-                )
-            if count:
-                said.append(
-                    f"{count} matching device(s) of pool {pool.pool.label} are not used: "
-                    f"koordgang does not allocate {pool.reason} yet"
-                )
-        return "; ".join(said[:2])
-
-    def _problems(self, prepared: _PodState) -> list[CelProblem]:
-        """Selector problems met on the devices of this pod's classes or requests: they may
-        be why too few devices match."""
-        sources = set()
-        for key, spec in prepared.to_allocate:
-            for request in spec.requests:
-                for alternative in request.alternatives:
-                    sources.add(class_source(alternative.device_class))
-                    sources.add(request_source(key, request.result_name(alternative)))
-        return [p for (_, source), p in self.selectors.problems.items() if source in sources]
+        return elsewhere(self._dra, self.selectors, request, shortfall.claim)
 
     # -- Assign ----------------------------------------------------------------------------------
 
@@ -408,18 +434,18 @@ class DynamicResources:
             if isinstance(found, Status):
                 return found
             prepared = found
-        if not prepared.to_allocate:
-            return SUCCESS
-        started = _time.perf_counter()
-        result = self._allocate(prepared, node, view)
-        if isinstance(result, Shortfall):
-            return refusal(result)
-        allocations = {
-            key: allocations_of.build(view.claim(key), chosen, node.name, dra)
-            for key, chosen in result.claims.items()
-        }
-        view.allocate(pod.uid, allocations)
-        self._handle.record(ALLOCATION_SECONDS, _time.perf_counter() - started)
+        if prepared.to_allocate:
+            started = _time.perf_counter()
+            result = self._allocate(prepared, node, view)
+            if isinstance(result, Shortfall):
+                return refusal(result)
+            allocations = {
+                key: allocations_of.build(view.claim(key), chosen, node.name, dra)
+                for key, chosen in result.claims.items()
+            }
+            view.allocate(pod.uid, allocations)
+            self._handle.record(ALLOCATION_SECONDS, _time.perf_counter() - started)
+        view.consume(pod.uid, prepared.keys)
         return SUCCESS
 
     # -- PostFilter ----------------------------------------------------------------------------
@@ -483,11 +509,21 @@ class DynamicResources:
             if any("held by" in r for r in refused.values()):
                 self._handle.record(CONFLICTS)
             return PreBindPlan((), refused)
-        writes: list[ObjectWrite] = []
         for key, pods in consumers.items():
             claim = dra.claim(key)
             if claim is None:
                 return PreBindPlan((), {p.uid: f"resourceclaim {key} was deleted" for p in pods})
+            # Checked before any write: a claim names 256 consumers at most, and a status
+            # the API server refuses for that would be written and undone again and again.
+            room = MAX_RESERVED_FOR - len(claim.reserved_for)
+            new = [p for p in pods if not claim.reserved_for_uid(p.uid)]
+            refused.update({p.uid: full_reason(claim.name) for p in new[max(room, 0) :]})
+        if refused:
+            return PreBindPlan((), refused)
+        writes: list[ObjectWrite] = []
+        for key, pods in consumers.items():
+            claim = dra.claim(key)
+            assert claim is not None
             allocation = fresh.get(key)
             write = reserve(claim, pods, allocation, self._wall())
             if write is not None:
@@ -543,3 +579,15 @@ class DynamicResources:
 
     def _wall(self) -> float:
         return self._handle.wall()
+
+
+def _sources(claims: Sequence[tuple[str, ClaimSpec]]) -> list[str]:
+    """Where the selectors these claims are served by come from: their classes, their
+    requests."""
+    sources: list[str] = []
+    for key, spec in claims:
+        for request in spec.requests:
+            for alternative in request.alternatives:
+                sources.append(class_source(alternative.device_class))
+                sources.append(request_source(key, request.result_name(alternative)))
+    return sources

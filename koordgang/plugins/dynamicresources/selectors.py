@@ -2,20 +2,22 @@
 
 A selector's answer depends on the device alone, so it is kept on the device's record
 (``Device.answers``) until the device's slice changes: 1,000 nodes of 8 devices cost 8,000
-evaluations once, not per pod. A selector that does not compile never matches; one that fails
-on a device (a missing attribute, say) does not match that device. Both are remembered here,
-with the object the expression came from, so that pods that wait can be told.
+evaluations once, not per pod. A selector that does not compile never matches. One that fails
+on a device at run time (a missing attribute, say) is an error in what the pod or the class
+asks, as Kubernetes treats it: the pod's attempt fails with the expression, its object and the
+device named, and is retried with backoff. Both are remembered here, with the object the
+expression came from, so that pods can be told.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import structlog
 
 from koordgang.model.cel import CelError, Selector, compile_selector, device_facts
-from koordgang.model.dra import DeviceClassInfo, SubRequest
+from koordgang.model.dra import DeviceClassInfo, DeviceId, SubRequest
 from koordgang.state.dra import Device
 
 log = structlog.get_logger("koordgang.dra")
@@ -31,6 +33,7 @@ class CelProblem:
     error: str
     #: The device it failed on ("" for a compile error).
     device: str = ""
+    device_id: DeviceId | None = None
 
     def describe(self) -> str:
         where = f" on device {self.device}" if self.device else ""
@@ -62,14 +65,41 @@ class SelectorCache:
             log.warning("device selector cannot be used", problem=problem.describe())
         return known
 
-    def matches(self, device: Device, expression: str, source: str) -> bool:
+    def matches(
+        self,
+        device: Device,
+        expression: str,
+        source: str,
+        errors: list[CelProblem] | None = None,
+    ) -> bool:
+        """Whether ``device`` passes the selector; a run-time error is added to ``errors``."""
         answer = device.answers.get(expression)
         if answer is None:
             answer = self._evaluate(device, expression, source)
             device.answers[expression] = answer
         elif isinstance(answer, str):
             self._note(device, expression, source, answer)
+        if isinstance(answer, str) and errors is not None and self._ran(expression):
+            errors.append(CelProblem(expression, source, answer, str(device.id), device.id))
         return answer is True
+
+    def _ran(self, expression: str) -> bool:
+        """The expression compiled (its errors are run-time ones, not a compile error)."""
+        return not isinstance(self._compiled.get(expression), CelProblem)
+
+    def standing(
+        self, sources: Iterable[str], lookup: Callable[[DeviceId], Device | None]
+    ) -> CelProblem | None:
+        """A run-time error met earlier on a device by an expression of these sources that
+        still holds (the device's slice did not change since)."""
+        wanted = set(sources)
+        for (expression, source), problem in self.problems.items():
+            if source not in wanted or problem.device_id is None:
+                continue
+            device = lookup(problem.device_id)
+            if device is not None and isinstance(device.answers.get(expression), str):
+                return problem
+        return None
 
     def _evaluate(self, device: Device, expression: str, source: str) -> bool | str:
         selector = self.compiled(expression, source)
@@ -89,7 +119,7 @@ class SelectorCache:
         if key not in self.problems:
             if len(self.problems) > 256:
                 self.problems.clear()
-            problem = CelProblem(expression, source, error, str(device.id))
+            problem = CelProblem(expression, source, error, str(device.id), device.id)
             self.problems[key] = problem
             # Once per expression and object: the device does not match, the pods say why.
             log.warning("device selector failed on a device", problem=problem.describe())
@@ -113,13 +143,15 @@ def serves(
     alternative: SubRequest,
     claim: str,
     request: str,
+    errors: list[CelProblem] | None = None,
 ) -> bool:
     """Whether ``device`` serves ``alternative`` (of ``request`` in ``claim``): a device
-    koordgang allocates, passing its class's selectors and the request's."""
+    koordgang allocates, passing its class's selectors and the request's. Run-time errors of
+    the selectors are added to ``errors``."""
     if device.spec.unsupported:
         return False
     for expression in device_class.selectors:
-        if not selectors.matches(device, expression, class_source(device_class.name)):
+        if not selectors.matches(device, expression, class_source(device_class.name), errors):
             return False
     source = request_source(claim, request)
-    return all(selectors.matches(device, e, source) for e in alternative.selectors)
+    return all(selectors.matches(device, e, source, errors) for e in alternative.selectors)

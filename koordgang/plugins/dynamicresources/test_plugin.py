@@ -39,10 +39,5 @@ def test_pods_whose_claims_ask_alike_share_the_node_index_and_others_do_not() ->
     # Twelve pods, twelve claims: one heap for the claims of 1 device, one for those of 2.
     heaps = framework.pods.index._shared
     assert len(heaps) == 2
-    used = [
-        d
-        for n in range(20)
-        for d in dra.devices_on(f"n{n}")
-        if dra.in_use(d.id)
-    ]
+    used = [d for n in range(20) for d in dra.devices_on(f"n{n}") if dra.in_use(d.id)]
     assert len(used) == 6 + 12

@@ -85,7 +85,7 @@ def conflict(allocations: dict[str, ClaimAllocation], dra: DraManager) -> str:
     """A device of ``allocations`` (claim key -> its allocation) that another claim holds
     too, said for the pod; "" when there is none."""
     for key, allocation in allocations.items():
-        for device_id in allocation.device_ids():
+        for device_id in allocation.held_ids():
             others = dra.holders(device_id) - {key}
             if others:
                 return (

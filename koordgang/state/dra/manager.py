@@ -27,6 +27,7 @@ from koordgang.model.dra import (
     ClaimAllocation,
     DeviceClassInfo,
     DeviceId,
+    DeviceTaint,
     DeviceTaintRuleInfo,
     ResourceClaimInfo,
     ResourceSliceInfo,
@@ -58,13 +59,19 @@ class DraManager:
         self._classes: dict[str, DeviceClassInfo] = {}
         self._claims: dict[str, ResourceClaimInfo] = {}
         self._taint_rules: dict[str, DeviceTaintRuleInfo] = {}
-        #: device -> the claims whose allocation (written, or in flight) names it.
+        #: device -> the claims whose allocation (written, or in flight) names it; results
+        #: given for admin access hold nothing.
         self._holders: dict[DeviceId, set[str]] = {}
+        #: claim key -> the devices its written allocation names for admin access.
+        self._admin: dict[str, tuple[DeviceId, ...]] = {}
         #: claim key -> this scheduler's allocation of it, not yet seen written.
         self._in_flight: dict[str, _InFlight] = {}
         self._in_flight_by_pod: dict[str, list[str]] = {}
         #: pod uid -> claims whose ``reservedFor`` names it.
         self._reserving: dict[str, set[str]] = {}
+        #: pod uid -> claims this scheduler placed it as a consumer of, not seen in their
+        #: ``reservedFor`` yet (a claim names 256 consumers at most).
+        self._consuming: dict[str, set[str]] = {}
         #: Changes of the classes since the manager was made, for keys of what derives from
         #: them.
         self.class_generation = 0
@@ -89,6 +96,7 @@ class DraManager:
         change = StoreChange()
         for key in list(self._in_flight_by_pod.get(uid, ())):
             self._drop_in_flight(key, change)
+        self._consuming.pop(uid, None)
         return change
 
     def new_view(self, snapshot: Snapshot) -> ClaimView:
@@ -133,6 +141,19 @@ class DraManager:
     def taint_rules(self) -> Iterable[DeviceTaintRuleInfo]:
         return self._taint_rules.values()
 
+    @property
+    def has_taint_rules(self) -> bool:
+        return bool(self._taint_rules)
+
+    def taints(self, device: Device) -> tuple[DeviceTaint, ...]:
+        """The device's taints: its slice's, then those of the DeviceTaintRules that select it
+        (as Kubernetes merges them)."""
+        own = device.spec.taints
+        if not self._taint_rules:
+            return own
+        ruled = tuple(r.taint for r in self._taint_rules.values() if r.selects(device.id))
+        return own + ruled if ruled else own
+
     def allocation(self, key: str) -> ClaimAllocation | None:
         """The claim's allocation: as written, or as in flight from this scheduler."""
         claim = self._claims.get(key)
@@ -159,6 +180,17 @@ class DraManager:
     def claims_reserving(self, pod_uid: str) -> set[str]:
         return self._reserving.get(pod_uid) or set()
 
+    def consumers(self, key: str) -> int:
+        """How many consumers the claim names, or will once this scheduler's writes land."""
+        claim = self._claims.get(key)
+        named = () if claim is None else claim.reserved_for
+        pending = sum(
+            1
+            for uid, keys in self._consuming.items()
+            if key in keys and not any(c.uid == uid for c in named)
+        )
+        return len(named) + pending
+
     def conflicts(self) -> Iterator[tuple[DeviceId, tuple[str, ...]]]:
         for device_id, holders in self._holders.items():
             if len(holders) > 1:
@@ -167,10 +199,14 @@ class DraManager:
     def counts(self) -> dict[str, int]:
         """Sizes for the gauges: devices (in use, held by two claims), claims (allocated,
         in flight), invalid pools."""
-        held = [self._holders.get(d.id) for d in self._pools.devices()]
+        devices = list(self._pools.devices())
+        held = [self._holders.get(d.id) for d in devices]
         allocated = sum(1 for c in self._claims.values() if c.allocation is not None)
+        admin = {device_id for ids in self._admin.values() for device_id in ids}
         return {
             "devices": len(held),
+            "tainted": sum(1 for d in devices if any(t.blocks for t in self.taints(d))),
+            "admin": len(admin),
             "in_use": sum(1 for h in held if h),
             "double": sum(1 for h in held if h is not None and len(h) > 1),
             "claims": len(self._claims),
@@ -248,14 +284,29 @@ class DraManager:
     def _upsert_rule(self, info: DeviceTaintRuleInfo) -> StoreChange:
         old = self._taint_rules.get(info.name)
         self._taint_rules[info.name] = info
-        return StoreChange(changed=old is None or old != info)
+        if old == info:
+            return StoreChange()
+        return self._ruled((old, info))
 
     def _remove_rule(self, name: str) -> StoreChange:
-        return StoreChange(changed=self._taint_rules.pop(name, None) is not None)
+        old = self._taint_rules.pop(name, None)
+        return StoreChange() if old is None else self._ruled((old,))
 
     def _replace_rules(self, infos: Iterable[DeviceTaintRuleInfo]) -> StoreChange:
+        old = list(self._taint_rules.values())
         self._taint_rules = {info.name: info for info in infos}
-        return StoreChange(changed=True)
+        return self._ruled((*old, *self._taint_rules.values()))
+
+    def _ruled(self, rules: Iterable[DeviceTaintRuleInfo | None]) -> StoreChange:
+        """The nodes whose devices these rules select: what they offer changed (a taint came,
+        or went)."""
+        selecting = [r for r in rules if r is not None]
+        nodes = {
+            device.node
+            for device in self._pools.devices()
+            if any(r.selects(device.id) for r in selecting)
+        }
+        return StoreChange(changed=True, nodes=nodes)
 
     # -- claims --------------------------------------------------------------------------------
 
@@ -273,11 +324,18 @@ class DraManager:
         self._unreserve(old)
         for consumer in claim.reserved_for:
             self._reserving.setdefault(consumer.uid, set()).add(claim.key)
+            consuming = self._consuming.get(consumer.uid)
+            if consuming is not None:
+                # Named now: counted by the claim itself from here on.
+                consuming.discard(claim.key)
+                if not consuming:
+                    del self._consuming[consumer.uid]
         if claim.allocation is not None:
             # Written: the truth from now on, whatever this scheduler assumed.
             self._drop_in_flight(claim.key, change)
-        old_devices = () if old is None or old.allocation is None else old.allocation.device_ids()
-        new_devices = () if claim.allocation is None else claim.allocation.device_ids()
+        old_devices = () if old is None or old.allocation is None else old.allocation.held_ids()
+        new_devices = () if claim.allocation is None else claim.allocation.held_ids()
+        self._note_admin(claim)
         if old_devices != new_devices:
             self._release(claim.key, old_devices, change)
             self._hold(claim.key, new_devices, change)
@@ -287,10 +345,11 @@ class DraManager:
         change = StoreChange()
         old = self._claims.pop(key, None)
         change.changed = old is not None
+        self._admin.pop(key, None)
         self._unreserve(old)
         self._drop_in_flight(key, change)
         if old is not None and old.allocation is not None:
-            self._release(key, old.allocation.device_ids(), change)
+            self._release(key, old.allocation.held_ids(), change)
         return change
 
     def replace_claims(self, claims: Iterable[ResourceClaimInfo]) -> StoreChange:
@@ -306,6 +365,17 @@ class DraManager:
             change.warnings.extend(sub.warnings)
         return change
 
+    def _note_admin(self, claim: ResourceClaimInfo) -> None:
+        allocation = claim.allocation
+        admin = () if allocation is None else allocation.device_ids()
+        if admin and allocation is not None:
+            held = set(allocation.held_ids())
+            admin = tuple(d for d in admin if d not in held)
+        if admin:
+            self._admin[claim.key] = admin
+        else:
+            self._admin.pop(claim.key, None)
+
     def _unreserve(self, old: ResourceClaimInfo | None) -> None:
         if old is None:
             return
@@ -318,10 +388,20 @@ class DraManager:
 
     # -- claims in flight ----------------------------------------------------------------------
 
-    def assume(self, pod_uid: str, allocations: Mapping[str, ClaimAllocation]) -> StoreChange:
+    def assume(
+        self,
+        pod_uid: str,
+        allocations: Mapping[str, ClaimAllocation],
+        consuming: Iterable[str] = (),
+    ) -> StoreChange:
         """This scheduler allocated these claims for ``pod_uid``: their devices are in use
-        until the claims show an allocation (or the pod is given up)."""
+        until the claims show an allocation (or the pod is given up). The pod is placed as a
+        consumer of the claims ``consuming`` (those allocated here among them), counted until
+        their ``reservedFor`` names it."""
         change = StoreChange()
+        keys = set(consuming) - self.claims_reserving(pod_uid)
+        if keys:
+            self._consuming.setdefault(pod_uid, set()).update(keys)
         for key, allocation in allocations.items():
             claim = self._claims.get(key)
             if claim is not None and claim.allocation is not None:
@@ -329,7 +409,7 @@ class DraManager:
             self._drop_in_flight(key, change)
             self._in_flight[key] = _InFlight(pod_uid, allocation)
             self._in_flight_by_pod.setdefault(pod_uid, []).append(key)
-            self._hold(key, allocation.device_ids(), change)
+            self._hold(key, allocation.held_ids(), change)
         return change
 
     def _drop_in_flight(self, key: str, change: StoreChange) -> None:
@@ -343,8 +423,8 @@ class DraManager:
             if not keys:
                 del self._in_flight_by_pod[in_flight.pod_uid]
         claim = self._claims.get(key)
-        written = () if claim is None or claim.allocation is None else claim.allocation.device_ids()
-        unwritten = tuple(d for d in in_flight.allocation.device_ids() if d not in written)
+        written = () if claim is None or claim.allocation is None else claim.allocation.held_ids()
+        unwritten = tuple(d for d in in_flight.allocation.held_ids() if d not in written)
         self._release(key, unwritten, change)
 
     # -- holding -------------------------------------------------------------------------------

@@ -28,6 +28,8 @@ class ClaimView:
     __slots__ = (
         "_claims",
         "_claims_of",
+        "_consumed",
+        "_consumers",
         "_freed",
         "_freed_by",
         "_manager",
@@ -60,6 +62,10 @@ class ClaimView:
             self._freed: dict[str, set[DeviceId]] = {}
             #: Claims that exist in this what-if alone, by key.
             self._provisional: dict[str, ResourceClaimInfo] = {}
+            #: uid -> the claims the pod placed here consumes, and per claim how many pods
+            #: placed here consume it (a claim names 256 consumers at most).
+            self._consumed: dict[str, tuple[str, ...]] = {}
+            self._consumers: dict[str, int] = {}
         else:
             self._claims = dict(parent._claims) if parent._claims else {}
             self._claims_of = dict(parent._claims_of) if parent._claims_of else {}
@@ -68,6 +74,8 @@ class ClaimView:
             self._taken = dict(parent._taken) if parent._taken else {}
             self._freed = dict(parent._freed) if parent._freed else {}
             self._provisional = parent._provisional
+            self._consumed = dict(parent._consumed) if parent._consumed else {}
+            self._consumers = dict(parent._consumers) if parent._consumers else {}
         #: Nodes whose sets belong to this view alone (a fork shares its parent's).
         self._owned: set[str] = set()
 
@@ -83,6 +91,8 @@ class ClaimView:
         allocated = self._claims_of.pop(uid, None)
         if allocated:
             self._undo(allocated)
+        for key in self._consumed.pop(uid, ()):
+            self._consumers[key] -= 1
 
     def removed(self, uid: str) -> None:
         """A pod of the cache leaves this view: the claims reserved for it alone (or
@@ -117,7 +127,7 @@ class ClaimView:
             allocation = manager.allocation(key)
             if allocation is None:
                 continue
-            for device_id in allocation.device_ids():
+            for device_id in allocation.held_ids():
                 device = manager.device(device_id)
                 if device is None:
                     continue
@@ -139,11 +149,12 @@ class ClaimView:
         claims = self._claims
         for placement in placements:
             uid = placement.pod.uid
-            allocated = self._claims_of.get(uid)
-            if not allocated:
+            allocated = self._claims_of.get(uid, ())
+            consumed = self._consumed.get(uid, ())
+            if not allocated and not consumed:
                 continue
             made = {key: a for key in allocated if (a := claims.get(key)) is not None}
-            sub = self._manager.assume(uid, made)
+            sub = self._manager.assume(uid, made, consumed)
             if sub.nodes:
                 change.grew = sub.grew if not change.nodes else change.grew and sub.grew
                 change.nodes |= sub.nodes
@@ -170,6 +181,11 @@ class ClaimView:
             for key in self._claims_of.get(uid, ())
             if (allocation := self._claims.get(key)) is not None
         }
+
+    def consumers(self, key: str) -> int:
+        """How many pods the claim names as consumers, will name once this scheduler's writes
+        land, or would with the pods placed in this view."""
+        return self._manager.consumers(key) + self._consumers.get(key, 0)
 
     def device_free(self, node: str, device: DeviceId) -> bool:
         """No claim holds ``device`` (a device of ``node``) in this view."""
@@ -205,6 +221,18 @@ class ClaimView:
             self._claims[key] = allocation
             self._take(allocation)
         self._claims_of[uid] = self._claims_of.get(uid, ()) + tuple(allocations)
+
+    def consume(self, uid: str, keys: Iterable[str]) -> None:
+        """The pod ``uid``, placed here just before, consumes these claims (it will be in
+        their ``reservedFor``); it stops when it is taken away again."""
+        keys = tuple(keys)
+        if not keys:
+            return
+        if not self._snapshot.placed_here(uid):
+            raise ValueError(f"pod {uid} was not placed in this snapshot")
+        self._consumed[uid] = self._consumed.get(uid, ()) + keys
+        for key in keys:
+            self._consumers[key] = self._consumers.get(key, 0) + 1
 
     def free_claims(self, keys: Iterable[str]) -> None:
         """Counts the allocations of ``keys`` as gone in this view (claims whose pods are gone,
@@ -249,7 +277,7 @@ class ClaimView:
             self._claims[key] = None
             if allocation is None:
                 continue
-            for device_id in allocation.device_ids():
+            for device_id in allocation.held_ids():
                 if manager.holders(device_id) <= freed_here:
                     device = manager.device(device_id)
                     if device is None:
@@ -265,7 +293,7 @@ class ClaimView:
     def _devices_of(self, allocation: ClaimAllocation) -> list[tuple[DeviceId, str]]:
         """The allocation's devices with the node of each (its own, or the allocation's)."""
         found = []
-        for device_id in allocation.device_ids():
+        for device_id in allocation.held_ids():
             device = self._manager.device(device_id)
             node = device.node if device is not None else allocation.node
             if node:

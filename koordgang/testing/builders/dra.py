@@ -10,9 +10,11 @@ from typing import Any
 
 from koordgang.model.dra import (
     DeviceClassInfo,
+    DeviceTaintRuleInfo,
     ResourceClaimInfo,
     ResourceSliceInfo,
     parse_device_class,
+    parse_device_taint_rule,
     parse_resource_claim,
     parse_resource_slice,
 )
@@ -34,10 +36,13 @@ def resource_slice_json(
     generation: int = 1,
     count: int = 1,
     resource_version: str = "1",
+    taints: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The node-local slice ``<node>-gpus`` of pool ``<node>`` (one slice of ``count``), with
-    ``devices`` GPUs ``gpu-<i>`` (attribute ``index``: i) or the devices named."""
+    ``devices`` GPUs ``gpu-<i>`` (attribute ``index``: i) or the devices named, each with
+    ``taints``."""
     names = [f"gpu-{i}" for i in range(devices)] if isinstance(devices, int) else list(devices)
+    extra: dict[str, Any] = {"taints": [dict(t) for t in taints]} if taints else {}
     return {
         "metadata": {"name": name or f"{node_name}-gpus", "resourceVersion": resource_version},
         "spec": {
@@ -49,7 +54,7 @@ def resource_slice_json(
                 "resourceSliceCount": count,
             },
             "devices": [
-                {"name": device, "attributes": {"index": {"int": i}}}
+                {"name": device, "attributes": {"index": {"int": i}}, **extra}
                 for i, device in enumerate(names)
             ],
         },
@@ -118,3 +123,30 @@ def resource_claim_json(
 def resource_claim(name: str, count: int = 1, **kwargs: Any) -> ResourceClaimInfo:
     """``resource_claim_json``'s claim, parsed; takes its keywords."""
     return parse_resource_claim(resource_claim_json(name, count, **kwargs))
+
+
+def device_taint_rule_json(
+    name: str,
+    *,
+    key: str = "example.com/drain",
+    value: str = "",
+    effect: str = "NoSchedule",
+    driver: str = DRIVER,
+    pool: str = "",
+    device: str = "",
+) -> dict[str, Any]:
+    """A DeviceTaintRule tainting the devices of ``driver`` (and ``pool``, ``device`` where
+    given) with ``key[=value]:effect``."""
+    selector = {k: v for k, v in (("driver", driver), ("pool", pool), ("device", device)) if v}
+    taint = {"key": key, "effect": effect, **({"value": value} if value else {})}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": name, "resourceVersion": "1"},
+        "spec": {"deviceSelector": selector, "taint": taint},
+    }
+
+
+def device_taint_rule(name: str, **kwargs: Any) -> DeviceTaintRuleInfo:
+    """``device_taint_rule_json``'s rule, parsed; takes its keywords."""
+    return parse_device_taint_rule(device_taint_rule_json(name, **kwargs))

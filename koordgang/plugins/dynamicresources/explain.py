@@ -1,0 +1,124 @@
+"""What a pod waiting for devices is told beyond the best node's shortfall: devices that would
+serve it but are kept away (tainted, or of a pool not all published), devices of pools
+koordgang does not allocate, and the selectors that may be why too few match."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from koordgang.model.dra import (
+    ClaimSpec,
+    DeviceId,
+    DeviceRequest,
+    DeviceTaint,
+    DeviceToleration,
+    untolerated,
+)
+from koordgang.plugins.dynamicresources.allocator import Shortfall
+from koordgang.plugins.dynamicresources.selectors import (
+    CelProblem,
+    SelectorCache,
+    class_source,
+    request_source,
+    serves,
+)
+from koordgang.state.dra import DraManager, Pool
+
+__all__ = [
+    "elsewhere",
+    "incomplete_pool",
+    "kept_away",
+    "problems",
+    "short_request",
+    "untolerated_taint",
+]
+
+
+def short_request(
+    claims: Iterable[tuple[str, ClaimSpec]], shortfall: Shortfall
+) -> DeviceRequest | None:
+    """The request the shortfall names, or None (the claims do not fit together)."""
+    if shortfall.reason:
+        return None
+    for key, spec in claims:
+        if key == shortfall.claim:
+            return next((r for r in spec.requests if r.name == shortfall.request), None)
+    return None
+
+
+def incomplete_pool(pool: Pool) -> str:
+    """Why a pool not all published serves nothing."""
+    return (
+        f"pool {pool.label} has {len(pool.slices)} of its {pool.slice_count} slices: none of "
+        "its devices is used until all are published"
+    )
+
+
+def untolerated_taint(
+    taints: Iterable[DeviceTaint], tolerations: Sequence[DeviceToleration]
+) -> str:
+    """Why a device with ``taints`` is kept from a request with ``tolerations`` ("" if it is
+    not): a taint it does not tolerate, or tolerates for ``tolerationSeconds`` only."""
+    taint = untolerated(taints, tolerations)
+    if taint is None:
+        return ""
+    if any(t.tolerates(taint) for t in tolerations):
+        return (
+            f"tainted {taint.describe()}, which the request tolerates only for "
+            "tolerationSeconds (its pod would be evicted)"
+        )
+    return f"tainted {taint.describe()}, which the request does not tolerate"
+
+
+def kept_away(kept: Mapping[str, set[DeviceId]]) -> str:
+    """What kept matching devices from the pod (``incomplete_pool``, ``untolerated_taint``),
+    with how many devices each kept away."""
+    said = []
+    for why, devices in sorted(kept.items(), key=lambda item: (-len(item[1]), item[0])):
+        said.append(
+            why if why.startswith("pool ") else f"{len(devices)} matching device(s) are {why}"
+        )
+    return "; ".join(said[:3])
+
+
+def elsewhere(dra: DraManager, selectors: SelectorCache, request: DeviceRequest, claim: str) -> str:
+    """Devices that would serve ``request`` but are in pools not local to one node: said,
+    with why koordgang does not allocate them yet."""
+    said: list[str] = []
+    for pool in dra.pools_elsewhere():
+        count = 0
+        for alternative in request.alternatives:
+            device_class = dra.device_class(alternative.device_class)
+            if device_class is None:
+                continue
+            name = request.result_name(alternative)
+            count = max(
+                count,
+                sum(
+                    1
+                    for device in pool.devices
+                    if serves(selectors, device, device_class, alternative, claim, name)
+                ),
+            )
+        if count:
+            said.append(
+                f"{count} matching device(s) of pool {pool.pool.label} are not used: "
+                f"koordgang does not allocate {pool.reason} yet"
+            )
+    return "; ".join(said[:2])
+
+
+def problems(selectors: SelectorCache, claims: Iterable[tuple[str, ClaimSpec]]) -> list[CelProblem]:
+    """Selectors of these claims' classes or requests that do not compile: they may be why
+    too few devices match (errors at run time fail the attempt instead)."""
+    sources = set()
+    for key, spec in claims:
+        for request in spec.requests:
+            for alternative in request.alternatives:
+                sources.add(class_source(alternative.device_class))
+                sources.add(request_source(key, request.result_name(alternative)))
+    return [
+        p
+        for (_, source), p in selectors.problems.items()
+        if source in sources and p.device_id is None
+    ]
