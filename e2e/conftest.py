@@ -34,6 +34,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.e2e)
+        if _runs_real_clients(item):
+            item.add_marker(pytest.mark.clients)
+
+
+def _runs_real_clients(item: pytest.Item) -> bool:
+    """Whether the test's module uses a real client of harness/clients/ (built from its release;
+    `make test` runs these tests in a tier of their own, after the others)."""
+    module = getattr(item, "module", None)
+    return module is not None and any(
+        str(getattr(value, "__module__", None) or "").startswith("harness.clients.")
+        for value in vars(module).values()
+    )
 
 
 @pytest.fixture(scope="session")
