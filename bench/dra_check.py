@@ -52,16 +52,13 @@ class Objects:
 
 def read(kubeconfig: Path, namespace: str) -> Objects:
     """Lists, paginated, with the ``kubernetes`` client (blocking: run it in a thread)."""
-    api = api_client_from(kubeconfig)
-    try:
+    with api_client_from(kubeconfig) as api:
         return Objects(
             pods=_list(api, f"/api/v1/namespaces/{namespace}/pods"),
             claims=_list(api, f"{API}/resourceclaims"),
             slices=_list(api, f"{API}/resourceslices"),
             nodes=_list(api, "/api/v1/nodes"),
         )
-    finally:
-        api.close()
 
 
 def _list(api: Any, path: str) -> list[dict[str, Any]]:

@@ -85,22 +85,25 @@ def plain(api_client: client.ApiClient, obj: object) -> Any:
     return api_client.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
 
 
-def server_side_apply(
-    api_client: client.ApiClient, doc: Mapping[str, Any], field_manager: str, **params: Any
-) -> None:
-    """Applies ``doc`` (any kind the API server serves) server-side, as `kubectl apply
-    --server-side` does; ``params`` go to the request (``force_conflicts``, ``dry_run``)."""
-    # The dynamic client is unannotated in the kubernetes package.
-    api = dynamic.DynamicClient(api_client)  # type: ignore[no-untyped-call]
-    resource = api.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
-    api.server_side_apply(  # type: ignore[no-untyped-call]
-        resource,
-        body=dict(doc),
-        name=doc["metadata"]["name"],
-        namespace=doc["metadata"].get("namespace"),
-        field_manager=field_manager,
-        **params,
-    )
+class ServerSideApply:
+    """What `kubectl apply --server-side` does, for objects of any kind the API server serves."""
+
+    def __init__(self, api_client: client.ApiClient, field_manager: str) -> None:
+        # The dynamic client is unannotated in the kubernetes package.
+        self._api = dynamic.DynamicClient(api_client)  # type: ignore[no-untyped-call]
+        self.field_manager = field_manager
+
+    def apply(self, doc: Mapping[str, Any], **params: Any) -> None:
+        """``params`` go to the request (``force_conflicts``, ``dry_run``)."""
+        resource = self._api.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+        self._api.server_side_apply(  # type: ignore[no-untyped-call]
+            resource,
+            body=dict(doc),
+            name=doc["metadata"]["name"],
+            namespace=doc["metadata"].get("namespace"),
+            field_manager=self.field_manager,
+            **params,
+        )
 
 
 class PodWatch:

@@ -21,7 +21,7 @@ import yaml
 from kubernetes import client
 
 from controlplane.kubeconfig import api_client_from
-from harness.kube import server_side_apply, wait_until
+from harness.kube import ServerSideApply, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 MANIFESTS = REPO / "manifests"
@@ -68,11 +68,11 @@ def apply_rbac(admin_kubeconfig: str) -> None:
         files = [arg for path in RBAC_MANIFESTS for arg in ("-f", str(path))]
         kubectl(admin_kubeconfig, "apply", *files)
         return
-    admin = api_client_from(admin_kubeconfig)
+    applier = ServerSideApply(api_client_from(admin_kubeconfig), "koordgang-e2e")
     for path in RBAC_MANIFESTS:
         for doc in yaml.safe_load_all(path.read_text()):
             if doc:
-                server_side_apply(admin, doc, "koordgang-e2e", force_conflicts=True)
+                applier.apply(doc, force_conflicts=True)
 
 
 def request_token(admin: client.ApiClient, seconds: int = TOKEN_SECONDS) -> str:
