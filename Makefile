@@ -54,7 +54,7 @@ lint: $(STAMP)
 	@echo "==> ruff"
 	@$(VENV)/bin/ruff check $(PYTHON_TREES)
 	@$(VENV)/bin/ruff format --check --quiet $(PYTHON_TREES)
-	@echo "==> mypy --strict koordgang"
+	@echo "==> mypy strict (the product, its tests and the tools: [tool.mypy] files)"
 	@$(VENV)/bin/mypy
 	@echo "==> import-linter (layers import only downward)"
 	@$(VENV)/bin/lint-imports
