@@ -16,11 +16,14 @@ PYTEST_ARGS ?=
 # The product, its tests, and the tools: the local control plane, the bench, the soak, the demo.
 PYTHON_TREES := koordgang tests harness e2e controlplane bench soak demo.py
 
-.PHONY: help venv build-controlplane cluster-up cluster-down run lint unit coverage e2e e2e-upstream-1.36 test demo clean
+.PHONY: help venv build-controlplane cluster-up cluster-down run lint unit check coverage \
+	e2e e2e-plane e2e-clients e2e-upstream-1.36 test demo clean
 
 help:
 	@echo "make demo          local control plane + koordgang + example jobs, then a report"
-	@echo "make test          install what the tests need, then lint, unit and e2e tests"
+	@echo "make check         first tier, no cluster: ruff, mypy, import-linter, unit tests"
+	@echo "make test          install what the tests need, then every tier: check, e2e on 1.37,"
+	@echo "                   e2e of the real clients, the upstream gang API on 1.36"
 	@echo "make cluster-up    start the local control plane (kubeconfig: .cluster/kubeconfig)"
 	@echo "                   Kubernetes 1.37; KUBE=1.36 for 1.36 (any target takes KUBE)"
 	@echo "make cluster-down  stop it"
@@ -51,7 +54,7 @@ lint: $(STAMP)
 	@echo "==> ruff"
 	@$(VENV)/bin/ruff check $(PYTHON_TREES)
 	@$(VENV)/bin/ruff format --check --quiet $(PYTHON_TREES)
-	@echo "==> mypy --strict koordgang"
+	@echo "==> mypy strict (the product, its tests and the tools: [tool.mypy] files)"
 	@$(VENV)/bin/mypy
 	@echo "==> import-linter (layers import only downward)"
 	@$(VENV)/bin/lint-imports
@@ -60,15 +63,41 @@ unit: $(STAMP)
 	@echo "==> unit tests (the product, and the tools' own)"
 	@$(PY) -m pytest koordgang tests controlplane bench soak -q $(PYTEST_ARGS)
 
+# A tier of `make test`: a header, the targets it runs, and a verdict of its own. A failing tier
+# stops the run, so the last verdict printed is the first failure.
+define tier
+	@printf '\n=== tier %s: %s\n' '$(1)' '$(2)'
+	@start=$$(date +%s); \
+	if $(MAKE) --no-print-directory $(3); then \
+		echo "=== tier $(1): PASSED in $$(( $$(date +%s) - start )) s"; \
+	else \
+		echo "=== tier $(1): FAILED after $$(( $$(date +%s) - start )) s (later tiers not run)"; \
+		exit 1; \
+	fi
+endef
+
+# The first tier: everything that needs no cluster; meant to stay under 3 minutes with warm caches.
+CHECK := ruff; mypy strict; import-linter; unit tests
+check: $(STAMP)
+	$(call tier,check,$(CHECK),lint unit)
+
 # Coverage of the unit tests alone (no cluster), per module.
 coverage: $(STAMP)
 	@$(PY) -m pytest koordgang tests -q --cov=koordgang --cov-report=term $(PYTEST_ARGS)
 
-e2e: $(STAMP) build-controlplane
+# The e2e tests on a 1.37 control plane (started and stopped by the suite): first those of
+# koordgang alone, then those of the real clients (marked `clients`) that run in front of it.
+e2e: e2e-plane e2e-clients
+
+e2e-plane: $(STAMP) build-controlplane
+	@echo "==> e2e tests on the local control plane, without the real clients"
+	@$(PY) -m pytest e2e -q -m "not clients" $(PYTEST_ARGS)
+
+e2e-clients: $(STAMP) build-controlplane
 	@echo "==> building the real clients the e2e tests run (training-operator, MPI operator, KubeRay, Kueue, Karpenter; about 8 minutes the first time)"
 	@$(PY) -m harness.clients.build
-	@echo "==> e2e tests on the local control plane (started and stopped by the suite)"
-	@$(PY) -m pytest e2e -q $(PYTEST_ARGS)
+	@echo "==> e2e tests of the real clients in front of koordgang"
+	@$(PY) -m pytest e2e -q -m clients $(PYTEST_ARGS)
 
 # Clusters in the field run 1.36 and 1.37 side by side for a year, and the upstream gang API
 # differs between them (v1alpha2 and v1beta1): its tests run again on a 1.36 plane.
@@ -77,7 +106,12 @@ e2e-upstream-1.36: $(STAMP)
 	@KUBE=1.36 $(PY) -m controlplane build
 	@KUBE=1.36 $(PY) -m pytest e2e -q -m upstream $(PYTEST_ARGS)
 
-test: lint unit e2e e2e-upstream-1.36
+test: $(STAMP)
+	$(call tier,1/4 check,$(CHECK),lint unit)
+	$(call tier,2/4 e2e,the e2e tests on Kubernetes 1.37,e2e-plane)
+	$(call tier,3/4 clients,the e2e tests of the real clients on Kubernetes 1.37,e2e-clients)
+	$(call tier,4/4 upstream-1.36,the upstream gang API on Kubernetes 1.36,e2e-upstream-1.36)
+	@printf '\n=== make test: PASSED (every tier)\n'
 
 demo: $(STAMP)
 	@$(PY) -m demo

@@ -16,14 +16,24 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from controlplane import DEFAULT_NODES_FILE, LocalControlPlane
 from controlplane.crds import install_crds
+from controlplane.kubeconfig import api_client_from
 from controlplane.releases import selected_release
 from harness.daemon import LocalDaemon
-from harness.kube import Cluster, deployment_body, job_body, pod_body, scheduled_condition
+from harness.kube import (
+    Cluster,
+    deployment_body,
+    job_body,
+    json_object,
+    metadata,
+    name_of,
+    pod_body,
+    scheduled_condition,
+)
 from koordgang.gangs_view import fetch, render_table
 from koordgang.whatif.render import render_text
 from koordgang.whatif_view import BadInput, WhatIfFailed, ask_daemon
@@ -42,7 +52,7 @@ PG_API = ("scheduling.sigs.k8s.io", "v1alpha1")
 HIGH_PRIORITY = "demo-high"
 
 
-def podgroup(name: str, min_member: int) -> dict[str, object]:
+def podgroup(name: str, min_member: int) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
         "kind": "PodGroup",
@@ -175,11 +185,11 @@ def main() -> int:
         "the first build takes a few minutes"
     )
     kubeconfig = str(plane.up(nodes_file=DEFAULT_NODES_FILE))
-    api_client = config.new_client_from_config(config_file=kubeconfig)
+    api_client = api_client_from(kubeconfig)
     install_crds(api_client)
     cluster = Cluster(api_client)
     nodes = cluster.core.list_node().items
-    say(f"{len(nodes)} fake nodes: " + ", ".join(n.metadata.name for n in nodes))
+    say(f"{len(nodes)} fake nodes: " + ", ".join(name_of(n) for n in nodes))
 
     logs = Path(tempfile.mkdtemp(prefix="koordgang-demo-"))
     daemon = LocalDaemon(kubeconfig, logs)
@@ -318,7 +328,7 @@ def topology_act(cluster: Cluster) -> None:
         if len(pods) == 4 and all(p.spec.node_name for p in pods):
             break
         time.sleep(1)
-    labels = {n.metadata.name: n.metadata.labels or {} for n in cluster.core.list_node().items}
+    labels = {name_of(n): metadata(n).labels or {} for n in cluster.core.list_node().items}
     tree: dict[str, dict[str, dict[str, list[str]]]] = {}
     for pod in sorted(pods, key=lambda p: int(p.metadata.annotations[INDEX])):
         node = pod.spec.node_name or "(pending)"
@@ -374,7 +384,9 @@ def apply_example(cluster: Cluster, name: str) -> None:
 
 def claim_devices(cluster: Cluster, name: str) -> str:
     """The devices allocated to a ResourceClaim (``gpu-1/gpu-0, gpu-1/gpu-1``), "-" if none."""
-    obj = cluster.custom.get_namespaced_custom_object(*DRA, NAMESPACE, "resourceclaims", name)
+    obj = json_object(
+        cluster.custom.get_namespaced_custom_object(*DRA, NAMESPACE, "resourceclaims", name)
+    )
     allocation = (obj.get("status") or {}).get("allocation")
     if not allocation:
         return "-"
@@ -442,9 +454,11 @@ def dra_act(cluster: Cluster) -> None:
 
 def create_workload(cluster: Cluster, body: dict[str, Any]) -> None:
     if body["kind"] == "Job":
-        client.BatchV1Api(cluster.api_client).create_namespaced_job(NAMESPACE, body)
+        job = client.V1Job.model_validate(body)
+        client.BatchV1Api(cluster.api_client).create_namespaced_job(NAMESPACE, job)
     else:
-        client.AppsV1Api(cluster.api_client).create_namespaced_deployment(NAMESPACE, body)
+        deployment = client.V1Deployment.model_validate(body)
+        client.AppsV1Api(cluster.api_client).create_namespaced_deployment(NAMESPACE, deployment)
 
 
 def ensure_priority_class(cluster: Cluster, name: str, value: int) -> None:
@@ -491,7 +505,7 @@ def wait_urgent(cluster: Cluster) -> None:
 def report_preemption(cluster: Cluster) -> None:
     events = cluster.core.list_namespaced_event(NAMESPACE).items
     preempted = sorted(
-        (e for e in events if e.reason == "Preempted"), key=lambda e: e.involved_object.name
+        (e for e in events if e.reason == "Preempted"), key=lambda e: e.involved_object.name or ""
     )
     print()
     print(f"preempted for demo/urgent: {len(preempted)} pod(s)")
@@ -508,8 +522,10 @@ def report_preemption(cluster: Cluster) -> None:
 def report_upstream_podgroup(cluster: Cluster) -> None:
     """What the Job controller's PodGroup says (the condition kube-scheduler would write)."""
     version = selected_release().podgroup_version
-    listed = cluster.custom.list_namespaced_custom_object(
-        "scheduling.k8s.io", version, NAMESPACE, "podgroups"
+    listed = json_object(
+        cluster.custom.list_namespaced_custom_object(
+            "scheduling.k8s.io", version, NAMESPACE, "podgroups"
+        )
     )
     for item in listed["items"]:
         owners = ", ".join(

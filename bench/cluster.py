@@ -18,7 +18,7 @@ import yaml
 from bench import dra
 from bench.console import Ticker, say
 from bench.gang_api import COMPOSITE_API_VERSION, GROUP_API_VERSIONS, GangApi, pod_manifest
-from bench.workload import BENCH_LABEL, PodPlan
+from bench.workload import BENCH_LABEL, DraPlan, PodPlan
 from controlplane import NodeSpec
 from koordgang.clients.api import KubeApi
 from koordgang.clients.config import load_connection
@@ -476,7 +476,7 @@ class BenchCluster:
             await asyncio.sleep(0.2)
         raise RuntimeError("benchmark resource claims still present after deleting them")
 
-    async def reconcile_dra(self, plan: dra.DraPlan | None) -> None:
+    async def reconcile_dra(self, plan: DraPlan | None) -> None:
         """The DeviceClass and ResourceSlices of ``plan`` and no other of the bench's (None:
         none at all): slices of the same name and spec are kept, others replaced."""
         classes = await self._list_bench("deviceclasses", names_only=False)

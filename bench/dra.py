@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
-from bench.workload import BENCH_LABEL, ClaimUse, PodPlan, Requests
+from bench.workload import BENCH_LABEL, ClaimUse, DraPlan, PodPlan, Requests
 from controlplane import NodeSpec
 
 API_VERSION = "resource.k8s.io/v1"
@@ -36,28 +35,6 @@ CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"
 #: On each ResourceSlice: a digest of what the bench wants it to be, to tell a slice that can
 #: be kept from one to replace (the API server adds defaults to the spec it stores).
 SPEC_DIGEST = "koordgang-bench/spec-digest"
-
-
-@dataclass(frozen=True)
-class DraPlan:
-    """The DRA objects of one workload."""
-
-    device_class: Mapping[str, Any]
-    #: One per node, in node order.
-    slices: Sequence[Mapping[str, Any]]
-    #: ResourceClaim name -> devices it asks for, in pod order.
-    claims: Mapping[str, int] = field(default_factory=dict)
-
-    def claim_manifests(self) -> list[dict[str, Any]]:
-        return [resource_claim(name, count) for name, count in self.claims.items()]
-
-    @property
-    def devices(self) -> int:
-        return sum(len(s["spec"]["devices"]) for s in self.slices)
-
-    @property
-    def wanted(self) -> int:
-        return sum(self.claims.values())
 
 
 def device_class() -> dict[str, Any]:
@@ -112,6 +89,10 @@ def resource_claim(name: str, count: int) -> dict[str, Any]:
             }
         },
     }
+
+
+def claim_manifests(plan: DraPlan) -> list[dict[str, Any]]:
+    return [resource_claim(name, count) for name, count in plan.claims.items()]
 
 
 def claim_name(pod: str) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 from bench.dra import CLAIM_FINALIZER, DRIVER, REQUEST, expected_claims
 from bench.results import ScenarioResult
 from bench.workload import Workload
+from controlplane.kubeconfig import api_client_from
 
 API = "/apis/resource.k8s.io/v1"
 #: Examples quoted per kind of problem.
@@ -51,18 +52,13 @@ class Objects:
 
 def read(kubeconfig: Path, namespace: str) -> Objects:
     """Lists, paginated, with the ``kubernetes`` client (blocking: run it in a thread)."""
-    from kubernetes import config
-
-    api = config.new_client_from_config(config_file=str(kubeconfig))
-    try:
+    with api_client_from(kubeconfig) as api:
         return Objects(
             pods=_list(api, f"/api/v1/namespaces/{namespace}/pods"),
             claims=_list(api, f"{API}/resourceclaims"),
             slices=_list(api, f"{API}/resourceslices"),
             nodes=_list(api, "/api/v1/nodes"),
         )
-    finally:
-        api.close()
 
 
 def _list(api: Any, path: str) -> list[dict[str, Any]]:

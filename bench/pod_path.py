@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
 from types import FrameType
 from typing import Any
+from unittest import mock
 
 import koordgang.engine.loop as loop_module
+from koordgang.framework.cycle import run_cycle
 from koordgang.settings import Settings
 from koordgang.testing.api import FakeApi
 from koordgang.testing.builders import gang, node
@@ -37,8 +38,6 @@ def trace() -> list[str]:
         if not crossed or crossed[-1] != relative:
             crossed.append(relative)
 
-    run_cycle: Callable[..., Any] = loop_module.run_cycle
-
     def stop_at_cycle(*args: Any, **kwargs: Any) -> Any:
         recording[0] = False
         return run_cycle(*args, **kwargs)
@@ -49,15 +48,15 @@ def trace() -> list[str]:
         await harness.run()
         first, second = gang("job", 2, 2)
         harness.intake.on_pod_upsert(first)
-        loop_module.run_cycle = stop_at_cycle
-        try:
-            sys.setprofile(profile)
-            recording[0] = True
-            harness.intake.on_pod_upsert(second)
-            harness.step()
-        finally:
-            sys.setprofile(None)
-            loop_module.run_cycle = run_cycle
+        # The loop's own name for it is replaced: the trace stops where the cycle starts.
+        with mock.patch.object(loop_module, "run_cycle", stop_at_cycle):
+            try:
+                sys.setprofile(profile)
+                recording[0] = True
+                harness.intake.on_pod_upsert(second)
+                harness.step()
+            finally:
+                sys.setprofile(None)
         await harness.close()
 
     asyncio.run(run())

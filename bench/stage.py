@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bench.cluster import BenchCluster
 from bench.console import Ticker, say
+from bench.dra import claim_manifests
 from bench.gang_api import GangApi, pod_groups
 from bench.procstats import OTHERS, CpuSampler, describe_cores
 from bench.results import KOORDGANG, CeilingResult
@@ -127,7 +128,7 @@ async def set_stage(
     if groups:
         await cluster.create_objects(namespace, groups)
     if workload.dra is not None:
-        await cluster.create_claims(namespace, workload.dra.claim_manifests())
+        await cluster.create_claims(namespace, claim_manifests(workload.dra))
     if create_pods:
         await cluster.create_pods(namespace, workload.pods, "creating pods", gang_api)
 

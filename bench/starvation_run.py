@@ -16,6 +16,7 @@ import contextlib
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -304,9 +305,7 @@ async def _finish_gang(
         path = f"/api/v1/namespaces/{namespace}/pods/{member}"
         try:
             await with_retries(
-                lambda path=path: ctx.cluster.api.request(
-                    "DELETE", path, params={"gracePeriodSeconds": "0"}
-                )
+                partial(ctx.cluster.api.request, "DELETE", path, params={"gracePeriodSeconds": "0"})
             )
         except ApiError as error:
             if not error.not_found:

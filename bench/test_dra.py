@@ -21,6 +21,7 @@ from bench.dra import (
     DRIVER,
     POD_REQUESTS,
     SPEC_DIGEST,
+    claim_manifests,
     expected_claims,
     resource_slice,
 )
@@ -112,7 +113,7 @@ def test_objects_are_node_local_pools_a_cel_class_and_claims_by_name() -> None:
     (selector,) = plan.device_class["spec"]["selectors"]
     assert selector == {"cel": {"expression": 'device.driver == "gpu.example.com"'}}
     assert plan.device_class["metadata"]["name"] == DEVICE_CLASS
-    claim = next(c for c in plan.claim_manifests() if c["metadata"]["name"].startswith("dra-job"))
+    claim = next(c for c in claim_manifests(plan) if c["metadata"]["name"].startswith("dra-job"))
     (request,) = claim["spec"]["devices"]["requests"]
     assert request["exactly"]["deviceClassName"] == DEVICE_CLASS
     pod = workload.pods[-1].manifest()

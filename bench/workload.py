@@ -9,12 +9,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from controlplane import NodeSpec
-
-if TYPE_CHECKING:
-    from bench.dra import DraPlan
 
 #: Our scheduler; the daemon schedules only pods naming it.
 SCHEDULER = "koord-scheduler"
@@ -128,6 +125,25 @@ class PodPlan:
         if self.priority_class:
             spec["priorityClassName"] = self.priority_class
         return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+@dataclass(frozen=True)
+class DraPlan:
+    """The DRA objects of one workload (built by ``bench.dra``)."""
+
+    device_class: Mapping[str, Any]
+    #: One per node, in node order.
+    slices: Sequence[Mapping[str, Any]]
+    #: ResourceClaim name -> devices it asks for, in pod order.
+    claims: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def devices(self) -> int:
+        return sum(len(s["spec"]["devices"]) for s in self.slices)
+
+    @property
+    def wanted(self) -> int:
+        return sum(self.claims.values())
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from . import probes
 from .build import binary_paths, control_plane_binaries, ensure_built
 from .crds import install_crds
 from .credentials import apiserver_ca_bundle, generate_service_account_key, write_admin_token
-from .kubeconfig import write_kubeconfig
+from .kubeconfig import api_client_from, write_kubeconfig
 from .layout import DEFAULT_STATE_DIR, StateDir
 from .locking import exclusive_lock
 from .nodes import NodeSpec, create_nodes, load_node_specs, wait_nodes_ready
@@ -264,13 +264,7 @@ class LocalControlPlane:
 
     def api_client(self) -> Any:
         """A kubernetes.client.ApiClient for this cluster (from the generated kubeconfig)."""
-        # Imported here: loading the client takes about a second; `down`/`status` never need it.
-        from kubernetes import config
-
-        # The loader is unannotated in the kubernetes package.
-        return config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(self.kubeconfig)
-        )
+        return api_client_from(self.kubeconfig)
 
     def core_api(self) -> Any:
         """A kubernetes.client.CoreV1Api for this cluster."""

@@ -47,8 +47,9 @@ def install_crd_files(api_client: Any, paths: Iterable[Path], timeout: float = 3
         except ApiException as error:
             if error.status != 409:
                 raise
-            current = extensions.read_custom_resource_definition(name)
-            body["metadata"]["resourceVersion"] = current.metadata.resource_version
+            stored = extensions.read_custom_resource_definition(name).metadata
+            assert stored is not None, f"CRD {name} read back without metadata"
+            body["metadata"]["resourceVersion"] = stored.resource_version
             extensions.replace_custom_resource_definition(name, body)
     for name in names:
         _wait_established(extensions, name, timeout)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import base64
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from .credentials import ADMIN_USER
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
 
 CONTEXT = "koordgang-local"
 
@@ -46,3 +49,15 @@ def write_kubeconfig(path: Path, server: str, token: str, ca_bundle: Path | None
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
     os.replace(partial, path)
+
+
+def api_client_from(kubeconfig: Path | str) -> ApiClient:
+    """A kubernetes.client.ApiClient for the cluster of ``kubeconfig``."""
+    # Imported here: loading the client takes about a second; `down`/`status` never need it.
+    from kubernetes import config
+
+    # The loader is unannotated in the kubernetes package.
+    client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=str(kubeconfig)
+    )
+    return client

@@ -15,17 +15,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from controlplane import LocalControlPlane
 from controlplane.crds import install_crds
+from controlplane.kubeconfig import api_client_from
 from harness.clients.process import ClientProcess
-from harness.daemon import Daemon, DeploymentDaemon, LocalDaemon
+from harness.daemon import Daemon, DaemonFactory, DeploymentDaemon, LocalDaemon
 from harness.disruptions import DisruptionWatch
 from harness.gangs import GangBook
 from harness.invariants import AuditLog, assert_invariants
-from harness.kube import Cluster, unique, wait_until
+from harness.kube import Cluster, name_of, unique, wait_until
 from harness.rbac import make_scheduler_kubeconfig, rbac_denials
 
 
@@ -34,6 +35,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.e2e)
+        if _runs_real_clients(item):
+            item.add_marker(pytest.mark.clients)
+
+
+def _runs_real_clients(item: pytest.Item) -> bool:
+    """Whether the test's module uses a real client of harness/clients/ (built from its release;
+    `make test` runs these tests in a tier of their own, after the others)."""
+    module = getattr(item, "module", None)
+    return module is not None and any(
+        str(getattr(value, "__module__", None) or "").startswith("harness.clients.")
+        for value in vars(module).values()
+    )
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +85,7 @@ def audit_log(control_plane: LocalControlPlane) -> AuditLog:
 
 @pytest.fixture(scope="session")
 def cluster(kubeconfig: str) -> Cluster:
-    api_client = config.new_client_from_config(config_file=kubeconfig)
+    api_client = api_client_from(kubeconfig)
     install_crds(api_client)
     handle = Cluster(api_client)
     handle.remove_all_fake_nodes()
@@ -107,7 +120,7 @@ def clean_nodes(cluster: Cluster) -> Iterator[Cluster]:
 @pytest.fixture
 def daemon_factory(
     scheduler_kubeconfig: str, cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
-) -> Iterator[type]:
+) -> Iterator[DaemonFactory]:
     """Makes daemons; every one made is stopped at the end, and its log attached on failure.
     A daemon the RBAC of manifests/ denied anything fails the test."""
     made: list[Daemon] = []
@@ -121,7 +134,7 @@ def daemon_factory(
         made.append(daemon)
         return daemon
 
-    yield make  # type: ignore[misc]
+    yield make
     for daemon in made:
         daemon.stop()
     report = getattr(request.node, "rep_call", None)
@@ -133,8 +146,8 @@ def daemon_factory(
 
 
 @pytest.fixture
-def daemon(daemon_factory: type) -> Daemon:
-    d: Daemon = daemon_factory()  # type: ignore[call-arg]
+def daemon(daemon_factory: DaemonFactory) -> Daemon:
+    d = daemon_factory()
     d.start()
     return d
 
@@ -186,13 +199,13 @@ def apps(cluster: Cluster, namespace: str) -> Iterator[client.AppsV1Api]:
     yield api
     for deployment in api.list_namespaced_deployment(namespace).items:
         api.delete_namespaced_deployment(
-            deployment.metadata.name, namespace, propagation_policy="Orphan"
+            name_of(deployment), namespace, propagation_policy="Orphan"
         )
     wait_until(
         lambda: (
             not client.AppsV1Api(cluster.api_client).list_namespaced_replica_set(namespace).items
             or all(
-                api.delete_namespaced_replica_set(rs.metadata.name, namespace) is not None
+                api.delete_namespaced_replica_set(name_of(rs), namespace) is not None
                 for rs in api.list_namespaced_replica_set(namespace).items
             )
         ),

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import dynamic
 
 from controlplane.build import binary_paths
-from harness.kube import Cluster
+from harness.kube import Cluster, ServerSideApply, name_of
 from harness.rbac import kubectl
 
 CHART = Path(__file__).resolve().parent.parent / "charts" / "koordgang"
@@ -44,7 +43,7 @@ def test_the_chart_lints() -> None:
 def test_every_rendered_object_passes_a_server_side_dry_run(cluster: Cluster) -> None:
     if not _exists(cluster, NAMESPACE):
         cluster.create_namespace(NAMESPACE)  # the release's namespace comes first
-    client = dynamic.DynamicClient(cluster.api_client)
+    applier = ServerSideApply(cluster.api_client, "koordgang-chart-test")
     objects = rendered()
     kinds = sorted(o["kind"] for o in objects)
     assert kinds == [
@@ -60,13 +59,8 @@ def test_every_rendered_object_passes_a_server_side_dry_run(cluster: Cluster) ->
         "ServiceAccount",
     ]
     for obj in objects:
-        resource = client.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-        client.server_side_apply(
-            resource,
-            body=obj,
-            name=obj["metadata"]["name"],
-            namespace=obj["metadata"].get("namespace"),
-            field_manager="koordgang-chart-test",
+        applier.apply(
+            obj,
             dry_run="All",
             # The e2e fixtures apply manifests/rbac.yaml (kubectl), whose cluster-scoped
             # ClusterRole and binding share these names: who owns a field is not in question.
@@ -129,7 +123,7 @@ def _crds(objects: list[dict[str, Any]]) -> set[str]:
 
 
 def _exists(cluster: Cluster, name: str) -> bool:
-    return any(n.metadata.name == name for n in cluster.core.list_namespace().items)
+    return any(name_of(n) == name for n in cluster.core.list_namespace().items)
 
 
 def test_the_kind_path_installs_with_the_chart() -> None:

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from harness.daemon import LocalDaemon
+from harness.daemon import DaemonFactory, LocalDaemon
 from harness.invariants import kopf_marks_on_pods, overcommitted_nodes
 from harness.kube import Cluster, bound, pending, pod_body, scheduled_condition, wait_until
 
@@ -22,11 +22,11 @@ local_only = pytest.mark.skipif(
 
 def _scheduled_events(cluster: Cluster, namespace: str) -> Counter[str]:
     events = cluster.core.list_namespaced_event(namespace).items
-    return Counter(e.involved_object.name for e in events if e.reason == "Scheduled")
+    return Counter(e.involved_object.name or "" for e in events if e.reason == "Scheduled")
 
 
 def test_sigkill_and_restart_double_books_nothing(
-    clean_nodes: Cluster, namespace: str, daemon_factory: type, check_invariants: None
+    clean_nodes: Cluster, namespace: str, daemon_factory: DaemonFactory, check_invariants: None
 ) -> None:
     cluster = clean_nodes
     cluster.add_nodes([f"crash-{i}" for i in range(10)], {"cpu": "40", "memory": "160Gi"})
@@ -37,7 +37,7 @@ def test_sigkill_and_restart_double_books_nothing(
         )
 
     # One bind at a time keeps the first daemon busy long enough to be killed half-way.
-    first = daemon_factory("--bind-concurrency", "1")  # type: ignore[call-arg]
+    first = daemon_factory("--bind-concurrency", "1")
     first.start()
     wait_until(
         lambda: len(bound(cluster.pods(namespace))) >= 20,
@@ -49,7 +49,7 @@ def test_sigkill_and_restart_double_books_nothing(
     after_kill = {p.metadata.name: p.spec.node_name for p in bound(cluster.pods(namespace))}
     assert 20 <= len(after_kill) < 400
 
-    second = daemon_factory()  # type: ignore[call-arg]
+    second = daemon_factory()
     second.start()
     wait_until(
         lambda: len(bound(cluster.pods(namespace))) == 400, timeout=90, what="the cluster full"
@@ -78,13 +78,13 @@ def test_sigkill_and_restart_double_books_nothing(
 
 @local_only
 def test_sigterm_finishes_binds_in_flight_and_exits_cleanly(
-    clean_nodes: Cluster, namespace: str, daemon_factory: type, check_invariants: None
+    clean_nodes: Cluster, namespace: str, daemon_factory: DaemonFactory, check_invariants: None
 ) -> None:
     cluster = clean_nodes
     cluster.add_nodes([f"term-{i}" for i in range(5)], {"cpu": "100", "memory": "400Gi"})
     for i in range(300):
         cluster.create_pod(namespace, pod_body(f"t-{i:03d}", requests={"cpu": "100m"}))
-    daemon = daemon_factory()  # type: ignore[call-arg]
+    daemon = daemon_factory()
     assert isinstance(daemon, LocalDaemon)
     daemon.start()
     wait_until(lambda: len(bound(cluster.pods(namespace))) >= 1, timeout=60, what="binding started")
@@ -95,18 +95,18 @@ def test_sigterm_finishes_binds_in_flight_and_exits_cleanly(
     assert "binds cut off by shutdown" not in logs
     # Whatever it had assumed got bound: a restarted daemon finds every pod either bound or
     # pending and schedules the rest.
-    second = daemon_factory()  # type: ignore[call-arg]
+    second = daemon_factory()
     second.start()
     wait_until(lambda: len(bound(cluster.pods(namespace))) == 300, timeout=90, what="all 300 bound")
 
 
 @local_only
 def test_health_endpoints_and_metrics(
-    clean_nodes: Cluster, namespace: str, daemon_factory: type
+    clean_nodes: Cluster, namespace: str, daemon_factory: DaemonFactory
 ) -> None:
     cluster = clean_nodes
     cluster.add_nodes(["metrics-1"], {"cpu": "4", "memory": "4Gi"})
-    daemon = daemon_factory()  # type: ignore[call-arg]
+    daemon = daemon_factory()
     assert isinstance(daemon, LocalDaemon)
     daemon.start()
     base = f"http://127.0.0.1:{daemon.port}"
@@ -130,11 +130,11 @@ def test_health_endpoints_and_metrics(
 
 
 def test_kopf_writes_nothing_to_pods(
-    clean_nodes: Cluster, namespace: str, daemon_factory: type
+    clean_nodes: Cluster, namespace: str, daemon_factory: DaemonFactory
 ) -> None:
     cluster = clean_nodes
     cluster.add_nodes(["hygiene-1"], {"cpu": "4", "memory": "4Gi"})
-    daemon = daemon_factory()  # type: ignore[call-arg]
+    daemon = daemon_factory()
     daemon.start()
     for i in range(5):
         cluster.create_pod(namespace, pod_body(f"h-{i}", requests={"cpu": "100m"}))
@@ -156,13 +156,13 @@ def test_kopf_writes_nothing_to_pods(
 
 @local_only
 def test_a_second_signal_during_shutdown_prints_no_traceback(
-    clean_nodes: Cluster, namespace: str, daemon_factory: type
+    clean_nodes: Cluster, namespace: str, daemon_factory: DaemonFactory
 ) -> None:
     cluster = clean_nodes
     cluster.add_nodes(["twice-1"], {"cpu": "100", "memory": "400Gi"})
     for i in range(200):
         cluster.create_pod(namespace, pod_body(f"s-{i:03d}", requests={"cpu": "100m"}))
-    daemon = daemon_factory()  # type: ignore[call-arg]
+    daemon = daemon_factory()
     assert isinstance(daemon, LocalDaemon)
     daemon.start()
     wait_until(lambda: len(bound(cluster.pods(namespace))) >= 1, timeout=60, what="binding started")
@@ -180,13 +180,13 @@ def test_a_second_signal_during_shutdown_prints_no_traceback(
 
 @local_only
 def test_a_daemon_whose_output_reader_went_away_schedules_and_stops_on_sigterm(
-    clean_nodes: Cluster, namespace: str, daemon_factory: type
+    clean_nodes: Cluster, namespace: str, daemon_factory: DaemonFactory
 ) -> None:
     """Its output piped to a reader that went away (every log line meets a broken pipe):
     lines are lost, scheduling and SIGTERM work as ever."""
     cluster = clean_nodes
     cluster.add_nodes(["pipe-1"], {"cpu": "10", "memory": "40Gi"})
-    daemon = daemon_factory()  # type: ignore[call-arg]
+    daemon = daemon_factory()
     assert isinstance(daemon, LocalDaemon)
     daemon.start(piped=True)
     assert daemon.process is not None and daemon.process.stdout is not None

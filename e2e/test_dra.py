@@ -10,6 +10,7 @@ explanation of pods that wait, and that no device is ever given to two claims.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from harness.gangs import (
     wait_explained,
 )
 from harness.invariants import AuditLog, daemon_user_agent
-from harness.kube import Cluster, deployment_body, job_body, pod_body, wait_until
+from harness.kube import Cluster, deployment_body, job_body, name_of, pod_body, wait_until
 from harness.rbac import rbac_denials
 
 #: Keeps kwok from completing a Job's pods at once (controlplane/kwok-stages.yaml).
@@ -59,7 +60,7 @@ def batch(cluster: Cluster, namespace: str) -> Iterator[client.BatchV1Api]:
     api = client.BatchV1Api(cluster.api_client)
     yield api
     for job in api.list_namespaced_job(namespace).items:
-        api.delete_namespaced_job(job.metadata.name, namespace, propagation_policy="Background")
+        api.delete_namespaced_job(name_of(job), namespace, propagation_policy="Background")
     wait_until(lambda: not api.list_namespaced_job(namespace).items, what="jobs deleted")
 
 
@@ -70,7 +71,7 @@ def apps(cluster: Cluster, namespace: str) -> Iterator[client.AppsV1Api]:
     yield api
     for deployment in api.list_namespaced_deployment(namespace).items:
         api.delete_namespaced_deployment(
-            deployment.metadata.name, namespace, propagation_policy="Background"
+            name_of(deployment), namespace, propagation_policy="Background"
         )
     wait_until(
         lambda: (
@@ -87,6 +88,12 @@ def job_with_claims(
     pod = with_claims(gang_pod, {"gpus": {"resourceClaimTemplateName": template}})
     pod["metadata"].setdefault("annotations", {}).update(KEEP_RUNNING)
     return job_body(name, count, pod)
+
+
+def reserved_claim(cluster: Cluster, namespace: str, pod: Any) -> dict[str, Any] | None:
+    """The claim of ``pod``'s ``gpus`` entry once it is reserved for a consumer, else None."""
+    found = claim(cluster, namespace, claim_of(pod) or "")
+    return found if found and consumers(found) else None
 
 
 def test_a_gang_short_of_devices_binds_none_then_binds_whole_when_a_node_publishes_more(
@@ -106,7 +113,9 @@ def test_a_gang_short_of_devices_binds_none_then_binds_whole_when_a_node_publish
     devices.create_template(namespace, "pair", 2)
     gang = gang_book.gang("train", 4, way="podgroup")
     gang_book.create_podgroup(gang)
-    batch.create_namespaced_job(namespace, job_with_claims(gang.pod(0), "train", 4, "pair"))
+    batch.create_namespaced_job(
+        namespace, client.V1Job.model_validate(job_with_claims(gang.pod(0), "train", 4, "pair"))
+    )
 
     # The resourceclaim controller makes a claim per pod; devices for 3 of the 4.
     pods = wait_until(
@@ -138,9 +147,7 @@ def test_a_gang_short_of_devices_binds_none_then_binds_whole_when_a_node_publish
     seen: list[tuple[str, str, str]] = []
     for pod in pods:
         obj = wait_until(
-            lambda pod=pod: (
-                (c := claim(cluster, namespace, claim_of(pod) or "")) and consumers(c) and c
-            ),
+            partial(reserved_claim, cluster, namespace, pod),
             timeout=30,
             what=f"the claim of {pod.metadata.name} reserved",
         )
@@ -183,7 +190,9 @@ def test_a_claim_shared_by_two_pods_sends_both_to_its_node(
     pod = with_claims(
         pod_body("user", requests={"cpu": "1"}), {"gpus": {"resourceClaimName": "team-gpu"}}
     )
-    apps.create_namespaced_deployment(namespace, deployment_body("users", 2, pod))
+    apps.create_namespaced_deployment(
+        namespace, client.V1Deployment.model_validate(deployment_body("users", 2, pod))
+    )
 
     pods = wait_until(
         lambda: (
@@ -196,8 +205,7 @@ def test_a_claim_shared_by_two_pods_sends_both_to_its_node(
         what="both replicas bound",
     )
     obj = claim(cluster, namespace, "team-gpu")
-    node = allocated_node(obj)
-    assert {p.spec.node_name for p in pods} == {node}
+    assert {p.spec.node_name for p in pods} == {allocated_node(obj)}
     assert sorted(consumers(obj)) == sorted(p.metadata.name for p in pods)
 
 
@@ -222,7 +230,7 @@ def test_a_pod_of_lower_need_takes_devices_a_gang_cannot_use_and_nothing_is_give
         pod_body("solo", requests={"cpu": "100m"}), {"gpus": {"resourceClaimTemplateName": "one"}}
     )
     pod["metadata"]["annotations"] = dict(KEEP_RUNNING)
-    batch.create_namespaced_job(namespace, job_body("solo", 16, pod))
+    batch.create_namespaced_job(namespace, client.V1Job.model_validate(job_body("solo", 16, pod)))
 
     def placed() -> list[Any] | None:
         pods = cluster.pods(namespace, "job-name=solo")
@@ -373,7 +381,9 @@ def test_a_restart_between_the_claim_writes_and_the_bindings_binds_the_gang_on_i
     first.start()
     second: LocalDaemon | None = None
     try:
-        batch.create_namespaced_job(namespace, job_with_claims(gang.pod(0), "train", 4, "pair"))
+        batch.create_namespaced_job(
+            namespace, client.V1Job.model_validate(job_with_claims(gang.pod(0), "train", 4, "pair"))
+        )
         wait_until(lambda: held.hits >= 4, timeout=60, what="the 4 bindings sent (and held)")
         written = {
             c["metadata"]["name"]: (allocated_node(c), allocated_devices(c))

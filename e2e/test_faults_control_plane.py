@@ -16,6 +16,7 @@ import datetime as dt
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -230,7 +231,9 @@ def test_apiserver_and_etcd_frozen_while_gangs_bind_and_a_job_preempts(
     filler = pod_body(
         "filler", requests={"cpu": "1"}, priority_class="e2e-low", node_selector=PREEMPT_POOL
     )
-    apps.create_namespaced_deployment(namespace, deployment_body("filler", 32, filler))
+    apps.create_namespaced_deployment(
+        namespace, client.V1Deployment.model_validate(deployment_body("filler", 32, filler))
+    )
     wait_until(
         lambda: sum(1 for p in cluster.pods(namespace, "app=filler") if p.spec.node_name) == 32,
         timeout=120,
@@ -245,7 +248,7 @@ def test_apiserver_and_etcd_frozen_while_gangs_bind_and_a_job_preempts(
         # Frozen as the first victim shows its DisruptionTarget condition: the other victims'
         # conditions and deletes, the job's binds and the fitting gangs' are then in flight.
         wait_until(
-            lambda job=job: victims_of(disruptions, namespace, job),
+            partial(victims_of, disruptions, namespace, job),
             timeout=60,
             interval=0.01,
             what=f"the first victim of {job}",

@@ -124,7 +124,9 @@ def test_daemon_killed_mid_preemption_and_replaced(
     cluster.add_nodes([f"kill-{i}" for i in range(4)], {"cpu": "4", "memory": "32Gi"})
     first = daemons.start()
     filler = pod_body("filler", requests={"cpu": "1"}, priority_class="e2e-low")
-    apps.create_namespaced_deployment(namespace, deployment_body("filler", 16, filler))
+    apps.create_namespaced_deployment(
+        namespace, client.V1Deployment.model_validate(deployment_body("filler", 16, filler))
+    )
     wait_until(
         lambda: sum(1 for p in cluster.pods(namespace, "app=filler") if p.spec.node_name) == 16,
         timeout=120,

@@ -31,7 +31,7 @@ from harness.gangs import (
     wait_explained,
 )
 from harness.invariants import assert_invariants
-from harness.kube import Cluster, bound, job_body, pod_body, wait_until
+from harness.kube import Cluster, bound, job_body, json_object, pod_body, wait_until
 
 KUEUE_GATE = "kueue.x-k8s.io/admission"
 
@@ -69,7 +69,9 @@ def api_check(cluster: Cluster, namespace: str) -> Iterator[None]:
 
 
 def create_job(cluster: Cluster, namespace: str, body: Mapping[str, Any]) -> None:
-    client.BatchV1Api(cluster.api_client).create_namespaced_job(namespace, dict(body))
+    client.BatchV1Api(cluster.api_client).create_namespaced_job(
+        namespace, client.V1Job.model_validate(dict(body))
+    )
 
 
 def job_pods(cluster: Cluster, namespace: str, job: str) -> list[Any]:
@@ -132,8 +134,10 @@ def upstream_podgroup_of(cluster: Cluster, namespace: str, job: str) -> dict[str
     """The PodGroup the Job controller made for ``job`` (it names it after a hash)."""
 
     def find() -> dict[str, Any] | None:
-        listed = cluster.custom.list_namespaced_custom_object(
-            UPSTREAM[0], UPSTREAM[1], namespace, "podgroups"
+        listed = json_object(
+            cluster.custom.list_namespaced_custom_object(
+                UPSTREAM[0], UPSTREAM[1], namespace, "podgroups"
+            )
         )
         for item in listed["items"]:
             owners = item["metadata"].get("ownerReferences") or []
@@ -476,9 +480,6 @@ def test_each_gang_api_example_binds_whole(
         pytest.skip("Kubernetes 1.36 has no CompositePodGroup")
     cluster.add_nodes(["ex-1"], {"cpu": "4", "memory": "16Gi"})
     for job in apply_example(cluster, namespace, example):
-        parallelism = int(
-            client.BatchV1Api(cluster.api_client)
-            .read_namespaced_job(job, namespace)
-            .spec.parallelism
-        )
-        wait_all_bound(cluster, namespace, job, parallelism)
+        spec = client.BatchV1Api(cluster.api_client).read_namespaced_job(job, namespace).spec
+        assert spec is not None and spec.parallelism is not None, f"Job {job} without parallelism"
+        wait_all_bound(cluster, namespace, job, spec.parallelism)

@@ -16,7 +16,7 @@ from kubernetes import client
 from harness.daemon import Daemon
 from harness.gangs import UPSTREAM, assert_no_partial_gangs, holds, wait_explained
 from harness.invariants import assert_invariants
-from harness.kube import Cluster, bound, job_body, pod_body, wait_until
+from harness.kube import Cluster, bound, job_body, json_object, pod_body, wait_until
 
 GROUP = "scheduling.k8s.io"
 COMPOSITE_VERSION = "v1alpha3"
@@ -92,7 +92,9 @@ def make_tree(cluster: Cluster, namespace: str, min_groups: int = 2) -> None:
         body = job_body(child, 4, pod)
         # The user's own PodGroup: the Job controller makes none for this Job.
         body["spec"]["template"]["spec"]["schedulingGroup"] = {"podGroupName": child}
-        client.BatchV1Api(cluster.api_client).create_namespaced_job(namespace, body)
+        client.BatchV1Api(cluster.api_client).create_namespaced_job(
+            namespace, client.V1Job.model_validate(body)
+        )
 
 
 def pods_of(cluster: Cluster, namespace: str) -> dict[str, list[Any]]:
@@ -104,8 +106,10 @@ def bound_counts(cluster: Cluster, namespace: str) -> dict[str, int]:
 
 
 def composite_condition(cluster: Cluster, namespace: str) -> Mapping[str, Any] | None:
-    obj = cluster.custom.get_namespaced_custom_object(
-        GROUP, COMPOSITE_VERSION, namespace, "compositepodgroups", "train"
+    obj = json_object(
+        cluster.custom.get_namespaced_custom_object(
+            GROUP, COMPOSITE_VERSION, namespace, "compositepodgroups", "train"
+        )
     )
     for condition in (obj.get("status") or {}).get("conditions") or []:
         if condition.get("type") == CONDITION:
@@ -170,8 +174,10 @@ def test_a_composite_binds_its_minimum_of_children_whole_then_the_rest_whole(
     )
 
     def initially_scheduled(child: str) -> bool:
-        podgroup = cluster.custom.get_namespaced_custom_object(
-            GROUP, UPSTREAM[1], namespace, "podgroups", child
+        podgroup = json_object(
+            cluster.custom.get_namespaced_custom_object(
+                GROUP, UPSTREAM[1], namespace, "podgroups", child
+            )
         )
         conditions = (podgroup.get("status") or {}).get("conditions") or []
         return any(
@@ -208,7 +214,9 @@ def test_a_composite_whose_parent_is_missing_places_nothing_and_says_so(
     )
     body = job_body("orphan", 2, pod_body("worker", requests={"cpu": "1", "memory": "1Gi"}))
     body["spec"]["template"]["spec"]["schedulingGroup"] = {"podGroupName": "orphan"}
-    client.BatchV1Api(cluster.api_client).create_namespaced_job(namespace, body)
+    client.BatchV1Api(cluster.api_client).create_namespaced_job(
+        namespace, client.V1Job.model_validate(body)
+    )
     pods = wait_until(
         lambda: (p := cluster.pods(namespace, "job-name=orphan")) and len(p) == 2 and p,
         timeout=60,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.daemon import LocalDaemon
+from harness.daemon import DaemonFactory, LocalDaemon
 from harness.kube import Cluster, bound, pod_body, wait_until
 
 pytestmark = pytest.mark.skipif(
@@ -32,11 +32,11 @@ def _gang_pod(name: str, gang: str, minimum: int) -> dict[str, object]:
 
 
 def test_the_gang_view_lists_bound_and_waiting_gangs(
-    clean_nodes: Cluster, namespace: str, daemon_factory: type, check_invariants: None
+    clean_nodes: Cluster, namespace: str, daemon_factory: DaemonFactory, check_invariants: None
 ) -> None:
     cluster = clean_nodes
     cluster.add_nodes(["view-1"], {"cpu": "4", "memory": "8Gi"})
-    daemon = daemon_factory()  # type: ignore[call-arg]
+    daemon = daemon_factory()
     assert isinstance(daemon, LocalDaemon)
     daemon.start()
     for i in range(2):
@@ -67,7 +67,7 @@ def test_the_gang_view_lists_bound_and_waiting_gangs(
 
     url = f"http://127.0.0.1:{daemon.port}"
 
-    def view() -> dict[str, dict[str, object]]:
+    def view() -> dict[str, dict[str, Any]]:
         with urllib.request.urlopen(url + "/gangs", timeout=5) as reply:
             return {g["gang"]: g for g in json.loads(reply.read())["gangs"]}
 

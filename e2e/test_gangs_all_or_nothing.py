@@ -76,6 +76,7 @@ def test_gang_of_4_binds_none_when_there_is_room_for_3_and_says_why(
     wait_explained(cluster, namespace, names, "3/4 members placed, min 4")
     for name in names:
         condition = scheduled_condition(cluster.pod(namespace, name))
+        assert condition is not None, f"{name} has no PodScheduled condition"
         assert (condition.status, condition.reason) == ("False", "Unschedulable")
     failed = wait_until(
         lambda: (

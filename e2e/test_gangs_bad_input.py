@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 
 import pytest
 from kubernetes.client.exceptions import ApiException
@@ -90,9 +91,9 @@ def test_a_bad_min_available_is_reported_and_the_gang_never_starts(
         wait_explained(cluster, namespace, gang.pod_names(), MIN_AVAILABLE)
         for name in gang.pod_names():
             condition = scheduled_condition(cluster.pod(namespace, name))
-            assert condition.reason == "Unschedulable"
+            assert condition is not None and condition.reason == "Unschedulable"
         wait_until(
-            lambda g=gang, t=text: _reported(cluster, g, MIN_AVAILABLE, t),
+            partial(_reported, cluster, gang, MIN_AVAILABLE, text),
             timeout=30,
             what=f"an {REASON} Warning naming {MIN_AVAILABLE}={text!r} for {gang.key}",
         )

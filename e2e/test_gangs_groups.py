@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from harness.daemon import Daemon
 from harness.gangs import (
     GROUPS,
+    Gang,
     GangBook,
     bound_count,
     explanation,
@@ -88,12 +91,14 @@ def test_gang_group_of_podgroups_waits_for_the_short_partner_then_binds_both(
     gang_book.create_pods(executors, [1])
     wait_bound(cluster, driver, 1)
     wait_bound(cluster, executors, 2)
+
+    def scheduled_or_running(gang: Gang) -> bool:
+        phase = podgroup_status(cluster, gang.namespace, gang.name).get("phase")
+        return phase in ("Scheduled", "Running")
+
     for gang in (driver, executors):
         wait_until(
-            lambda g=gang: (
-                podgroup_status(cluster, g.namespace, g.name).get("phase")
-                in ("Scheduled", "Running")
-            ),
+            partial(scheduled_or_running, gang),
             timeout=30,
             what=f"PodGroup {gang.key} reported Scheduled/Running",
         )

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
-from kubernetes import watch
-
-from harness.daemon import Daemon
+from harness.daemon import Daemon, DaemonFactory
 from harness.gangs import (
     Gang,
     GangBook,
@@ -17,7 +14,7 @@ from harness.gangs import (
     scheduled_event_counts,
     wait_bound,
 )
-from harness.kube import Cluster, wait_until
+from harness.kube import Cluster, PodWatch, wait_until
 
 
 class _KillOnFirstBinding(threading.Thread):
@@ -36,16 +33,16 @@ class _KillOnFirstBinding(threading.Thread):
             listing = core.list_namespaced_pod(
                 self.gang.namespace, label_selector=self.gang.selector
             )
-            stream = watch.Watch()
+            assert listing.metadata is not None, "a pod list without its resourceVersion"
+            stream = PodWatch()
             self.watching.set()
-            for event in stream.stream(
-                core.list_namespaced_pod,
+            for pod in stream.pods(
+                core,
                 self.gang.namespace,
                 label_selector=self.gang.selector,
                 resource_version=listing.metadata.resource_version,
                 timeout_seconds=self.timeout,
             ):
-                pod: Any = event["object"]
                 if pod.spec.node_name:
                     self.target.kill()
                     self.killed = True
@@ -60,7 +57,7 @@ class _KillOnFirstBinding(threading.Thread):
 def test_sigkill_while_a_gang_of_100_binds_then_restart_completes_it_once(
     clean_nodes: Cluster,
     namespace: str,
-    daemon_factory: type,
+    daemon_factory: DaemonFactory,
     gang_book: GangBook,
     check_invariants: None,
 ) -> None:
@@ -69,7 +66,7 @@ def test_sigkill_while_a_gang_of_100_binds_then_restart_completes_it_once(
     gang = gang_book.gang("hundred", 100, requests={"cpu": "100m", "memory": "64Mi"})
 
     # One bind at a time, so that the kill lands while the gang is being bound.
-    first: Daemon = daemon_factory("--bind-concurrency", "1")  # type: ignore[call-arg]
+    first: Daemon = daemon_factory("--bind-concurrency", "1")
     first.start()
     killer = _KillOnFirstBinding(cluster, gang, first, timeout=60)
     killer.start()
@@ -86,7 +83,7 @@ def test_sigkill_while_a_gang_of_100_binds_then_restart_completes_it_once(
         f"{len(before)} members bound when the kill landed: not in the middle of binding"
     )
 
-    second: Daemon = daemon_factory()  # type: ignore[call-arg]
+    second: Daemon = daemon_factory()
     second.start()
     pods = wait_bound(cluster, gang, 100, timeout=60)
     gang.satisfied_once = True
@@ -114,14 +111,14 @@ def test_sigkill_while_a_gang_of_100_binds_then_restart_completes_it_once(
 def test_a_satisfied_gang_stays_satisfied_across_a_restart(
     clean_nodes: Cluster,
     namespace: str,
-    daemon_factory: type,
+    daemon_factory: DaemonFactory,
     gang_book: GangBook,
     check_invariants: None,
 ) -> None:
     cluster = clean_nodes
     cluster.add_nodes(["kept-1", "kept-2"], {"cpu": "4", "memory": "16Gi"})
     gang = gang_book.gang("kept", 4, way="podgroup", requests={"cpu": "1"})
-    first: Daemon = daemon_factory()  # type: ignore[call-arg]
+    first: Daemon = daemon_factory()
     first.start()
     gang_book.create(gang)
     wait_bound(cluster, gang, 4)
@@ -142,7 +139,7 @@ def test_a_satisfied_gang_stays_satisfied_across_a_restart(
     replacements = gang_book.create_pods(gang, [5, 6])
 
     # The new daemon finds the gang with bound members: satisfied, so they bind alone.
-    second: Daemon = daemon_factory()  # type: ignore[call-arg]
+    second: Daemon = daemon_factory()
     second.start()
     wait_until(
         lambda: all(bound(n) for n in replacements),

@@ -29,7 +29,7 @@ from harness.clients.karpenter import (
 from harness.daemon import Daemon
 from harness.gangs import assert_no_partial_gangs, declaration, holds, wait_explained
 from harness.invariants import assert_invariants
-from harness.kube import Cluster, bound, pod_body, wait_until
+from harness.kube import Cluster, bound, json_object, pod_body, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def karpenter_crds_installed(cluster: Cluster) -> None:
 
 def nodeclaims(cluster: Cluster) -> list[dict[str, Any]]:
     group, version, plural = NODECLAIM
-    listed: dict[str, Any] = cluster.custom.list_cluster_custom_object(group, version, plural)
+    listed = json_object(cluster.custom.list_cluster_custom_object(group, version, plural))
     return [c for c in listed["items"] if not c["metadata"].get("deletionTimestamp")]
 
 
@@ -106,7 +106,7 @@ class KarpenterSetup:
     def _strip_finalizers(self) -> None:
         """What Karpenter would have finished: its finalizers off, the objects gone."""
         group, version, plural = NODECLAIM
-        listed = self.cluster.custom.list_cluster_custom_object(group, version, plural)
+        listed = json_object(self.cluster.custom.list_cluster_custom_object(group, version, plural))
         for claim in listed["items"]:
             name = claim["metadata"]["name"]
             _ignore_missing(

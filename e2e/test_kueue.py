@@ -39,7 +39,7 @@ from harness.clients.kueue import (
 from harness.daemon import Daemon
 from harness.gangs import X_K8S, X_K8S_LABEL, assert_no_partial_gangs, holds, wait_explained
 from harness.invariants import assert_invariants
-from harness.kube import SCHEDULER, Cluster, bound, job_body, pod_body, wait_until
+from harness.kube import SCHEDULER, Cluster, bound, job_body, json_object, pod_body, wait_until
 
 QUEUE = "team-a"
 #: Keeps kwok from completing a Job's pods at once (controlplane/kwok-stages.yaml).
@@ -129,7 +129,9 @@ class KueueSetup:
         """Kueue objects of the test still there: (plural, namespace, name)."""
         left: list[tuple[str, str | None, str]] = []
         for plural in ("workloads", "localqueues"):
-            listed = self.cluster.custom.list_namespaced_custom_object(*API, self.namespace, plural)
+            listed = json_object(
+                self.cluster.custom.list_namespaced_custom_object(*API, self.namespace, plural)
+            )
             left += [(plural, self.namespace, o["metadata"]["name"]) for o in listed["items"]]
         try:
             self.cluster.custom.get_cluster_custom_object(*API, "clusterqueues", self.cluster_queue)
@@ -168,7 +170,7 @@ def pods_of(cluster: Cluster, namespace: str, selector: str) -> list[Any]:
 
 def suspended(cluster: Cluster, namespace: str, job: str) -> bool:
     found = client.BatchV1Api(cluster.api_client).read_namespaced_job(job, namespace)
-    return bool(found.spec.suspend)
+    return found.spec is not None and bool(found.spec.suspend)
 
 
 def queued_job(name: str, pods: int, cpu: str) -> dict[str, Any]:
@@ -209,7 +211,9 @@ def test_kueue_admits_ganged_jobs_one_at_a_time_and_each_binds_whole(
     batch = client.BatchV1Api(cluster.api_client)
     for name in ("train-a", "train-b"):
         create_podgroup(cluster, namespace, name, 4)
-        batch.create_namespaced_job(namespace, queued_job(name, 4, "2"))
+        batch.create_namespaced_job(
+            namespace, client.V1Job.model_validate(queued_job(name, 4, "2"))
+        )
         # Kueue's webhook suspends the Job as it is created.
         assert suspended(cluster, namespace, name), f"Kueue did not suspend {name}"
         if name == "train-a":

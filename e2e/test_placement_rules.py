@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kubernetes import client
+
 from harness.daemon import Daemon
 from harness.kube import Cluster, pod_body, scheduled_condition, wait_until
 
@@ -9,9 +11,10 @@ GPU = "nvidia.com/gpu"
 
 
 def _node_of(cluster: Cluster, namespace: str, name: str) -> str:
-    return wait_until(
+    node: str = wait_until(
         lambda: cluster.pod(namespace, name).spec.node_name, timeout=30, what=f"{name} bound"
     )
+    return node
 
 
 def _explanation(cluster: Cluster, namespace: str, name: str) -> str:
@@ -117,13 +120,15 @@ def test_not_ready_nodes_take_no_pods(
     cluster = clean_nodes
     # A node that no kubelet (kwok) manages never becomes Ready.
     cluster.core.create_node(
-        {
-            "metadata": {"name": "orphan", "labels": {"type": "kwok"}},
-            "status": {
-                "capacity": {"cpu": "8", "memory": "8Gi", "pods": "110"},
-                "allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"},
-            },
-        }
+        client.V1Node.model_validate(
+            {
+                "metadata": {"name": "orphan", "labels": {"type": "kwok"}},
+                "status": {
+                    "capacity": {"cpu": "8", "memory": "8Gi", "pods": "110"},
+                    "allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"},
+                },
+            }
+        )
     )
     cluster.created_nodes.append("orphan")
     cluster.create_pod(namespace, pod_body("lonely", requests={"cpu": "1"}))

@@ -6,7 +6,7 @@ from collections import Counter
 
 from harness.daemon import Daemon
 from harness.invariants import overcommitted_nodes
-from harness.kube import Cluster, bound, pending, pod_body, scheduled_condition, wait_until
+from harness.kube import Cluster, bound, pending, plain, pod_body, scheduled_condition, wait_until
 from koordgang.model.pod import parse_pod
 from koordgang.model.quantity import to_int, to_milli
 
@@ -17,9 +17,7 @@ SHAPES = [("500m", "1Gi"), ("1", "2Gi"), ("2", "4Gi"), ("250m", "8Gi")]
 def _free(cluster: Cluster, node_names: list[str]) -> dict[str, tuple[int, int]]:
     """Free (millicpu, bytes) per node, from the API server's view of bound pods."""
     free = {n: (NODE_CPU * 1000, NODE_MEMORY_GI * 2**30) for n in node_names}
-    raw = cluster.api_client.sanitize_for_serialization(
-        cluster.core.list_pod_for_all_namespaces().items
-    )
+    raw = plain(cluster.api_client, cluster.core.list_pod_for_all_namespaces().items)
     for obj in raw:
         pod = parse_pod(obj)
         if pod.node_name in free and not pod.is_terminal:
@@ -37,9 +35,10 @@ def test_200_mixed_pods_on_20_nodes_fill_them_without_overcommitting(
         {"cpu": str(NODE_CPU), "memory": f"{NODE_MEMORY_GI}Gi"},
     )
     for i in range(200):
-        cpu, memory = SHAPES[i % len(SHAPES)]
+        shape_cpu, shape_memory = SHAPES[i % len(SHAPES)]
         cluster.create_pod(
-            namespace, pod_body(f"p-{i:03d}", requests={"cpu": cpu, "memory": memory})
+            namespace,
+            pod_body(f"p-{i:03d}", requests={"cpu": shape_cpu, "memory": shape_memory}),
         )
 
     def settled() -> bool:
@@ -70,7 +69,9 @@ def test_200_mixed_pods_on_20_nodes_fill_them_without_overcommitting(
         assert not fitting, (
             f"{pod.metadata.name} ({cpu}m, {memory}) fits on {fitting} but is pending"
         )
-        message = scheduled_condition(pod).message
+        condition = scheduled_condition(pod)
+        assert condition is not None, f"{pod.metadata.name} is pending unexplained"
+        message = condition.message
         assert message.startswith("0/20 nodes are available: ")
         assert "Insufficient" in message
 
@@ -161,7 +162,8 @@ def test_init_containers_and_pod_count_limit_are_respected(
         timeout=30,
         what="the fourth pod explained",
     )
-    assert "Too many pods" in scheduled_condition(stuck[0]).message
+    condition = scheduled_condition(stuck[0])
+    assert condition is not None and "Too many pods" in condition.message
 
 
 def test_a_pod_with_a_very_large_annotation_is_scheduled_and_nothing_breaks(

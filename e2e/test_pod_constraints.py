@@ -8,7 +8,15 @@ from typing import Any
 
 from harness.daemon import Daemon
 from harness.gangs import Gang
-from harness.kube import Cluster, bound, pod_body, scheduled_condition, wait_until
+from harness.kube import (
+    Cluster,
+    bound,
+    metadata,
+    name_of,
+    pod_body,
+    scheduled_condition,
+    wait_until,
+)
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -100,7 +108,7 @@ def test_a_gang_of_12_spreads_4_4_4_over_3_zones_with_max_skew_1(
         what="the gang bound",
     )
     zone_of = {
-        n.metadata.name: (n.metadata.labels or {}).get(ZONE) for n in cluster.core.list_node().items
+        name_of(n): (metadata(n).labels or {}).get(ZONE) for n in cluster.core.list_node().items
     }
     zones = Counter(zone_of[p.spec.node_name] for p in cluster.pods(namespace, gang.selector))
     assert zones == {"a": 4, "b": 4, "c": 4}, zones

@@ -36,7 +36,9 @@ def test_a_high_priority_job_evicts_the_fewest_low_priority_pods_and_binds_whole
     cluster = clean_nodes
     nodes = cluster.add_nodes([f"pre-{i}" for i in range(8)], {"cpu": "4", "memory": "32Gi"})
     filler = pod_body("filler", requests={"cpu": "1"}, priority_class="e2e-low")
-    apps.create_namespaced_deployment(namespace, deployment_body("filler", 32, filler))
+    apps.create_namespaced_deployment(
+        namespace, client.V1Deployment.model_validate(deployment_body("filler", 32, filler))
+    )
 
     def filler_bound() -> bool:
         pods = cluster.pods(namespace, "app=filler")

@@ -14,7 +14,7 @@ from harness.daemon import Daemon
 from harness.gangs import (
     GangBook,
 )
-from harness.kube import Cluster, pod_body, scheduled_condition, wait_until
+from harness.kube import Cluster, name_of, pod_body, scheduled_condition, wait_until
 
 DELETE_DELAY = "pod-delete.stage.kwok.x-k8s.io/delay"
 
@@ -30,7 +30,7 @@ def high(name: str, cpu: str = "1", **kwargs: Any) -> dict[str, Any]:
 def disrupted(cluster: Cluster, namespace: str) -> list[str]:
     """Pods that were told they are preempted (the Events outlive the pods)."""
     events = cluster.core.list_namespaced_event(namespace).items
-    return sorted({e.involved_object.name for e in events if e.reason == "Preempted"})
+    return sorted({e.involved_object.name or "" for e in events if e.reason == "Preempted"})
 
 
 def message_of(cluster: Cluster, namespace: str, name: str) -> str:
@@ -43,7 +43,7 @@ def budgets(cluster: Cluster, namespace: str) -> Iterator[client.PolicyV1Api]:
     api = client.PolicyV1Api(cluster.api_client)
     yield api
     for budget in api.list_namespaced_pod_disruption_budget(namespace).items:
-        api.delete_namespaced_pod_disruption_budget(budget.metadata.name, namespace)
+        api.delete_namespaced_pod_disruption_budget(name_of(budget), namespace)
 
 
 def test_a_running_gang_is_spared_and_the_lone_pod_goes(
@@ -82,12 +82,14 @@ def test_a_pod_under_an_exhausted_disruption_budget_is_spared(
     cluster.create_pod(namespace, low("free", "b-2"))
     budgets.create_namespaced_pod_disruption_budget(
         namespace,
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "guard"},
-            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "guarded"}}},
-        },
+        client.V1PodDisruptionBudget.model_validate(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "guard"},
+                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "guarded"}}},
+            }
+        ),
     )
 
     def budget_observed() -> bool:
@@ -139,7 +141,8 @@ def test_victims_still_terminating_are_waited_for_and_the_room_stays_held(
     cluster.create_pod(namespace, high("hi", cpu="2"))
 
     def nominated() -> bool:
-        return cluster.pod(namespace, "hi").status.nominated_node_name == "t-1"
+        node: str | None = cluster.pod(namespace, "hi").status.nominated_node_name
+        return node == "t-1"
 
     wait_until(nominated, what="hi nominated to t-1")
     # The nomination and the evictions are separate writes: either may land first.

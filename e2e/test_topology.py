@@ -21,7 +21,7 @@ from harness.gangs import (
     wait_bound,
     wait_explained,
 )
-from harness.kube import Cluster, pod_body, wait_until
+from harness.kube import Cluster, json_object, pod_body, wait_until
 
 SPINE = "network.topology.nvidia.com/spine"
 BLOCK = "network.topology.nvidia.com/block"
@@ -92,7 +92,9 @@ def test_the_seed_cluster_gets_the_seed_status_and_a_job_lands_in_one_block(
     cluster = topology
 
     def detail() -> list[dict[str, Any]]:
-        obj = cluster.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, "default")
+        obj = json_object(
+            cluster.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, "default")
+        )
         return list((obj.get("status") or {}).get("detailStatus") or [])
 
     status = wait_until(lambda: len(detail()) == 7 and detail(), what="detailStatus")

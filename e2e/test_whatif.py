@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.daemon import LocalDaemon
-from harness.kube import Cluster, bound, pod_body, wait_until
+from harness.daemon import DaemonFactory, LocalDaemon
+from harness.kube import Cluster, bound, json_object, pod_body, wait_until
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment",
@@ -61,8 +61,8 @@ def _whatif_command(path: Path) -> list[str]:
     return [sys.executable, "-m", "koordgang", "whatif", "-f", str(path)]
 
 
-def _daemon(daemon_factory: type) -> LocalDaemon:
-    daemon = daemon_factory()  # type: ignore[call-arg]
+def _daemon(daemon_factory: DaemonFactory) -> LocalDaemon:
+    daemon = daemon_factory()
     assert isinstance(daemon, LocalDaemon)
     daemon.start()
     return daemon
@@ -71,7 +71,7 @@ def _daemon(daemon_factory: type) -> LocalDaemon:
 def test_the_answer_is_what_happens_when_the_job_is_submitted(
     clean_nodes: Cluster,
     namespace: str,
-    daemon_factory: type,
+    daemon_factory: DaemonFactory,
     tmp_path: Path,
     check_invariants: None,
 ) -> None:
@@ -135,7 +135,7 @@ def test_the_answer_is_what_happens_when_the_job_is_submitted(
 
 
 def test_a_what_if_writes_nothing(
-    clean_nodes: Cluster, namespace: str, daemon_factory: type, tmp_path: Path
+    clean_nodes: Cluster, namespace: str, daemon_factory: DaemonFactory, tmp_path: Path
 ) -> None:
     cluster = clean_nodes
     cluster.add_nodes(["wn-1"], {"cpu": "4", "memory": "8Gi"})
@@ -151,8 +151,10 @@ def test_a_what_if_writes_nothing(
             (p.metadata.name, p.metadata.resource_version) for p in cluster.pods(namespace)
         )
         events = len(cluster.core.list_namespaced_event(namespace).items)
-        groups = cluster.custom.list_namespaced_custom_object(
-            "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups"
+        groups = json_object(
+            cluster.custom.list_namespaced_custom_object(
+                "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups"
+            )
         )["items"]
         return pods, events, len(groups)
 

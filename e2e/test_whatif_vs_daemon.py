@@ -202,7 +202,9 @@ def test_preempt_the_victims_are_exactly_those_it_named(
         low = pod_body(
             name, requests={"cpu": cpu}, priority_class=priority, node_selector={SLOT: node}
         )
-        apps.create_namespaced_deployment(namespace, deployment_body(name, replicas, low))
+        apps.create_namespaced_deployment(
+            namespace, client.V1Deployment.model_validate(deployment_body(name, replicas, low))
+        )
     wait_until(lambda: len(bound(cluster.pods(namespace))) == 8, what="the low pods bound")
 
     pods = gang("high", 3, "2", priority_class="e2e-high")
@@ -248,7 +250,9 @@ def test_preempt_among_replicas_the_answer_names_the_victim_or_the_tie(
     low = pod_body(
         "low", requests={"cpu": "2"}, priority_class="e2e-low", node_selector={SLOT: "wt-1"}
     )
-    apps.create_namespaced_deployment(namespace, deployment_body("low", 2, low))
+    apps.create_namespaced_deployment(
+        namespace, client.V1Deployment.model_validate(deployment_body("low", 2, low))
+    )
     wait_until(lambda: len(bound(cluster.pods(namespace))) == 2, what="the low pods bound")
 
     pods = gang("high", 1, "2", priority_class="e2e-high")

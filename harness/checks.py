@@ -19,7 +19,7 @@ from harness.invariants import (
     pod_deletes_by,
     pods_bound_twice,
 )
-from harness.kube import Cluster
+from harness.kube import Cluster, json_object
 
 # -- PodGroups -----------------------------------------------------------------------------------
 
@@ -31,8 +31,8 @@ def podgroup_divergence(cluster: Cluster, namespace: str) -> list[str]:
     """PodGroups (scheduling.sigs.k8s.io) of ``namespace`` whose status does not count what the
     API server shows of their members: ``scheduled`` (bound), ``running`` (phase Running), and
     a phase at least Scheduled once the bound members reach ``minMember``. One line each."""
-    listed: dict[str, Any] = cluster.custom.list_namespaced_custom_object(
-        PG_GROUP, PG_VERSION, namespace, PG_PLURAL
+    listed = json_object(
+        cluster.custom.list_namespaced_custom_object(PG_GROUP, PG_VERSION, namespace, PG_PLURAL)
     )
     groups: list[dict[str, Any]] = listed["items"]
     if not groups:

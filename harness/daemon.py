@@ -33,6 +33,12 @@ class Daemon(Protocol):
     def logs(self) -> str: ...
 
 
+class DaemonFactory(Protocol):
+    """Makes a daemon (not started yet) that runs with ``extra_args`` on its command line."""
+
+    def __call__(self, *extra_args: str) -> Daemon: ...
+
+
 class LocalDaemon:
     """``python -m koordgang run`` against the test cluster, logs to a file.
 

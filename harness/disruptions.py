@@ -9,9 +9,7 @@ import threading
 import time
 from typing import Any
 
-from kubernetes import watch
-
-from harness.kube import Cluster
+from harness.kube import Cluster, PodWatch
 
 
 class DisruptionWatch:
@@ -30,7 +28,7 @@ class DisruptionWatch:
         #: ``namespace/name`` -> (uid, creationTimestamp) of every pod of that name seen, in
         #: order: a name re-created is a new pod (``invariants.double_bindings`` reads this).
         self.incarnations: dict[str, list[tuple[str, Any]]] = {}
-        self._watch = watch.Watch()
+        self._watch = PodWatch()
         self._stopped = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(cluster, namespace), daemon=True, name="disruption-watch"
@@ -42,10 +40,8 @@ class DisruptionWatch:
         # watch lists the pods first, so what changed meanwhile is seen, late.
         while not self._stopped.is_set():
             try:
-                for event in self._watch.stream(
-                    cluster.core.list_namespaced_pod, namespace, timeout_seconds=300
-                ):
-                    self._record(event["object"])
+                for pod in self._watch.pods(cluster.core, namespace, timeout_seconds=300):
+                    self._record(pod)
             except Exception:
                 self._stopped.wait(0.5)
 

@@ -14,7 +14,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from harness.kube import Cluster, unique
+from harness.kube import Cluster, json_object, unique
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -154,15 +154,16 @@ def claims(cluster: Cluster, namespace: str | None = None) -> list[dict[str, Any
         reply = custom.list_cluster_custom_object(GROUP, VERSION, "resourceclaims")
     else:
         reply = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims")
-    items: list[dict[str, Any]] = reply["items"]
+    items: list[dict[str, Any]] = json_object(reply)["items"]
     return items
 
 
 def claim(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
-    obj: dict[str, Any] = client.CustomObjectsApi(cluster.api_client).get_namespaced_custom_object(
-        GROUP, VERSION, namespace, "resourceclaims", name
+    return json_object(
+        client.CustomObjectsApi(cluster.api_client).get_namespaced_custom_object(
+            GROUP, VERSION, namespace, "resourceclaims", name
+        )
     )
-    return obj
 
 
 def allocated_node(obj: Mapping[str, Any]) -> str | None:

@@ -26,7 +26,15 @@ from kubernetes.client.exceptions import ApiException
 
 from controlplane.releases import selected_release
 from harness.invariants import assert_invariants, unexplained_pending
-from harness.kube import SCHEDULER, Cluster, pod_body, scheduled_condition, unique, wait_until
+from harness.kube import (
+    SCHEDULER,
+    Cluster,
+    json_object,
+    pod_body,
+    scheduled_condition,
+    unique,
+    wait_until,
+)
 
 # -- the vocabulary ---------------------------------------------------------------------------
 
@@ -195,8 +203,10 @@ class Gang:
 
 def podgroup(cluster: Cluster, namespace: str, name: str) -> dict[str, Any] | None:
     try:
-        obj: dict[str, Any] = cluster.custom.get_namespaced_custom_object(
-            PG_GROUP, PG_VERSION, namespace, PG_PLURAL, name
+        obj = json_object(
+            cluster.custom.get_namespaced_custom_object(
+                PG_GROUP, PG_VERSION, namespace, PG_PLURAL, name
+            )
         )
     except ApiException as error:
         if error.status == 404:
@@ -295,7 +305,7 @@ def unschedulable_condition(cluster: Cluster, namespace: str, name: str) -> Any:
 def events_by_object(cluster: Cluster, namespace: str) -> dict[str, list[Any]]:
     grouped: dict[str, list[Any]] = defaultdict(list)
     for event in cluster.core.list_namespaced_event(namespace).items:
-        grouped[event.involved_object.name].append(event)
+        grouped[event.involved_object.name or ""].append(event)
     return grouped
 
 
@@ -334,7 +344,7 @@ def scheduled_event_counts(cluster: Cluster, namespace: str) -> Counter[str]:
     counts: Counter[str] = Counter()
     for event in cluster.core.list_namespaced_event(namespace).items:
         if event.reason == "Scheduled":
-            counts[event.involved_object.name] += max(event.count or 1, 1)
+            counts[event.involved_object.name or ""] += max(event.count or 1, 1)
     return counts
 
 
@@ -404,8 +414,10 @@ def group_object(
 ) -> dict[str, Any] | None:
     """A gang's group object in one API, None if it (or its kind) does not exist."""
     try:
-        obj: dict[str, Any] = cluster.custom.get_namespaced_custom_object(
-            api[0], api[1], namespace, "podgroups", name
+        obj = json_object(
+            cluster.custom.get_namespaced_custom_object(
+                api[0], api[1], namespace, "podgroups", name
+            )
         )
     except ApiException as error:
         if error.status == 404:
@@ -588,8 +600,10 @@ class GangBook:
         return gang
 
     def create_podgroup(self, gang: Gang, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        obj: dict[str, Any] = self.cluster.custom.create_namespaced_custom_object(
-            PG_GROUP, PG_VERSION, gang.namespace, PG_PLURAL, dict(body or gang.podgroup())
+        obj = json_object(
+            self.cluster.custom.create_namespaced_custom_object(
+                PG_GROUP, PG_VERSION, gang.namespace, PG_PLURAL, dict(body or gang.podgroup())
+            )
         )
         self.podgroups.append((gang.namespace, gang.name))
         return obj

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.dra import claims, doubly_allocated
-from harness.kube import SCHEDULER, Cluster
+from harness.kube import SCHEDULER, Cluster, metadata, plain
 from harness.rbac import USERNAME
 
 #: Quantity suffixes (Kubernetes' resource.Quantity): decimal SI, binary, and milli.
@@ -103,10 +103,9 @@ def overcommitted(
 
 
 def overcommitted_nodes(cluster: Cluster) -> dict[str, list[str]]:
-    client = cluster.api_client
     return overcommitted(
-        client.sanitize_for_serialization(cluster.core.list_node().items),
-        client.sanitize_for_serialization(cluster.core.list_pod_for_all_namespaces().items),
+        plain(cluster.api_client, cluster.core.list_node().items),
+        plain(cluster.api_client, cluster.core.list_pod_for_all_namespaces().items),
     )
 
 
@@ -132,10 +131,11 @@ def kopf_marks_on_pods(cluster: Cluster) -> list[str]:
     """Pods carrying any kopf annotation or finalizer (kopf must never touch pods)."""
     marked = []
     for pod in cluster.core.list_pod_for_all_namespaces().items:
-        annotations = pod.metadata.annotations or {}
-        finalizers = pod.metadata.finalizers or []
+        meta = metadata(pod)
+        annotations = meta.annotations or {}
+        finalizers = meta.finalizers or []
         if any("kopf" in key for key in annotations) or any("kopf" in f for f in finalizers):
-            marked.append(f"{pod.metadata.namespace}/{pod.metadata.name}")
+            marked.append(f"{meta.namespace}/{meta.name}")
     return marked
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Literal, Protocol, TypeVar
 
-from kubernetes import client
+from kubernetes import client, dynamic, watch
 from kubernetes.client.exceptions import ApiException
 
 from controlplane import NodeSpec, Taint, create_nodes, delete_nodes, wait_nodes_ready
@@ -21,7 +21,7 @@ def unique(prefix: str) -> str:
 
 
 def wait_until(
-    predicate: Callable[[], T],
+    predicate: Callable[[], T | Literal[False] | None],
     *,
     timeout: float = 60.0,
     interval: float = 0.25,
@@ -31,7 +31,7 @@ def wait_until(
     """Polls ``predicate`` until it returns something truthy; fails the test after ``timeout``
     (saying what ``last`` returns then, if given, else the predicate's last value)."""
     deadline = time.monotonic() + timeout
-    value: T | None = None
+    value: T | Literal[False] | None = None
     while time.monotonic() < deadline:
         value = predicate()
         if value:
@@ -41,6 +41,88 @@ def wait_until(
     raise AssertionError(
         f"timed out after {timeout:.0f} s waiting for {what}; last value: {shown!r}"
     )
+
+
+def json_object(reply: object) -> dict[str, Any]:
+    """A reply of the custom-objects API (which the client types as ``object``) as the JSON object
+    the API server sends."""
+    if not isinstance(reply, dict):
+        raise TypeError(f"expected a JSON object from the API server, got {type(reply).__name__}")
+    return reply
+
+
+class _Stored(Protocol):
+    @property
+    def metadata(self) -> client.V1ObjectMeta | None: ...
+
+
+def metadata(obj: _Stored) -> client.V1ObjectMeta:
+    """The metadata of an object read from the API server (always there; optional in the
+    client's types, which also describe objects not yet sent)."""
+    if obj.metadata is None:
+        raise ValueError(f"a {type(obj).__name__} from the API server without metadata")
+    return obj.metadata
+
+
+def name_of(obj: _Stored) -> str:
+    name = metadata(obj).name
+    if name is None:
+        raise ValueError(f"a {type(obj).__name__} from the API server without a name")
+    return name
+
+
+def namespace_of(obj: _Stored) -> str:
+    namespace = metadata(obj).namespace
+    if namespace is None:
+        raise ValueError(f"a {type(obj).__name__} from the API server without a namespace")
+    return namespace
+
+
+def plain(api_client: client.ApiClient, obj: object) -> Any:
+    """``obj`` (a model of the client, or lists and dicts of them) as the JSON the API server
+    sends: plain dicts and lists, camelCase keys."""
+    # The client's serializer is unannotated.
+    return api_client.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
+
+
+class ServerSideApply:
+    """What `kubectl apply --server-side` does, for objects of any kind the API server serves."""
+
+    def __init__(self, api_client: client.ApiClient, field_manager: str) -> None:
+        # The dynamic client is unannotated in the kubernetes package.
+        self._api = dynamic.DynamicClient(api_client)  # type: ignore[no-untyped-call]
+        self.field_manager = field_manager
+
+    def apply(self, doc: Mapping[str, Any], **params: Any) -> None:
+        """``params`` go to the request (``force_conflicts``, ``dry_run``)."""
+        resource = self._api.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+        self._api.server_side_apply(  # type: ignore[no-untyped-call]
+            resource,
+            body=dict(doc),
+            name=doc["metadata"]["name"],
+            namespace=doc["metadata"].get("namespace"),
+            field_manager=self.field_manager,
+            **params,
+        )
+
+
+class PodWatch:
+    """A watch of the pods of a namespace: each pod as a change to it is delivered."""
+
+    def __init__(self) -> None:
+        # The watch is unannotated in the kubernetes package.
+        self._watch = watch.Watch()  # type: ignore[no-untyped-call]
+
+    def pods(self, core: client.CoreV1Api, namespace: str, **params: Any) -> Iterator[Any]:
+        """Lists the pods (unless ``params`` give a ``resource_version``), then each change."""
+        stream = self._watch.stream(  # type: ignore[no-untyped-call]
+            core.list_namespaced_pod, namespace, **params
+        )
+        for event in stream:
+            yield event["object"]
+
+    def stop(self) -> None:
+        self._watch.stop()  # type: ignore[no-untyped-call]
 
 
 def pod_body(
@@ -174,19 +256,19 @@ class Cluster:
     def remove_all_fake_nodes(self) -> None:
         nodes = self.core.list_node(label_selector="type=kwok").items
         for node in nodes:
-            self.delete_pods_on_node(node.metadata.name)
-        delete_nodes(self.core, [n.metadata.name for n in nodes])
+            self.delete_pods_on_node(name_of(node))
+        delete_nodes(self.core, [name_of(n) for n in nodes])
 
     def delete_pods_on_node(self, node: str) -> None:
         for pod in self.core.list_pod_for_all_namespaces(
             field_selector=f"spec.nodeName={node}"
         ).items:
-            self.force_delete(pod.metadata.namespace, pod.metadata.name)
+            self.force_delete(namespace_of(pod), name_of(pod))
 
     # -- namespaces and pods -----------------------------------------------------------------
 
     def create_namespace(self, name: str) -> str:
-        self.core.create_namespace({"metadata": {"name": name}})
+        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
         return name
 
     def ensure_namespace(self, name: str) -> str:
@@ -199,7 +281,7 @@ class Cluster:
         return name
 
     def create_pod(self, namespace: str, body: Mapping[str, Any]) -> Any:
-        return self.core.create_namespaced_pod(namespace, dict(body))
+        return self.core.create_namespaced_pod(namespace, client.V1Pod.model_validate(dict(body)))
 
     def pods(self, namespace: str, label_selector: str = "") -> list[Any]:
         items: list[Any] = self.core.list_namespaced_pod(

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client, config, dynamic
+from kubernetes import client
 
-from harness.kube import wait_until
+from controlplane.kubeconfig import api_client_from
+from harness.kube import ServerSideApply, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 MANIFESTS = REPO / "manifests"
@@ -67,20 +68,11 @@ def apply_rbac(admin_kubeconfig: str) -> None:
         files = [arg for path in RBAC_MANIFESTS for arg in ("-f", str(path))]
         kubectl(admin_kubeconfig, "apply", *files)
         return
-    api = dynamic.DynamicClient(config.new_client_from_config(config_file=admin_kubeconfig))
+    applier = ServerSideApply(api_client_from(admin_kubeconfig), "koordgang-e2e")
     for path in RBAC_MANIFESTS:
         for doc in yaml.safe_load_all(path.read_text()):
-            if not doc:
-                continue
-            resource = api.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
-            api.server_side_apply(
-                resource,
-                body=doc,
-                name=doc["metadata"]["name"],
-                namespace=doc["metadata"].get("namespace"),
-                field_manager="koordgang-e2e",
-                force_conflicts=True,
-            )
+            if doc:
+                applier.apply(doc, force_conflicts=True)
 
 
 def request_token(admin: client.ApiClient, seconds: int = TOKEN_SECONDS) -> str:
@@ -93,7 +85,8 @@ def request_token(admin: client.ApiClient, seconds: int = TOKEN_SECONDS) -> str:
         spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=seconds)
     )
     reply = core.create_namespaced_service_account_token(SERVICE_ACCOUNT, NAMESPACE, body)
-    token: str = reply.status.token
+    token = reply.status.token if reply.status is not None else None
+    assert token, "a TokenRequest answered without a token"
     return token
 
 
@@ -140,7 +133,7 @@ def write_token_kubeconfig(admin_kubeconfig: str, token: str, path: Path) -> Pat
 def wait_until_bound(kubeconfig: Path) -> None:
     """The API server's RBAC authorizer learns of new bindings from a watch: wait until the
     token may do what the ClusterRole and the leader-election Role grant."""
-    api = client.AuthorizationV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+    api = client.AuthorizationV1Api(api_client_from(kubeconfig))
 
     def allowed(attributes: dict[str, Any]) -> bool:
         review = client.V1SelfSubjectAccessReview(
@@ -171,7 +164,7 @@ def wait_until_bound(kubeconfig: Path) -> None:
 def make_scheduler_kubeconfig(admin_kubeconfig: str, path: Path) -> Path:
     """Applies the RBAC of manifests/ and writes a kubeconfig of its ServiceAccount."""
     apply_rbac(admin_kubeconfig)
-    admin = config.new_client_from_config(config_file=admin_kubeconfig)
+    admin = api_client_from(admin_kubeconfig)
     write_token_kubeconfig(admin_kubeconfig, request_token(admin), path)
     wait_until_bound(path)
     return path

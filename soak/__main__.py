@@ -19,10 +19,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from controlplane import LocalControlPlane, NodeSpec
+from controlplane.kubeconfig import api_client_from
 from harness.daemon import LocalDaemon
 from harness.invariants import AuditLog, pods_bound_twice
 from harness.kube import Cluster
@@ -139,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     plane = LocalControlPlane(STATE_DIR)
     say(f"local control plane of the soak in {STATE_DIR} ({NODES} nodes of {NODE_CPU} cpu)")
     kubeconfig = str(plane.up(nodes=nodes()))
-    admin = Cluster(config.new_client_from_config(config_file=kubeconfig))
+    admin = Cluster(api_client_from(kubeconfig))
     prepare(admin)
     logs = Path(tempfile.mkdtemp(prefix="koordgang-soak-"))
     scheduler = make_scheduler_kubeconfig(kubeconfig, logs / "scheduler-kubeconfig")

@@ -153,7 +153,9 @@ def create(cluster: Cluster, job: SoakJob) -> None:
                 "template": {"metadata": {"labels": {JOB_LABEL: job.name}}, "spec": spec},
             },
         }
-        client.BatchV1Api(cluster.api_client).create_namespaced_job(job.namespace, body)
+        client.BatchV1Api(cluster.api_client).create_namespaced_job(
+            job.namespace, client.V1Job.model_validate(body)
+        )
         job.batch_job = True
         return
     else:

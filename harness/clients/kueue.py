@@ -287,7 +287,7 @@ class SecretMount:
         self.namespace = namespace
         self.name = name
         self.directory = directory
-        self._written: dict[str, str] = {}
+        self._written: dict[str, bytes | str] = {}
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"mount-{name}", daemon=True)
         self._thread.start()
@@ -298,12 +298,12 @@ class SecretMount:
                 secret = self._core.read_namespaced_secret(self.name, self.namespace)
             except Exception:  # the API server restarting, the Secret not made yet
                 continue
-            data: dict[str, str] = secret.data or {}
+            data = secret.data or {}
             if data and data != self._written:
                 self._write(data)
                 self._written = data
 
-    def _write(self, data: Mapping[str, str]) -> None:
+    def _write(self, data: Mapping[str, bytes | str]) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         for key, value in data.items():
             partial = self.directory / f".{key}.partial"
