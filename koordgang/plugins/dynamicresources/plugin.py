@@ -509,15 +509,7 @@ class DynamicResources:
             if any("held by" in r for r in refused.values()):
                 self._handle.record(CONFLICTS)
             return PreBindPlan((), refused)
-        for key, pods in consumers.items():
-            claim = dra.claim(key)
-            if claim is None:
-                return PreBindPlan((), {p.uid: f"resourceclaim {key} was deleted" for p in pods})
-            # Checked before any write: a claim names 256 consumers at most, and a status
-            # the API server refuses for that would be written and undone again and again.
-            room = MAX_RESERVED_FOR - len(claim.reserved_for)
-            new = [p for p in pods if not claim.reserved_for_uid(p.uid)]
-            refused.update({p.uid: full_reason(claim.name) for p in new[max(room, 0) :]})
+        refused = _unnameable(consumers, dra)
         if refused:
             return PreBindPlan((), refused)
         writes: list[ObjectWrite] = []
@@ -591,3 +583,19 @@ def _sources(claims: Sequence[tuple[str, ClaimSpec]]) -> list[str]:
                 sources.append(class_source(alternative.device_class))
                 sources.append(request_source(key, request.result_name(alternative)))
     return sources
+
+
+def _unnameable(consumers: Mapping[str, Sequence[PodInfo]], dra: DraManager) -> dict[str, str]:
+    """Pods a claim of theirs cannot name (deleted, or naming the most consumers a claim can),
+    checked before any write: a status the API server refuses for that would be written and
+    undone again and again."""
+    refused: dict[str, str] = {}
+    for key, pods in consumers.items():
+        claim = dra.claim(key)
+        if claim is None:
+            refused.update({p.uid: f"resourceclaim {key} was deleted" for p in pods})
+            continue
+        room = MAX_RESERVED_FOR - len(claim.reserved_for)
+        new = [p for p in pods if not claim.reserved_for_uid(p.uid)]
+        refused.update({p.uid: full_reason(claim.name) for p in new[max(room, 0) :]})
+    return refused
