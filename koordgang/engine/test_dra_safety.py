@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from koordgang.model.dra import MAX_RESERVED_FOR
+from koordgang.model.namespace import NamespaceInfo
 from koordgang.model.pod import PodInfo
 from koordgang.state.queue import QueueState
 from koordgang.testing.api import FakeApi
@@ -188,6 +189,9 @@ async def test_devices_monitors_hold_with_admin_access_stay_free_for_a_gang(
     assert gauges["koordgang_dra_admin_devices"] == {"": 4}
 
 
+ADMIN_NAMESPACE = NamespaceInfo(NS, {"resource.kubernetes.io/admin-access": "true"})
+
+
 async def test_an_admin_request_gets_devices_in_use_and_takes_nothing_from_workloads(
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
@@ -196,6 +200,7 @@ async def test_an_admin_request_gets_devices_in_use_and_takes_nothing_from_workl
     sched.list(
         nodes=NODES[:1],
         pods=[gpu_pod("work", "work"), gpu_pod("watch", "watch")],
+        namespaces=[ADMIN_NAMESPACE],
         resource_slices=[resource_slice("n0")],
         device_classes=[device_class()],
         resource_claims=claims.infos(),
@@ -207,6 +212,31 @@ async def test_an_admin_request_gets_devices_in_use_and_takes_nothing_from_workl
     assert all(r.get("adminAccess") is True for r in watched)
     assert not any("adminAccess" in r for r in worked)
     assert {r["device"] for r in watched} == {r["device"] for r in worked}
+
+
+async def test_an_admin_request_outside_a_namespace_labelled_for_it_waits_without_a_write(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    """The API server refuses the allocation there (the label was removed since the claim was
+    made): nothing is written, the pod says why, and goes once the label is back."""
+    sched = make_scheduler()
+    claims = Claims(api, [two_gpus("watch", adminAccess=True)])
+    sched.list(
+        nodes=NODES[:1],
+        pods=[gpu_pod("watch", "watch")],
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert api.binds() == [] and claim_writes(api) == []
+    condition = api.condition("watch")
+    assert condition is not None
+    assert 'resource.kubernetes.io/admin-access="true"' in condition["message"]
+    sched.intake.kind("namespaces").upsert(ADMIN_NAMESPACE)
+    sched.clock.advance(30)
+    await sched.run()
+    assert api.binds() == [("watch", "n0")]
 
 
 async def test_a_pool_not_all_published_serves_nothing_and_says_so(

@@ -126,6 +126,8 @@ METRICS = (
 )
 
 
+#: The namespace label without which the API server refuses claims with admin access.
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 #: The extended resource every DeviceClass provides through DRA, whatever else it names.
 EXTENDED_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 
@@ -264,7 +266,9 @@ class DynamicResources:
             if allocation is not None:
                 prepared.pinned.append((key, allocation))
                 continue
-            problem = self._check_spec(pod_claim.claim, self._dra)
+            problem = self._check_spec(pod_claim.claim, self._dra) or self._check_admin(
+                pod_claim.claim
+            )
             if problem:
                 return Status.unresolvable(self.name, problem)
             prepared.to_allocate.append((key, pod_claim.claim.spec))
@@ -273,6 +277,21 @@ class DynamicResources:
             # Met by an earlier attempt and still so: this one fails the same way at once.
             return Status.error(self.name, standing.describe())
         return prepared
+
+    def _check_admin(self, claim: ResourceClaimInfo) -> str:
+        """A claim asking for admin access outside a namespace labelled for it: the API server
+        refuses its allocation (the label was removed since the claim was made), so none is
+        written; the pod waits until the namespace is labelled again."""
+        if not any(a.admin_access for r in claim.spec.requests for a in r.alternatives):
+            return ""
+        labels = self._handle.stores.namespaces.labels(claim.namespace) or {}
+        if labels.get(ADMIN_ACCESS_LABEL) == "true":
+            return ""
+        return (
+            f'resourceclaim "{claim.name}" asks for admin access, which the API server '
+            f'allows only in a namespace labelled {ADMIN_ACCESS_LABEL}="true"; namespace '
+            f"{claim.namespace} is not"
+        )
 
     def _check_spec(self, claim: ResourceClaimInfo, dra: DraManager) -> str:
         """What keeps the claim from being allocated anywhere ("" if nothing does)."""
