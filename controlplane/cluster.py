@@ -57,7 +57,8 @@ STOP_ORDER = tuple(reversed(START_ORDER))
 #: PodGroupProtection admission plugin) is removed once no unfinished pod names the group, so
 #: deleting a PodGroup does not hang; ResourceClaims are made from their templates for pods,
 #: pods that are gone leave their claims' ``reservedFor``, and claims nobody uses any more are
-#: deallocated (their delete-protection finalizer removed). Left out on purpose:
+#: deallocated (their delete-protection finalizer removed); pods using a device tainted
+#: NoExecute (by its driver, or a DeviceTaintRule) are evicted. Left out on purpose:
 #: node-lifecycle (kwok's lease renewals lag on a saturated 2-core machine, and nodes must
 #: not be tainted NotReady under a test or a benchmark), taint-eviction, volume binding (tests
 #: bind their claims themselves), and everything about services, certificates and clouds.
@@ -65,6 +66,7 @@ CONTROLLERS = (
     "cronjob-controller",
     "daemonset-controller",
     "deployment-controller",
+    "device-taint-eviction-controller",
     "disruption-controller",
     "garbage-collector-controller",
     "job-controller",

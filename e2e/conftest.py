@@ -24,6 +24,7 @@ from controlplane.kubeconfig import api_client_from
 from harness.clients.process import ClientProcess
 from harness.daemon import Daemon, DaemonFactory, DeploymentDaemon, LocalDaemon
 from harness.disruptions import DisruptionWatch
+from harness.dra import Devices
 from harness.gangs import GangBook
 from harness.invariants import AuditLog, assert_invariants
 from harness.kube import Cluster, name_of, unique, wait_until
@@ -247,3 +248,12 @@ def clients(request: pytest.FixtureRequest) -> Iterator[list[ClientProcess]]:
     if report is not None and report.failed:
         for process in started:
             print(f"--- {process.name} log ({process.log_path}) ---\n{process.log_tail(8000)}")
+
+
+@pytest.fixture
+def devices(cluster: Cluster) -> Iterator[Devices]:
+    """A driver, class and slices of the test's own (Dynamic Resource Allocation), removed at
+    the end with the DeviceTaintRules it made."""
+    made = Devices(cluster)
+    yield made
+    made.remove()

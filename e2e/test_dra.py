@@ -47,13 +47,6 @@ KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
 
 
 @pytest.fixture
-def devices(cluster: Cluster) -> Iterator[Devices]:
-    made = Devices(cluster)
-    yield made
-    made.remove()
-
-
-@pytest.fixture
 def batch(cluster: Cluster, namespace: str) -> Iterator[client.BatchV1Api]:
     """Jobs of the test, deleted at the end (with their pods) so that no controller makes
     pods while the namespace is emptied."""

@@ -31,6 +31,7 @@ class Devices:
         self.device_class = self.driver
         self.slices: list[str] = []
         self.classes: list[str] = []
+        self.rules: list[str] = []
 
     # -- cluster-scoped objects --------------------------------------------------------------
 
@@ -70,14 +71,18 @@ class Devices:
         slices_in_pool: int = 1,
         first: int = 0,
         attributes: Mapping[str, Mapping[str, Any]] | None = None,
+        taints: Iterable[Mapping[str, Any]] = (),
     ) -> str:
-        """A ResourceSlice of ``count`` devices (``dev-<i>``) local to ``node``."""
+        """A ResourceSlice of ``count`` devices (``dev-<i>``) local to ``node``, each with the
+        driver's ``taints``."""
         name = name or f"{node}-{self.driver}"
-        devices = [
+        tainted: dict[str, Any] = {"taints": [dict(t) for t in taints]} if taints else {}
+        devices: list[dict[str, Any]] = [
             {
                 "name": f"dev-{i}",
                 "attributes": {"index": {"int": i}, **dict(attributes or {})},
                 "capacity": {"memory": {"value": "80Gi"}},
+                **tainted,
             }
             for i in range(first, first + count)
         ]
@@ -100,8 +105,33 @@ class Devices:
         self.slices.append(name)
         return name
 
+    def taint(self, name: str, *, pool: str = "", effect: str = "NoSchedule", key: str = "") -> str:
+        """A DeviceTaintRule on this driver's devices (of ``pool``, where given), as an admin
+        drains them."""
+        selector = {"driver": self.driver, **({"pool": pool} if pool else {})}
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "DeviceTaintRule",
+            "metadata": {"name": name},
+            "spec": {
+                "deviceSelector": selector,
+                "taint": {"key": key or "example.com/drain", "effect": effect},
+            },
+        }
+        self.custom.create_cluster_custom_object(GROUP, VERSION, "devicetaintrules", body)
+        self.rules.append(name)
+        return name
+
+    def untaint(self, name: str) -> None:
+        self.custom.delete_cluster_custom_object(GROUP, VERSION, "devicetaintrules", name)
+        self.rules.remove(name)
+
     def remove(self) -> None:
-        for plural, names in (("resourceslices", self.slices), ("deviceclasses", self.classes)):
+        for plural, names in (
+            ("devicetaintrules", self.rules),
+            ("resourceslices", self.slices),
+            ("deviceclasses", self.classes),
+        ):
             for name in names:
                 try:
                     self.custom.delete_cluster_custom_object(GROUP, VERSION, plural, name)
