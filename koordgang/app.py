@@ -100,8 +100,12 @@ class App:
                 problems=self.supervisor.problems,
                 is_ready=lambda: self.scheduler.ready,
                 render_metrics=self.scheduler.metrics.render,
-                render_gangs=lambda: gang_rows(
-                    gangs, cache, self.scheduler.stores.dra, self.scheduler.framework.gang_facts
+                render_gangs=lambda with_basic: gang_rows(
+                    gangs,
+                    cache,
+                    self.scheduler.stores.dra,
+                    self.scheduler.framework.gang_facts,
+                    with_basic=with_basic,
                 ),
                 role=lambda: self.role,
                 whatif=whatif.answer,
