@@ -57,7 +57,7 @@ from koordgang.engine.kinds import KINDS
 from koordgang.engine.scheduler import Scheduler
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPart, GroupTopology, SchedulingGroup
-from koordgang.gangapis import POD_ANNOTATION_KEYS
+from koordgang.gangapis import GANG_APIS, POD_ANNOTATION_KEYS, Resolve
 from koordgang.model.group_key import GroupKey
 from koordgang.model.namespace import NamespaceInfo
 from koordgang.model.pod import parse_pod
@@ -529,7 +529,7 @@ class Simulation:
         self.layout = layout
         self.settings = Settings()
         self.api = SimApi()
-        gangs = GangRegistry(self.settings.default_gang_waiting_time)
+        gangs = GangRegistry(self.settings.default_gang_waiting_time, resolve=Resolve(GANG_APIS))
         # As the daemon does: the topology's status is written from what the plugin placed in.
         topology = ClusterTopology()
         self.framework = default_framework(self.settings, gangs, topology=topology)

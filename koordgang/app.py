@@ -30,6 +30,7 @@ from koordgang.engine.reporter import EVENT_WORKERS
 from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
 from koordgang.framework.report import WatchedResource
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.gang_rows import gang_rows
@@ -58,7 +59,7 @@ class App:
             user_agent=f"koordgang/{self.identity}",
         )
         # The state plugins share with the engine's status controllers.
-        gangs = GangRegistry(settings.default_gang_waiting_time)
+        gangs = GangRegistry(settings.default_gang_waiting_time, resolve=Resolve(GANG_APIS))
         topology = ClusterTopology()
         self.scheduler = Scheduler(
             settings,
