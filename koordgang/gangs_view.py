@@ -62,7 +62,7 @@ def from_cluster(
     from koordgang.clients.api import KubeApi
     from koordgang.clients.config import ConfigError, load_connection
     from koordgang.clients.errors import ApiError, ApiUnavailable
-    from koordgang.gangapis import GANG_APIS, POD_ANNOTATION_KEYS, Resolve
+    from koordgang.gangapis import GANG_APIS, Resolve
     from koordgang.model.dra import API_VERSION as DRA_API_VERSION
     from koordgang.model.dra import parse_resource_claim
     from koordgang.model.errors import ModelError
@@ -123,7 +123,7 @@ def from_cluster(
     pending_says: dict[str, str] = {}
     for obj in pods:
         try:
-            pod = parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS)
+            pod = parse_pod(obj)
         except ModelError:
             continue
         if pod.scheduler_name not in scheduler_names:

@@ -25,6 +25,7 @@ import enum
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from koordgang.model.gang import KOORDINATOR, GangRef, GangSource, MatchPolicy, PodGroupInfo
+from koordgang.model.gang_keys import VOLCANO_TASK
 from koordgang.model.gang_spec import GangSpec, resolve_gang_spec
 from koordgang.model.koordinator import is_timed_out
 from koordgang.model.pod import PodInfo
@@ -32,7 +33,7 @@ from koordgang.state.composites import CompositeForest
 from koordgang.state.waiting import WaitingPods
 
 #: The pod annotation naming a member's task (Volcano); task minimums count per task.
-TASK_ANNOTATION = "volcano.sh/task-spec"
+TASK_ANNOTATION = VOLCANO_TASK
 
 
 class GangState(enum.StrEnum):
