@@ -11,6 +11,7 @@ import argparse
 import time
 
 from bench.synthetic import one_core_pod, ready_node
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.plugins.preemption.dry_run import plan_room
 from koordgang.plugins.preemption.victims import CostModel, not_a_victim
 from koordgang.plugins.profile import default_framework
@@ -28,7 +29,7 @@ def measure(nodes: int = 4096, members: int = 256) -> tuple[float, int]:
         one_core_pod(f"low-{i}-{k}", f"n{i:05d}", 10) for i in range(nodes) for k in range(4)
     )
     job = [one_core_pod(f"job-{m}", "", 1000) for m in range(members)]
-    placer = default_framework(Settings(), GangRegistry(600.0)).placer
+    placer = default_framework(Settings(), GangRegistry(600.0, resolve=Resolve(GANG_APIS))).placer
     snapshot = Snapshot(cache)
     started = time.perf_counter()
     model = CostModel(lambda pod: None)

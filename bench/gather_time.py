@@ -16,6 +16,7 @@ from bench.scenarios import BENCH_TOPOLOGY, BLOCK, SPINE
 from bench.synthetic import one_core_pod, ready_node
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPart, GroupTopology, SchedulingGroup
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.model.gather import TopologySpec, parse_gather_spec
 from koordgang.model.group_key import GroupKey
 from koordgang.plugins.networktopology import NetworkTopology
@@ -57,7 +58,7 @@ def measure(nodes: int = 4096, members: int = 256) -> tuple[float, int]:
                     busy += [one_core_pod(f"busy-{name}-{k}", name) for k in range(4)]
     cache.replace_nodes(infos)
     cache.replace_pods(busy)
-    framework = default_framework(Settings(), GangRegistry(600.0))
+    framework = default_framework(Settings(), GangRegistry(600.0, resolve=Resolve(GANG_APIS)))
     [plugin] = [p for p in framework.plugins if isinstance(p, NetworkTopology)]
     plugin.on_object("clusternetworktopologies.scheduling.koordinator.sh", "ADDED", BENCH_TOPOLOGY)
     job = [one_core_pod(f"job-{m:03d}") for m in range(members)]

@@ -57,7 +57,7 @@ from koordgang.engine.kinds import KINDS
 from koordgang.engine.scheduler import Scheduler
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPart, GroupTopology, SchedulingGroup
-from koordgang.gangapis import POD_ANNOTATION_KEYS
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.model.group_key import GroupKey
 from koordgang.model.namespace import NamespaceInfo
 from koordgang.model.pod import parse_pod
@@ -529,7 +529,7 @@ class Simulation:
         self.layout = layout
         self.settings = Settings()
         self.api = SimApi()
-        gangs = GangRegistry(self.settings.default_gang_waiting_time)
+        gangs = GangRegistry(self.settings.default_gang_waiting_time, resolve=Resolve(GANG_APIS))
         # As the daemon does: the topology's status is written from what the plugin placed in.
         topology = ClusterTopology()
         self.framework = default_framework(self.settings, gangs, topology=topology)
@@ -665,7 +665,7 @@ class Simulation:
         ``place_group`` on a fork of a snapshot of the live cache."""
         [plugin] = [p for p in self.framework.plugins if isinstance(p, NetworkTopology)]
         objects = gang_batch("gather", 1, members, cpu=GATHER_CPU, topology=GATHER_RULES)
-        job = [parse_pod(o, annotation_prefixes=POD_ANNOTATION_KEYS) for o in objects]
+        job = [parse_pod(o) for o in objects]
         group = SchedulingGroup(
             GroupKey((f"{NAMESPACE}/gather",)),
             [GroupPart(f"{NAMESPACE}/gather", job, minimum=members)],

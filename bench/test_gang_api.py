@@ -24,7 +24,7 @@ from bench.results import ScenarioResult, is_koordgang
 from bench.scenarios import LARGE_SCENARIOS, SCENARIOS
 from bench.schedulers import select_schedulers
 from bench.workload import BENCH_LABEL, GANG_MIN, GANG_NAME, Requests, gang_pods
-from koordgang.gangapis import GANG_APIS, POD_ANNOTATION_KEYS, Resolve
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.model.pod import parse_pod
 
 ALL = list(BY_KEY.values())
@@ -37,7 +37,7 @@ def _member(minimum: int = 3) -> Any:
 
 def _as_koordgang_reads_it(manifest: dict[str, Any]) -> Any:
     manifest["metadata"]["namespace"] = "ns"
-    return parse_pod(manifest, annotation_prefixes=POD_ANNOTATION_KEYS)
+    return parse_pod(manifest)
 
 
 @pytest.mark.parametrize("api", ALL, ids=[a.key for a in ALL])

@@ -23,7 +23,6 @@ from bench.simulate import (
     write_list,
 )
 from bench.workload import GANG_MIN, GANG_NAME, TOPOLOGY_INDEX
-from koordgang.gangapis import POD_ANNOTATION_KEYS
 from koordgang.model.node import parse_node
 from koordgang.model.pod import parse_pod
 
@@ -41,10 +40,7 @@ def test_layout_puts_nodes_in_blocks_of_spines() -> None:
 
 
 def test_running_pods_fill_their_node_in_turn_and_are_low_priority() -> None:
-    pods = [
-        parse_pod(running_pod_object(TINY, i), annotation_prefixes=POD_ANNOTATION_KEYS)
-        for i in range(20)
-    ]
+    pods = [parse_pod(running_pod_object(TINY, i)) for i in range(20)]
     assert [p.node_name for p in pods[9:11]] == ["node-000000", "node-000001"]
     assert {p.priority for p in pods} == {simulate.LOW_PRIORITY}
     assert len({p.uid for p in pods}) == 20

@@ -30,6 +30,7 @@ from koordgang.engine.reporter import EVENT_WORKERS
 from koordgang.engine.scheduler import Scheduler
 from koordgang.engine.tasks import Supervisor
 from koordgang.framework.report import WatchedResource
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.gang_rows import gang_rows
@@ -58,7 +59,7 @@ class App:
             user_agent=f"koordgang/{self.identity}",
         )
         # The state plugins share with the engine's status controllers.
-        gangs = GangRegistry(settings.default_gang_waiting_time)
+        gangs = GangRegistry(settings.default_gang_waiting_time, resolve=Resolve(GANG_APIS))
         topology = ClusterTopology()
         self.scheduler = Scheduler(
             settings,
@@ -100,8 +101,12 @@ class App:
                 problems=self.supervisor.problems,
                 is_ready=lambda: self.scheduler.ready,
                 render_metrics=self.scheduler.metrics.render,
-                render_gangs=lambda: gang_rows(
-                    gangs, cache, self.scheduler.stores.dra, self.scheduler.framework.gang_facts
+                render_gangs=lambda with_basic: gang_rows(
+                    gangs,
+                    cache,
+                    self.scheduler.stores.dra,
+                    self.scheduler.framework.gang_facts,
+                    with_basic=with_basic,
                 ),
                 role=lambda: self.role,
                 whatif=whatif.answer,

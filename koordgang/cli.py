@@ -112,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the daemon's HTTP address [KOORDGANG_URL] (default: %(default)s)",
     )
     gangs.add_argument(
+        "--all",
+        action="store_true",
+        dest="with_basic",
+        help="also list upstream PodGroups of the basic policy (not gangs: from Kubernetes 1.37 "
+        "every Job has one, and its pods are scheduled one by one); their MODE reads basic",
+    )
+    gangs.add_argument(
         "-o", "--output", choices=["table", "json"], default="table", help="(default: %(default)s)"
     )
     _add_whatif(commands)
@@ -237,9 +244,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         try:
             if args.kubeconfig or args.from_cluster:
-                gangs = from_cluster(args.kubeconfig, names)
+                gangs = from_cluster(args.kubeconfig, names, with_basic=args.with_basic)
             else:
-                gangs = fetch(args.url)
+                gangs = fetch(args.url, with_basic=args.with_basic)
         except ViewError as error:
             print(f"koordgang: {error}", file=sys.stderr)
             return 1
@@ -276,7 +283,7 @@ def kubectl_main() -> int:
     argv = sys.argv[1:]
     if not argv or argv[0] not in ("gangs", "whatif"):
         print(
-            "usage: kubectl koordgang gangs [-o table|json]\n"
+            "usage: kubectl koordgang gangs [--all] [-o table|json]\n"
             "       kubectl koordgang whatif -f FILE [-o text|json]",
             file=sys.stderr,
         )

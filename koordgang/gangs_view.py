@@ -1,4 +1,6 @@
-"""`koordgang gangs`: the gangs a running daemon knows, as a table for people."""
+"""`koordgang gangs`: the gangs a running daemon knows, as a table for people. Upstream
+PodGroups of the ``basic`` policy (not gangs) are listed only when asked for (``--all``), and
+read ``basic`` in the MODE column."""
 
 from __future__ import annotations
 
@@ -29,9 +31,10 @@ class ViewError(Exception):
     pass
 
 
-def fetch(url: str, timeout: float = 10.0) -> list[dict[str, Any]]:
+def fetch(url: str, timeout: float = 10.0, *, with_basic: bool = False) -> list[dict[str, Any]]:
+    path = "/gangs?all=true" if with_basic else "/gangs"
     try:
-        with urllib.request.urlopen(url.rstrip("/") + "/gangs", timeout=timeout) as reply:
+        with urllib.request.urlopen(url.rstrip("/") + path, timeout=timeout) as reply:
             body = json.loads(reply.read())
     except (urllib.error.URLError, OSError, ValueError) as error:
         raise ViewError(
@@ -45,7 +48,10 @@ def fetch(url: str, timeout: float = 10.0) -> list[dict[str, Any]]:
 
 
 def from_cluster(
-    kubeconfig: str | None = None, scheduler_names: Collection[str] = ("koord-scheduler",)
+    kubeconfig: str | None = None,
+    scheduler_names: Collection[str] = ("koord-scheduler",),
+    *,
+    with_basic: bool = False,
 ) -> list[dict[str, Any]]:
     """The same rows, built from the API server instead of a daemon: PodGroups and pods are
     listed and their gangs worked out as the daemon does after a restart; a gang that waits
@@ -56,14 +62,14 @@ def from_cluster(
     from koordgang.clients.api import KubeApi
     from koordgang.clients.config import ConfigError, load_connection
     from koordgang.clients.errors import ApiError, ApiUnavailable
-    from koordgang.gangapis import GANG_APIS, POD_ANNOTATION_KEYS, Resolve
+    from koordgang.gangapis import GANG_APIS, Resolve
     from koordgang.model.dra import API_VERSION as DRA_API_VERSION
     from koordgang.model.dra import parse_resource_claim
     from koordgang.model.errors import ModelError
     from koordgang.model.pod import parse_pod
     from koordgang.state.cache import SchedulerCache
     from koordgang.state.dra import DraManager
-    from koordgang.state.gang_rows import gang_rows
+    from koordgang.state.gang_rows import BASIC, FINISHED, gang_rows
     from koordgang.state.gangs import GangRegistry
 
     try:
@@ -117,7 +123,7 @@ def from_cluster(
     pending_says: dict[str, str] = {}
     for obj in pods:
         try:
-            pod = parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS)
+            pod = parse_pod(obj)
         except ModelError:
             continue
         if pod.scheduler_name not in scheduler_names:
@@ -127,9 +133,10 @@ def from_cluster(
         condition = pod.conditions_pod_scheduled
         if gang is not None and not pod.node_name and condition and condition[2]:
             pending_says.setdefault(gang.key, condition[2])
-    rows = gang_rows(registry, cache, dra)
+    rows = gang_rows(registry, cache, dra, with_basic=with_basic)
     for row in rows:
-        if row["state"] != "Satisfied" and not row["waitingFor"]:
+        waits = row["state"] not in ("Satisfied", FINISHED) and row["mode"] != BASIC
+        if waits and not row["waitingFor"]:
             row["waitingFor"] = pending_says.get(row["gang"], "")
     return rows
 
@@ -142,7 +149,7 @@ def _row(gang: dict[str, Any]) -> tuple[str, ...]:
         str(gang.get("api") or "-"),
         ",".join(partners) or "-",
         str(gang.get("mode", "")),
-        str(gang.get("minAvailable") if gang.get("minAvailable") is not None else "?"),
+        _minimum(gang),
         str(gang.get("created", 0)),
         str(gang.get("placed", 0)),
         str(gang.get("bound", 0)),
@@ -151,6 +158,15 @@ def _row(gang: dict[str, Any]) -> tuple[str, ...]:
         _device_count(gang.get("devices")),
         str(gang.get("waitingFor") or "-"),
     )
+
+
+def _minimum(gang: dict[str, Any]) -> str:
+    """The gang's minimum; "?" when its declaration is unusable, "-" for a group that is not a
+    gang (it has none)."""
+    if gang.get("mode") == "basic":
+        return "-"
+    minimum = gang.get("minAvailable")
+    return "?" if minimum is None else str(minimum)
 
 
 def _device_count(devices: Any) -> str:

@@ -64,6 +64,7 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
     from koordgang.clients.api import KubeApi
     from koordgang.clients.config import ConfigError, load_connection
     from koordgang.clients.errors import ApiError, ApiUnavailable
+    from koordgang.gangapis import GANG_APIS, Resolve
     from koordgang.plugins.profile import default_framework
     from koordgang.state.gangs import GangRegistry
     from koordgang.whatif.cluster import read_cluster, read_priorities
@@ -84,7 +85,9 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
         connection = load_connection(kubeconfig or "")
     except ConfigError as error:
         raise WhatIfFailed(str(error)) from None
-    watched = default_framework(settings, GangRegistry(0.0)).watched_resources()
+    watched = default_framework(
+        settings, GangRegistry(0.0, resolve=Resolve(GANG_APIS))
+    ).watched_resources()
 
     async def read() -> tuple[Any, dict[str, int], str]:
         api = KubeApi(connection, pool_size=4, user_agent="koordgang-whatif")

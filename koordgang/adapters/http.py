@@ -26,7 +26,7 @@ class HealthServer:
         problems: Callable[[], list[str]],
         is_ready: Callable[[], bool],
         render_metrics: Callable[[], bytes],
-        render_gangs: Callable[[], list[dict[str, Any]]] = list,
+        render_gangs: Callable[[bool], list[dict[str, Any]]] = lambda with_basic: [],
         role: Callable[[], str] = lambda: "leader",
         whatif: WhatIf | None = None,
         memory: Callable[[], dict[str, Any]] | None = None,
@@ -75,8 +75,10 @@ class HealthServer:
             return web.Response(text=f"ok ({self._role()})\n")
         return web.Response(status=503, text="initial listing of pods and nodes not finished\n")
 
-    async def _gangs(self, _: web.Request) -> web.Response:
-        return web.json_response({"gangs": self._render_gangs()})
+    async def _gangs(self, request: web.Request) -> web.Response:
+        # ?all=true adds the group objects that are not gangs (upstream's basic PodGroups).
+        with_basic = request.query.get("all", "").lower() in ("1", "true", "yes")
+        return web.json_response({"gangs": self._render_gangs(with_basic)})
 
     async def _what_if(self, request: web.Request) -> web.Response:
         assert self._whatif is not None

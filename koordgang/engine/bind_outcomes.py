@@ -23,7 +23,6 @@ from koordgang.engine.metrics import Metrics
 from koordgang.engine.parts import EnginePart, EngineParts
 from koordgang.framework.report import Report
 from koordgang.framework.results import UnreserveReason
-from koordgang.gangapis import POD_ANNOTATION_KEYS
 from koordgang.model.pod import PodInfo, PodParseError, parse_pod
 from koordgang.state.snapshot import Placement
 
@@ -92,7 +91,7 @@ class BindOutcomes(EnginePart):
         pod = request.pod
         try:
             raw = await pod_client.get(self._api, pod.namespace, pod.name)
-            fresh = parse_pod(raw, annotation_prefixes=POD_ANNOTATION_KEYS)
+            fresh = parse_pod(raw)
         except (ApiError, ApiUnavailable, PodParseError) as error:
             log.info("pod could not be read back after a conflict", pod=pod.key, error=str(error))
             self._release(request)

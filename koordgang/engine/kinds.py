@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from koordgang.gangapis import POD_ANNOTATION_KEYS
 from koordgang.model.budgets import parse_budget
 from koordgang.model.dra import (
     API_VERSION as DRA_API_VERSION,
@@ -95,7 +94,7 @@ def _uid(meta: Mapping[str, Any]) -> str:
 
 
 def _pod(obj: Mapping[str, Any]) -> PodInfo:
-    return parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS)
+    return parse_pod(obj)
 
 
 def _dra(plural: str) -> str:

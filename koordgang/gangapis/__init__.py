@@ -28,13 +28,6 @@ GANG_APIS: tuple[GangApi, ...] = (
 )
 
 
-#: Pod annotation keys (and key prefixes) some gang API reads: what the feeds keep of a pod's
-#: annotations, and no other.
-POD_ANNOTATION_KEYS: tuple[str, ...] = tuple(
-    dict.fromkeys(key for api in GANG_APIS for key in api.pod_keys)
-)
-
-
 class Resolve:
     """Every gang a pod names, one per API at most, in the APIs' order: read from what each
     API declares (:attr:`GangApi.names`), without asking the APIs themselves."""
@@ -54,4 +47,4 @@ class Resolve:
         return refs
 
 
-__all__ = ["GANG_APIS", "POD_ANNOTATION_KEYS", "GangApi", "Resolve"]
+__all__ = ["GANG_APIS", "GangApi", "Resolve"]

@@ -21,8 +21,8 @@ class GangApi(Protocol):
     #: Other kinds of the API that group its groups (upstream's CompositePodGroup): read,
     #: and their status written through the status subresource.
     related: tuple[WatchedResource, ...]
-    #: Pod annotation keys (or key prefixes) the API reads: the feeds keep these and no others
-    #: (a scheduler holding 100,000 pods keeps no annotation it does not read).
+    #: Pod annotation keys (or key prefixes) the API reads: one of the tuples of
+    #: ``model/gang_keys.py``, where ``parse_pod`` finds every key it keeps.
     pod_keys: tuple[str, ...]
     #: The file under ``manifests/crds/`` (and the chart's ``files/crds/``) with the CRD of its
     #: group object, "" when the API server has the kind built in or there is none.

@@ -9,8 +9,9 @@ from typing import Any
 
 from koordgang.framework.report import WatchedResource
 from koordgang.gangapis.status import podgroup_status
+from koordgang.model import gang_keys
 from koordgang.model.gang import KOORDINATOR, GangName, PodGroupInfo
-from koordgang.model.koordinator import GANG_NAMES, PREFIX, parse_podgroup
+from koordgang.model.koordinator import GANG_NAMES, parse_podgroup
 from koordgang.state.gangs import Gang
 
 
@@ -21,7 +22,7 @@ class KoordinatorApi:
     )
 
     related: tuple[WatchedResource, ...] = ()
-    pod_keys: tuple[str, ...] = (PREFIX, "scheduling.koordinator.sh/")
+    pod_keys: tuple[str, ...] = gang_keys.KOORDINATOR
     crd = "podgroups.scheduling.sigs.k8s.io.yaml"
     crd_value = ""
     names: tuple[GangName, ...] = GANG_NAMES

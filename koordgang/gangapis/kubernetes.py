@@ -28,6 +28,7 @@ from typing import Any
 
 from koordgang.framework.report import WatchedResource
 from koordgang.gangapis.base import conditions_of, with_conditions
+from koordgang.model import gang_keys
 from koordgang.model.gang import (
     ConfigIssue,
     GangName,
@@ -73,7 +74,7 @@ class KubernetesApi:
         GROUP, "v1beta1", "podgroups", "PodGroup", older_versions=("v1alpha2",)
     )
     related: tuple[WatchedResource, ...] = (COMPOSITE_RESOURCE,)
-    pod_keys: tuple[str, ...] = ()
+    pod_keys: tuple[str, ...] = gang_keys.NONE
     names: tuple[GangName, ...] = (
         GangName(NameIn.SCHEDULING_GROUP, POD_FIELD, GangSource.POD_GROUP),
     )

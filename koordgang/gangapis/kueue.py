@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordgang.framework.report import WatchedResource
+from koordgang.model import gang_keys
 from koordgang.model.gang import GangName, GangSource, NameIn, PodGroupInfo, podgroup_info
 from koordgang.state.gangs import Gang
 
@@ -22,7 +23,7 @@ class KueueApi:
     resource: WatchedResource | None = None
 
     related: tuple[WatchedResource, ...] = ()
-    pod_keys: tuple[str, ...] = ("kueue.x-k8s.io/",)
+    pod_keys: tuple[str, ...] = gang_keys.KUEUE
     names: tuple[GangName, ...] = (
         GangName(
             NameIn.LABEL, GROUP_NAME_LABEL, GangSource.LABELS, min_annotation=TOTAL_COUNT_ANNOTATION

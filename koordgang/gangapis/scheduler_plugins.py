@@ -11,6 +11,7 @@ from typing import Any
 
 from koordgang.framework.report import WatchedResource
 from koordgang.gangapis.status import podgroup_status
+from koordgang.model import gang_keys
 from koordgang.model.gang import GangName, GangSource, NameIn, PodGroupInfo
 from koordgang.model.koordinator import parse_podgroup
 from koordgang.state.gangs import Gang
@@ -26,7 +27,7 @@ class SchedulerPluginsApi:
     )
 
     related: tuple[WatchedResource, ...] = ()
-    pod_keys: tuple[str, ...] = ()
+    pod_keys: tuple[str, ...] = gang_keys.NONE
     names: tuple[GangName, ...] = (GangName(NameIn.LABEL, POD_GROUP_LABEL, GangSource.POD_GROUP),)
     crd = "podgroups.scheduling.x-k8s.io.yaml"
     crd_value = "schedulerPlugins"

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from koordgang.gangapis import GANG_APIS, POD_ANNOTATION_KEYS, Resolve
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.model.gang import GangSource
+from koordgang.model.gang_keys import POD_ANNOTATION_KEYS
 from koordgang.model.pod import PodInfo, parse_pod
 
 #: (API, where, key) -> the kind of declaration a pod naming its gang that way makes.
@@ -47,7 +48,14 @@ def pod_naming(where: str, key: str, name: str = "job") -> PodInfo:
         assert key == "spec.schedulingGroup.podGroupName"
         spec["schedulingGroup"] = {"podGroupName": name}
     obj = {"metadata": metadata, "spec": spec, "status": {"phase": "Pending"}}
-    return parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS)
+    return parse_pod(obj)
+
+
+def test_the_apis_read_the_pod_annotations_the_model_keeps_and_no_others() -> None:
+    # parse_pod keeps the model's declaration: an API reading a key not declared there would
+    # never see it, and a key there that no API reads is held for nothing.
+    read = [key for api in GANG_APIS for key in api.pod_keys]
+    assert sorted(read) == sorted(POD_ANNOTATION_KEYS)
 
 
 def test_every_way_an_api_declares_is_in_the_table_and_nothing_else() -> None:
@@ -82,7 +90,7 @@ def test_the_feeds_keep_the_other_annotations_the_apis_read(key: str) -> None:
         "metadata": {"name": "p", "namespace": "ns", "uid": "u", "annotations": {key: "1"}},
         "spec": {"containers": [{"name": "c"}]},
     }
-    assert parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS).annotations == {key: "1"}
+    assert parse_pod(obj).annotations == {key: "1"}
 
 
 def test_the_feeds_drop_annotations_no_api_reads() -> None:
@@ -95,4 +103,4 @@ def test_the_feeds_drop_annotations_no_api_reads() -> None:
         },
         "spec": {"containers": [{"name": "c"}]},
     }
-    assert parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS).annotations == {}
+    assert parse_pod(obj).annotations == {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.gangapis.enqueue import enqueue, promised
 from koordgang.gangapis.volcano import VolcanoApi
 from koordgang.state.gangs import Gang, GangRegistry
@@ -24,7 +25,7 @@ def volcano_group(name: str, cpu: str | None, created: str) -> dict[str, Any]:
 
 
 def gangs(*objects: dict[str, Any]) -> tuple[GangRegistry, list[Gang]]:
-    registry = GangRegistry(600.0)
+    registry = GangRegistry(600.0, resolve=Resolve(GANG_APIS))
     made = []
     for obj in objects:
         gang = registry.on_podgroup(VolcanoApi().parse(obj))

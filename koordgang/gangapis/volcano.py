@@ -16,6 +16,7 @@ from typing import Any
 
 from koordgang.framework.report import WatchedResource
 from koordgang.gangapis.base import condition, conditions_of, member_counts
+from koordgang.model import gang_keys
 from koordgang.model.gang import (
     MIN_MEMBER_FIELD,
     ConfigIssue,
@@ -28,12 +29,12 @@ from koordgang.model.gang import (
     podgroup_info,
 )
 from koordgang.model.json_values import json_int, mapping, shown
-from koordgang.state.gangs import TASK_ANNOTATION, Gang
+from koordgang.state.gangs import Gang
 
 API = "volcano"
-GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+GROUP_NAME_ANNOTATION = gang_keys.VOLCANO_GROUP_NAMES[0]
 #: Volcano reads its own key too, where the common one is missing.
-GROUP_NAME_ANNOTATIONS = (GROUP_NAME_ANNOTATION, "scheduling.volcano.sh/group-name")
+GROUP_NAME_ANNOTATIONS = gang_keys.VOLCANO_GROUP_NAMES
 MIN_TASK_MEMBER_FIELD = "spec.minTaskMember"
 PENDING = "Pending"
 INQUEUE = "Inqueue"
@@ -49,7 +50,7 @@ class VolcanoApi:
     )
 
     related: tuple[WatchedResource, ...] = ()
-    pod_keys: tuple[str, ...] = (*GROUP_NAME_ANNOTATIONS, TASK_ANNOTATION)
+    pod_keys: tuple[str, ...] = gang_keys.VOLCANO
     names: tuple[GangName, ...] = tuple(
         GangName(NameIn.ANNOTATION, key, GangSource.POD_GROUP) for key in GROUP_NAME_ANNOTATIONS
     )

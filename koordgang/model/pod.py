@@ -18,6 +18,7 @@ from koordgang.model.affinity import (
 )
 from koordgang.model.dra import PodClaimRef, parse_pod_claims
 from koordgang.model.errors import ModelError, show
+from koordgang.model.gang_keys import POD_ANNOTATION_KEYS
 from koordgang.model.pod_affinity import PodAffinity, parse_pod_affinity
 from koordgang.model.ports import HostPort, host_ports, ports_conflict
 from koordgang.model.resources import CPU, MEMORY, Resources, parse_amounts
@@ -403,13 +404,11 @@ def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
         raise err.at("spec.tolerations") from None
 
 
-def parse_pod(
-    obj: Mapping[str, Any], *, annotation_prefixes: tuple[str, ...] | None = None
-) -> PodInfo:
+def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
     """A pod object as the API server returns it, as a :class:`PodInfo`.
 
-    ``annotation_prefixes`` keeps only the annotations the caller reads (a scheduler holding
-    20,000 pods need not hold every ``last-applied-configuration``); None keeps them all.
+    Only the annotations some gang API reads are kept (:data:`gang_keys.POD_ANNOTATION_KEYS`:
+    a scheduler holding 20,000 pods need not hold every ``last-applied-configuration``).
     Strings that repeat across pods (namespace, node, phase) and identical request vectors are
     shared, for the same reason.
 
@@ -463,7 +462,7 @@ def parse_pod(
                 metadata, "resourceVersion", "metadata.resourceVersion"
             ),
             labels=labels,
-            annotations=_annotations(metadata, annotation_prefixes),
+            annotations=_annotations(metadata),
             requests=_shared(pod_requests(spec)),
             node_selector=_fields.string_map(spec, "nodeSelector", "spec.nodeSelector"),
             required_affinity=_required_affinity(node_affinity),
@@ -525,15 +524,12 @@ _SHARED_SPREADS: dict[Any, Any] = {}
 _SHARED_HOST_PORTS: dict[Any, Any] = {}
 
 
-def _annotations(
-    metadata: Mapping[str, Any], prefixes: tuple[str, ...] | None
-) -> Mapping[str, str]:
+def _annotations(metadata: Mapping[str, Any]) -> Mapping[str, str]:
     if not metadata.get("annotations"):
         return _EMPTY
     annotations = _fields.string_map(metadata, "annotations", "metadata.annotations")
-    if prefixes is not None:
-        annotations = {k: v for k, v in annotations.items() if k.startswith(prefixes)}
-    return annotations or _EMPTY
+    kept = {k: v for k, v in annotations.items() if k.startswith(POD_ANNOTATION_KEYS)}
+    return kept or _EMPTY
 
 
 def _shared(requests: Resources) -> Resources:

@@ -44,16 +44,17 @@ def _pod(labels: dict[str, str], annotations: dict[str, str], group: str = "") -
 
 def test_a_gang_name_reads_its_label_annotation_or_field_and_makes_its_ref() -> None:
     by_label = GangName(NameIn.LABEL, "x/gang", GangSource.LABELS, min_annotation="x/min")
-    by_annotation = GangName(NameIn.ANNOTATION, "x/gang", GangSource.POD_GROUP)
+    key = "scheduling.k8s.io/group-name"  # an annotation a gang API reads (parse_pod keeps it)
+    by_annotation = GangName(NameIn.ANNOTATION, key, GangSource.POD_GROUP)
     by_field = GangName(NameIn.SCHEDULING_GROUP, "spec.schedulingGroup", GangSource.POD_GROUP)
-    pod = _pod({"x/gang": " a "}, {"x/gang": "b"}, group="c")
+    pod = _pod({"x/gang": " a "}, {key: "b"}, group="c")
 
     label_ref, annotation_ref = by_label.ref_of(pod, "api"), by_annotation.ref_of(pod, "api")
     assert label_ref is not None and annotation_ref is not None
     assert label_ref == GangRef("ns", "a", GangSource.LABELS, api="api")
     assert label_ref.min_annotation == "x/min"
     # A gang named by its group object says where (issues name it); one by labels does not.
-    assert annotation_ref.named_by == "x/gang"
+    assert annotation_ref.named_by == key
     assert label_ref.named_by == ""
     assert by_field.ref_of(pod, "api") == GangRef("ns", "c", GangSource.POD_GROUP, api="api")
     blank = _pod({"x/gang": "  "}, {})

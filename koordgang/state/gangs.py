@@ -25,14 +25,15 @@ import enum
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from koordgang.model.gang import KOORDINATOR, GangRef, GangSource, MatchPolicy, PodGroupInfo
+from koordgang.model.gang_keys import VOLCANO_TASK
 from koordgang.model.gang_spec import GangSpec, resolve_gang_spec
-from koordgang.model.koordinator import gang_ref_of, is_timed_out
+from koordgang.model.koordinator import is_timed_out
 from koordgang.model.pod import PodInfo
 from koordgang.state.composites import CompositeForest
 from koordgang.state.waiting import WaitingPods
 
 #: The pod annotation naming a member's task (Volcano); task minimums count per task.
-TASK_ANNOTATION = "volcano.sh/task-spec"
+TASK_ANNOTATION = VOLCANO_TASK
 
 
 class GangState(enum.StrEnum):
@@ -337,13 +338,9 @@ class Gang:
             self._timed_out = True
 
 
-#: Finds the gangs a pod names, in the documented order of the gang APIs (the first wins).
+#: Finds the gangs a pod names, in the documented order of the gang APIs (the first wins):
+#: which APIs are read is the registry's maker's choice (``gangapis.Resolve``).
 GangResolver = Callable[[PodInfo], Sequence[GangRef]]
-
-
-def koordinator_only(pod: PodInfo) -> Sequence[GangRef]:
-    ref = gang_ref_of(pod.namespace, pod.labels, pod.annotations)
-    return () if ref is None else (ref,)
 
 
 def _declared(ref: GangRef) -> tuple[str, str, str]:
@@ -359,13 +356,15 @@ def _working(pod: PodInfo) -> int:
 
 class GangRegistry:
     """Every gang, keyed ``namespace/name``: one gang per name in a namespace, whatever API
-    declares it. Group objects are kept per API; a gang uses the one of its own API."""
+    declares it. Group objects are kept per API; a gang uses the one of its own API.
+    ``resolve`` finds the gangs a pod names (the gang APIs read)."""
 
     def __init__(
         self,
         default_waiting_time: float,
         waiting: WaitingPods | None = None,
-        resolve: GangResolver = koordinator_only,
+        *,
+        resolve: GangResolver,
     ) -> None:
         self._default_waiting_time = default_waiting_time
         self.waiting = waiting if waiting is not None else WaitingPods()
@@ -395,10 +394,6 @@ class GangRegistry:
         keys = sorted(self._touched)
         self._touched.clear()
         return keys
-
-    def read_with(self, resolve: GangResolver) -> None:
-        """Which gang APIs are read (the grouping plugin says, before the first pod)."""
-        self._resolve = resolve
 
     def get(self, key: str) -> Gang | None:
         return self._gangs.get(key)

@@ -25,7 +25,15 @@ from koordgang.state.gangs import (
     GangTransitionError,
 )
 from koordgang.state.waiting import WaitingPods
-from koordgang.testing.builders import DEFAULT_WAIT, T0, gang_of, member, podgroup, registry
+from koordgang.testing.builders import (
+    DEFAULT_WAIT,
+    T0,
+    gang_of,
+    koordinator_only,
+    member,
+    podgroup,
+    registry,
+)
 
 
 def names(pods: list[PodInfo]) -> list[str]:
@@ -78,7 +86,7 @@ def test_a_pod_joins_the_gang_named_by_its_first_matching_declaration(
     labels: dict[str, str], annotations: dict[str, str], key: str, source: GangSource
 ) -> None:
     pod = member("p", None, labels=labels, annotations=annotations)
-    gangs = GangRegistry(DEFAULT_WAIT)
+    gangs = GangRegistry(DEFAULT_WAIT, resolve=koordinator_only)
 
     gang = gangs.on_pod(pod)
 
@@ -91,7 +99,7 @@ def test_a_pod_joins_the_gang_named_by_its_first_matching_declaration(
 
 def test_a_pod_without_a_gang_declaration_belongs_to_no_gang() -> None:
     pod = member("p", None, labels={"app": "web"}, annotations={MIN_AVAILABLE_KEY: "2"})
-    gangs = GangRegistry(DEFAULT_WAIT)
+    gangs = GangRegistry(DEFAULT_WAIT, resolve=koordinator_only)
 
     assert gangs.on_pod(pod) is None
     assert gangs.gang_of(pod.uid) is None
@@ -153,7 +161,7 @@ def test_deleting_an_unknown_pod_changes_nothing() -> None:
 
 
 def test_a_podgroup_seen_before_any_member_creates_the_gang_its_members_then_join() -> None:
-    gangs = GangRegistry(DEFAULT_WAIT)
+    gangs = GangRegistry(DEFAULT_WAIT, resolve=koordinator_only)
 
     gang = gangs.on_podgroup(podgroup("a", 3, created=-50))
 
@@ -677,7 +685,9 @@ def test_gangs_share_the_waiting_registry_they_were_given() -> None:
 
     assert "uid-ns-p" in waiting
     assert gang_of(gangs).held() == 1
-    assert GangRegistry(DEFAULT_WAIT).waiting is not waiting  # each gets its own by default
+    assert (
+        GangRegistry(DEFAULT_WAIT, resolve=koordinator_only).waiting is not waiting
+    )  # each gets its own by default
 
 
 def test_a_held_member_seen_bound_latches_the_gang_satisfied() -> None:

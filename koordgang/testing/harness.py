@@ -22,6 +22,7 @@ from koordgang.engine.loop import SchedulingLoop
 from koordgang.engine.scheduler import Scheduler
 from koordgang.framework.handle import Services
 from koordgang.framework.report import Report
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.model.budgets import BudgetInfo
 from koordgang.model.dra import (
     DeviceClassInfo,
@@ -90,7 +91,7 @@ class Harness:
         self.api = api
         self.clock = clock
         self.settings = settings
-        self.gangs = GangRegistry(settings.default_gang_waiting_time)
+        self.gangs = GangRegistry(settings.default_gang_waiting_time, resolve=Resolve(GANG_APIS))
         self.topology = ClusterTopology()
         self.framework = default_framework(
             settings, self.gangs, rng=random.Random(7), topology=self.topology

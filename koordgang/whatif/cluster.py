@@ -17,7 +17,6 @@ from koordgang.clients.api import KubeApi
 from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.engine.kinds import KINDS
 from koordgang.framework.report import WatchedResource
-from koordgang.gangapis import POD_ANNOTATION_KEYS
 from koordgang.model.errors import ModelError
 from koordgang.model.group_key import ALONE
 from koordgang.model.node import parse_node
@@ -68,7 +67,7 @@ async def read_cluster(
             continue
     for obj in await custom.list_all(api, "/api/v1/pods"):
         try:
-            pod = parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS)
+            pod = parse_pod(obj)
         except ModelError:
             continue
         cache.upsert_pod(pod)

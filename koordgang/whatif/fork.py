@@ -38,6 +38,7 @@ from koordgang.framework.group import SchedulingGroup
 from koordgang.framework.handle import Services
 from koordgang.framework.report import Report
 from koordgang.framework.status import Code
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.model.dra import ResourceClaimInfo
 from koordgang.model.gang import GangMode
 from koordgang.model.pod import PodInfo
@@ -143,7 +144,9 @@ def fork(
             since=held.since,
             deadline=math.inf if deadline is None else deadline,
         )
-    gangs = GangRegistry(settings.default_gang_waiting_time, waiting=waiting)
+    gangs = GangRegistry(
+        settings.default_gang_waiting_time, waiting=waiting, resolve=Resolve(GANG_APIS)
+    )
     framework = default_framework(settings, gangs)
     for nomination in state.nominations:
         framework.nominations.add(nomination.pod, nomination.node, nomination.group)

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from koordgang.gangapis import GANG_APIS, POD_ANNOTATION_KEYS, GangApi
+from koordgang.gangapis import GANG_APIS, GangApi
 from koordgang.model.dra import ResourceClaimInfo, parse_resource_claim
 from koordgang.model.errors import ModelError
 from koordgang.model.gang import PodGroupInfo
@@ -346,7 +346,7 @@ def make_pods(
                     f"{where}: spec.priorityClassName: PriorityClass {class_name!r} does not exist"
                 )
         try:
-            made.append(parse_pod(pod, annotation_prefixes=POD_ANNOTATION_KEYS))
+            made.append(parse_pod(pod))
         except ModelError as error:
             raise WhatIfError(f"{where}: {error}") from None
     return made

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CelCompileError", "CelError", "CelRuntimeError", "one_line"]
+__all__ = ["CelCompileError", "CelError", "CelRuntimeError", "FunctionFailed", "one_line"]
 
 # A message goes on a pod's condition and into Events: long enough to name the problem, short
 # enough not to drown the rest of the condition.
@@ -22,6 +22,12 @@ class CelCompileError(CelError):
 
 class CelRuntimeError(CelError):
     """Evaluating the expression failed for one device (missing key, type error, limit...)."""
+
+
+class FunctionFailed(Exception):
+    """A Kubernetes library function failed for its arguments; the message is the CEL error.
+    The CEL library turns it into an error value, which propagates like any CEL error
+    (``error || true`` is still true)."""
 
 
 def one_line(message: str) -> str:

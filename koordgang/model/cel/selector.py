@@ -10,11 +10,11 @@ from typing import Any
 
 from cel_expr_python import cel
 
+from koordgang.model.cel.cost import budget
+from koordgang.model.cel.declarations import device_env
 from koordgang.model.cel.errors import CelCompileError, CelRuntimeError
-from koordgang.model.cel.library import (
-    budget,
+from koordgang.model.cel.messages import (
     compile_message,
-    device_env,
     is_unsupported,
     missing_key,
     runtime_message,

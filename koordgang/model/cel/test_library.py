@@ -8,7 +8,9 @@ from koordgang.model.cel import (
     compile_selector,
     device_facts,
 )
-from koordgang.model.cel.library import budget, cel_equal, uncaptured
+from koordgang.model.cel.cost import budget
+from koordgang.model.cel.lists import cel_equal
+from koordgang.model.cel.regex import uncaptured
 
 NO_DEVICE = device_facts("dra.example.com", {"name": "dev-0"})
 

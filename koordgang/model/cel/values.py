@@ -3,7 +3,7 @@
 Both are exact: a quantity is a :class:`~fractions.Fraction`, a version a tuple of integers and
 pre-release identifiers. Inside a CEL evaluation they travel as *tagged maps*
 (``{"kubernetes.Quantity": "3/2"}``, ``{"kubernetes.Semver": "1.2.3-rc.1"}``), because the CEL
-library cannot carry Python objects of its own types (see the package docstring). The tag's
+library cannot carry Python objects of its own types (see docs/decisions/cel.md). The tag's
 text is canonical, so CEL's map equality is Kubernetes' equality: ``quantity("1Gi") ==
 quantity("1024Mi")`` and two versions that differ only in build metadata are equal.
 """

@@ -45,7 +45,7 @@ from koordgang.framework.results import (
     UnreserveReason,
 )
 from koordgang.framework.status import SKIP, SUCCESS, Status
-from koordgang.gangapis import GANG_APIS, GangApi, Resolve, composite
+from koordgang.gangapis import GANG_APIS, GangApi, composite
 from koordgang.gangapis.composite import Composites, Hierarchy
 from koordgang.gangapis.min_resources import free_in_cluster, shortfall
 from koordgang.gangapis.readiness import check_group, own_problem
@@ -97,8 +97,9 @@ class Coscheduling:
     ) -> None:
         self.handle = handle
         self.gangs = gangs
+        # The group objects of these APIs; the registry reads pods with the resolver it was
+        # made with (``Resolve(GANG_APIS)`` wherever a daemon, a what-if or a bench runs).
         self.apis = tuple(apis)
-        gangs.read_with(Resolve(self.apis))
         #: Gangs of gangs (CompositePodGroups): which hierarchy a gang is placed in.
         self.composites = Composites(gangs, gangs.composites)
         self.composites.labels = self._node_labels

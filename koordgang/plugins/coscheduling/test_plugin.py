@@ -16,6 +16,7 @@ import pytest
 from koordgang.framework.cycle import CycleOutcome
 from koordgang.framework.results import UnreserveReason
 from koordgang.framework.status import Code
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.gangapis.koordinator import KoordinatorApi
 from koordgang.gangapis.status import podgroup_status
 from koordgang.model.group_key import ALONE, GroupKey
@@ -121,7 +122,9 @@ def test_the_default_profile_puts_coscheduling_at_every_gang_extension_point() -
 
 
 def test_a_framework_not_served_yet_says_so_instead_of_failing_obscurely() -> None:
-    framework = default_framework(Settings(), GangRegistry(DEFAULT_WAIT))
+    framework = default_framework(
+        Settings(), GangRegistry(DEFAULT_WAIT, resolve=Resolve(GANG_APIS))
+    )
     [plugin] = [p for p in framework.plugins if isinstance(p, Coscheduling)]
     with pytest.raises(RuntimeError, match="not served yet"):
         plugin.handle.now()

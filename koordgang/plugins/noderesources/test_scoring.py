@@ -9,6 +9,7 @@ import pytest
 
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.interfaces import Scope
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.model.node import parse_node
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.plugins.noderesources import Fit, ResourceScore
@@ -181,7 +182,9 @@ def test_least_allocated_prefers_the_emptier_node_and_most_allocated_the_fuller(
 ) -> None:
     cache = busy_and_idle_cluster()
     fw = default_framework(
-        Settings(score_strategy=strategy), GangRegistry(600.0), rng=random.Random(3)
+        Settings(score_strategy=strategy),
+        GangRegistry(600.0, resolve=Resolve(GANG_APIS)),
+        rng=random.Random(3),
     )
     result = fw.pods.find(pod(CPU1_MEM2), Snapshot(cache))
     assert result.node == chosen
@@ -189,7 +192,11 @@ def test_least_allocated_prefers_the_emptier_node_and_most_allocated_the_fuller(
 
 def test_most_allocated_skips_the_fullest_node_when_the_pod_does_not_fit_there() -> None:
     cache = busy_and_idle_cluster()
-    fw = default_framework(Settings(score_strategy=MOST), GangRegistry(600.0), rng=random.Random(3))
+    fw = default_framework(
+        Settings(score_strategy=MOST),
+        GangRegistry(600.0, resolve=Resolve(GANG_APIS)),
+        rng=random.Random(3),
+    )
     result = fw.pods.find(pod({"cpu": "2"}), Snapshot(cache))
     assert result.node == "half"
     assert any(isinstance(f, Fit) for f in fw.pods.node_filters)
@@ -199,7 +206,11 @@ def test_most_allocated_packs_a_gang_onto_one_node_before_the_next() -> None:
     cache = SchedulerCache()
     for name in ("a", "b"):
         cache.upsert_node(parse_node(node_obj(name)))
-    fw = default_framework(Settings(score_strategy=MOST), GangRegistry(600.0), rng=random.Random(3))
+    fw = default_framework(
+        Settings(score_strategy=MOST),
+        GangRegistry(600.0, resolve=Resolve(GANG_APIS)),
+        rng=random.Random(3),
+    )
     snapshot = Snapshot(cache)
     chosen = []
     for _ in range(6):
@@ -218,7 +229,9 @@ def test_least_allocated_spreads_a_gang_across_nodes() -> None:
     for name in ("a", "b", "c"):
         cache.upsert_node(parse_node(node_obj(name)))
     fw = default_framework(
-        Settings(score_strategy=LEAST), GangRegistry(600.0), rng=random.Random(3)
+        Settings(score_strategy=LEAST),
+        GangRegistry(600.0, resolve=Resolve(GANG_APIS)),
+        rng=random.Random(3),
     )
     snapshot = Snapshot(cache)
     chosen = []

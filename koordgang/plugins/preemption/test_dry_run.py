@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from koordgang.framework.jobs import Budget, JobRef
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.model.node import NodeInfo, parse_node
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.plugins.preemption.dry_run import plan_room
@@ -63,7 +64,7 @@ def world(nodes: list[NodeInfo], pods: list[PodInfo]) -> tuple[SchedulerCache, A
     cache = SchedulerCache()
     cache.replace_nodes(nodes)
     cache.replace_pods(pods)
-    framework = default_framework(Settings(), GangRegistry(600.0))
+    framework = default_framework(Settings(), GangRegistry(600.0, resolve=Resolve(GANG_APIS)))
     return cache, framework.placer
 
 

@@ -10,6 +10,7 @@ import pytest
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.interfaces import Scope
 from koordgang.framework.status import Code
+from koordgang.gangapis import GANG_APIS, Resolve
 from koordgang.model.node import parse_node
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.plugins.profile import default_framework
@@ -118,7 +119,9 @@ def test_the_default_profile_explains_a_taint_and_a_shortage_like_kube_scheduler
     cache.upsert_node(parse_node(node_obj("n1", [GPU])))
     cache.upsert_node(parse_node(node_obj("n2", [], cpu="1")))
     cache.upsert_node(parse_node(node_obj("n3", [], cpu="1")))
-    fw = default_framework(Settings(), GangRegistry(600.0), rng=random.Random(1))
+    fw = default_framework(
+        Settings(), GangRegistry(600.0, resolve=Resolve(GANG_APIS)), rng=random.Random(1)
+    )
 
     result = fw.pods.find(pod(cpu="2"), Snapshot(cache))
 

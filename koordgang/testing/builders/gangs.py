@@ -1,14 +1,15 @@
 """Gangs: members declared by Koordinator's annotations (``gang``, ``gang_annotations``), one
 member declared any way Koordinator reads (``member``), PodGroups (``podgroup_json``,
-``podgroup``), and a gang registry holding them (``registry``, ``gang_of``)."""
+``podgroup``), and a gang registry holding them (``registry``, ``gang_of``), which reads
+Koordinator's API only (``koordinator_only``)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from koordgang.model.gang import PodGroupInfo
+from koordgang.model.gang import GangRef, PodGroupInfo
 from koordgang.model.koordinator import (
     LIGHTWEIGHT_MIN_LABEL,
     LIGHTWEIGHT_NAME_LABEL,
@@ -17,6 +18,7 @@ from koordgang.model.koordinator import (
     NAME_KEY,
     POD_GROUP_LABEL,
     WAITING_TIME_KEY,
+    gang_ref_of,
     parse_podgroup,
 )
 from koordgang.model.pod import PodInfo, parse_pod
@@ -156,11 +158,17 @@ def podgroup(name: str = "a", min_member: int | None = 2, **kwargs: Any) -> PodG
     return parse_podgroup(podgroup_json(name, min_member, **kwargs))
 
 
+def koordinator_only(pod: PodInfo) -> Sequence[GangRef]:
+    """A gang resolver of Koordinator's API alone: the gang a pod names there, if any."""
+    ref = gang_ref_of(pod.namespace, pod.labels, pod.annotations)
+    return () if ref is None else (ref,)
+
+
 def registry(
     *pods: PodInfo, podgroups: tuple[PodGroupInfo, ...] = (), waiting: WaitingPods | None = None
 ) -> GangRegistry:
     """A gang registry that has seen these PodGroups, then these pods."""
-    gangs = GangRegistry(DEFAULT_WAIT, waiting)
+    gangs = GangRegistry(DEFAULT_WAIT, waiting, resolve=koordinator_only)
     for pg in podgroups:
         gangs.on_podgroup(pg)
     for info in pods:

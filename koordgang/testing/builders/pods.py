@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from koordgang.gangapis import POD_ANNOTATION_KEYS
 from koordgang.model.pod import PodInfo, parse_pod
 
 #: The scheduler name our pods ask for (the default profile's).
@@ -94,7 +93,7 @@ def pod_json(
 
 def parse(obj: Mapping[str, Any]) -> PodInfo:
     """As the pod informer parses what it receives."""
-    return parse_pod(obj, annotation_prefixes=POD_ANNOTATION_KEYS)
+    return parse_pod(obj)
 
 
 def pod(name: str, **kwargs: Any) -> PodInfo:
