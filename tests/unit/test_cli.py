@@ -193,7 +193,7 @@ def test_a_missing_kubeconfig_is_reported_not_a_traceback(tmp_path: object) -> N
 
 
 def test_the_readme_lists_every_setting() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
     for option in OPTIONS:
         assert f"| `{option.key}` | `{option.flag}` | `{option.env}` |" in readme, option.key
 
@@ -304,7 +304,7 @@ def test_a_bad_duration_flag_stops_the_daemon_with_a_message() -> None:
 
 
 def test_the_readme_names_every_duration_setting_and_the_help_says_what_a_duration_is() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
     durations = readme[readme.index("- durations (") : readme.index("- switches (")]
     for option in DURATION_OPTIONS:
         assert f"`{option.key}`" in durations, option.key
