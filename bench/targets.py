@@ -1,6 +1,6 @@
 """Every target the benchmarks report against, in one place: ``make bench``, ``bench.scaling``,
 ``bench.simulate``, ``bench.starvation`` and ``bench.medians`` print each as met or MISSED from
-these definitions, and the README's performance section states the same numbers.
+these definitions, and docs/performance.md states the same numbers.
 
 A target is a goal, not a correctness check: a miss is printed, it does not fail the run. A
 peer's figure in a verdict is measured in the same run, except the one ``Published`` number,

@@ -192,10 +192,10 @@ def test_a_missing_kubeconfig_is_reported_not_a_traceback(tmp_path: object) -> N
     assert "Traceback" not in result.stderr
 
 
-def test_the_readme_lists_every_setting() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+def test_the_configuration_page_lists_every_setting() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
     for option in OPTIONS:
-        assert f"| `{option.key}` | `{option.flag}` | `{option.env}` |" in readme, option.key
+        assert f"| `{option.key}` | `{option.flag}` | `{option.env}` |" in page, option.key
 
 
 # -- durations: the same text means the same in the file, the environment and a flag -----------
@@ -303,9 +303,9 @@ def test_a_bad_duration_flag_stops_the_daemon_with_a_message() -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_the_readme_names_every_duration_setting_and_the_help_says_what_a_duration_is() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    durations = readme[readme.index("- durations (") : readme.index("- switches (")]
+def test_the_configuration_page_names_every_duration_setting_and_the_help_says_what_it_is() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    durations = page[page.index("- durations (") : page.index("- switches (")]
     for option in DURATION_OPTIONS:
         assert f"`{option.key}`" in durations, option.key
     assert DURATIONS in " ".join(EPILOG.split())

@@ -1,9 +1,5 @@
 """A list+watch informer on plain asyncio, for pods and nodes.
 
-Why not kopf for these: measured on a 2-core machine with 1,000 nodes and 20,000 pods, kopf took
-12-15 s and 145-700 MB to reach a full cache (its ``@kopf.index`` never finished), against 3 s and
-65 MB for a loop like this one. Only the compact summaries built by the callbacks are kept.
-
 Protocol: the first list is one LIST served from the API server's watch cache
 (``resourceVersion=0``, as client-go's reflectors list), cut into its items as its bytes
 arrive; later lists (after 410 Gone) must not go back in time, so they are a streaming list
@@ -11,18 +7,10 @@ where the API server serves one (a WATCH with
 ``sendInitialEvents=true``: the objects come as ADDED events from its watch cache, then a
 bookmark marks the end of the initial state, and the same stream goes on as a watch), else a
 paginated LIST; then WATCH from the list's resourceVersion with bookmarks; on 410 Gone (history
-compacted) list again; on any other error back off and retry. Never gives up.
+compacted) list again; on any other error back off and retry. Never gives up. Only the compact
+summaries built by the callbacks are kept.
 
-Why stream: a paginated LIST of 100,000 pods is 200 round trips, each a fresh read of a
-snapshot on the server's side, and the daemon waits on each one; a stream is one request that
-the server writes while the daemon parses.
-
-Why the first list from the cache: measured on the bench machine with 100,000 pods (kube-apiserver
-v1.36, curl reading as fast as it comes), the API server spent 9 s of CPU writing them as one
-list from its cache, against 23 s writing them as a streaming list's events (an event is
-encoded and flushed one at a time) and about 17 s serving this informer's 200 pages of 500
-(pages cannot come from the cache: with ``resourceVersion=0`` it ignores ``limit`` and answers
-the whole list at once).
+Why this and not kopf, and why each list is made as it is: docs/decisions/informer.md.
 """
 
 from __future__ import annotations

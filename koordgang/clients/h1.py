@@ -1,21 +1,11 @@
 """HTTP/1.1 for the API server's small writes: Bindings, status patches, Events, leases.
 
-Why not aiohttp for these: a scheduler's steady state is one small POST per pod, and aiohttp's
-per-request machinery (URL and header objects, timers, tracing hooks, response objects) cost
-this process 0.165 ms of CPU per request here, against 0.09 ms for a bare protocol on the same
-pooled TLS connections; in the contention benchmark the bind path was half of the daemon's busy
-time, on a 2-core machine it shares with the API server. Reads (lists, watches, GETs) stay on
-aiohttp: they are few, large or streamed.
+One request at a time per connection (no pipelining), connections kept for reuse while idle for
+less than ``keepalive`` seconds. The response parser is a small state machine fed bytes; it is
+pure and tested on its own. TLS stays asyncio's transport. Reads stay on aiohttp.
 
-One request at a time per connection (no pipelining: the API server answers a connection's
-requests one after another anyway), connections kept for reuse while idle for less than
-``keepalive`` seconds. The response parser is a small state machine fed bytes; it is pure and
-tested on its own.
-
-TLS stays asyncio's transport. Speaking it through ``ssl.MemoryBIO`` on a plain TCP transport
-was measured on the bench machine: a connection cost 1.2-1.6 ms of this process's CPU instead
-of 1.7-2.3 and peak RSS fell by 45 MB with 128 connections, but requests cost the same, and the
-plain benchmark bound 15-20% fewer pods per second in five runs against five.
+Why a client of our own, and why not pipelining or a TLS layer of our own:
+docs/decisions/http1-writes.md.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """A what-if on a fork of the scheduler's state: what would one scheduling cycle do with these
 pods if they were created now?
 
-Why a separate framework, and not the daemon's: a cycle changes plugin state on its way
-(Reserve marks PodGroup statuses for writing, Permit latches gangs satisfied, Preemption
-records its attempts, Volcano's enqueue makes promises), and the engine around it writes what
-the outcome says. So the what-if builds a framework of its own with fresh plugins, from the
-same profile the daemon runs (``default_framework``), and feeds it what the daemon knows:
+A framework of its own with fresh plugins, from the same profile the daemon runs
+(``default_framework``), fed what the daemon knows:
 
 - the cache (nodes, every pod, the assumed ones), read and never changed: the cycles run on a
   ``Snapshot`` of it that is never committed (each cycle's fork commits into that root
@@ -21,6 +18,8 @@ The fresh plugins are served by ``ReadOnly``: reports are collected (the file's 
 warnings are shown, nothing is written), metrics and queue moves go nowhere. Everything is
 synchronous: on the daemon's event loop the what-if is atomic with respect to informer events,
 like a cycle. ``--from-cluster`` uses the same code with a cache filled from listed objects.
+
+Why not the daemon's own framework: docs/decisions/whatif-fork.md.
 """
 
 from __future__ import annotations
