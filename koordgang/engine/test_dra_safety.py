@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from koordgang.model.dra import MAX_RESERVED_FOR
+from koordgang.model.dra import CLAIM_FINALIZER, MAX_RESERVED_FOR
 from koordgang.model.namespace import NamespaceInfo
 from koordgang.model.pod import PodInfo
 from koordgang.state.queue import QueueState
@@ -339,3 +339,33 @@ async def test_a_selector_failing_on_a_device_fails_the_attempt_naming_it_and_re
     assert f"on device {DRIVER}/n0/gpu-" in message and "no such key: model" in message
     entry = sched.queue.get(uid_of("p", NS))
     assert entry is not None and entry.state is QueueState.BACKOFF
+
+
+async def test_a_pod_sharing_a_claim_another_batch_allocates_waits_for_that_allocation(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    """Two plain pods share a claim nobody allocated yet: the first pod's batch allocates
+    it; the second, placed on that allocation before it is written, waits for it instead of
+    asking the API server to name a consumer of a claim not allocated (refused: 422)."""
+    sched = make_scheduler()
+    shared = resource_claim_json("shared", count=1)
+    shared["metadata"]["finalizers"] = [CLAIM_FINALIZER]
+    claims = Claims(api, [shared])
+    sched.list(
+        nodes=NODES[:1],
+        pods=[gpu_pod("p0", "shared"), gpu_pod("p1", "shared")],
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class()],
+        resource_claims=claims.infos(),
+    )
+    # The first pod's allocation is slow to land: the second's write would come first.
+    gate = api.hold(lambda c: c.method == "PATCH" and "allocation" in str(c.body))
+    sched.step()
+    await sched.settle(200)
+    gate.set()
+    await sched.settle()
+    assert not [c for c in api.calls if "422" in c.outcome], "a refused write was sent"
+    claims.observe(sched)
+    sched.clock.advance(30)
+    await sched.run()
+    assert sorted(api.binds()) == [("p0", "n0"), ("p1", "n0")]

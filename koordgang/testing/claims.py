@@ -60,7 +60,21 @@ class Claims:
         body = copy.deepcopy(call.body)
         body.get("metadata", {}).pop("resourceVersion", None)
         if call.path.endswith("/status"):
-            merge(obj, {"status": body.get("status") or {}})
+            status = copy.deepcopy(obj.get("status") or {})
+            merge(status, body.get("status") or {})
+            # As the API server validates it: consumers only of an allocated claim, and 256
+            # of them at most.
+            reserved = status.get("reservedFor") or []
+            if reserved and not status.get("allocation"):
+                raise ApiError(
+                    422,
+                    "Invalid",
+                    "status.reservedFor: Forbidden: may not be "
+                    "specified when `allocated` is not set",
+                )
+            if len(reserved) > 256:
+                raise ApiError(422, "Invalid", "status.reservedFor: Too many")
+            obj["status"] = status
         else:
             body.pop("status", None)
             merge(obj, body)

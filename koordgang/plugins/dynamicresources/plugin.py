@@ -489,7 +489,7 @@ class DynamicResources:
             if any("held by" in r for r in refused.values()):
                 self._handle.record(CONFLICTS)
             return PreBindPlan((), refused)
-        refused = _unnameable(consumers, dra)
+        refused = _unwritable(consumers, fresh, dra)
         if refused:
             return PreBindPlan((), refused)
         writes: list[ObjectWrite] = []
@@ -565,15 +565,28 @@ def _sources(claims: Sequence[tuple[str, ClaimSpec]]) -> list[str]:
     return sources
 
 
-def _unnameable(consumers: Mapping[str, Sequence[PodInfo]], dra: DraManager) -> dict[str, str]:
-    """Pods a claim of theirs cannot name (deleted, or naming the most consumers a claim can),
-    checked before any write: a status the API server refuses for that would be written and
-    undone again and again."""
+def _unwritable(
+    consumers: Mapping[str, Sequence[PodInfo]],
+    fresh: Mapping[str, ClaimAllocation],
+    dra: DraManager,
+) -> dict[str, str]:
+    """Pods whose claim cannot take them now, checked before any write (a status the API
+    server refuses would be written and undone again and again): a claim deleted, one naming
+    the most consumers a claim can, or one allocated for a pod of another batch whose
+    allocation is not written yet (the API server takes consumers of an allocated claim only).
+    """
     refused: dict[str, str] = {}
     for key, pods in consumers.items():
         claim = dra.claim(key)
         if claim is None:
             refused.update({p.uid: f"resourceclaim {key} was deleted" for p in pods})
+            continue
+        if claim.allocation is None and key not in fresh:
+            why = (
+                f'resourceclaim "{claim.name}" is being allocated for another pod: waiting for '
+                "its allocation to be written"
+            )
+            refused.update({p.uid: why for p in pods})
             continue
         room = MAX_RESERVED_FOR - len(claim.reserved_for)
         new = [p for p in pods if not claim.reserved_for_uid(p.uid)]
