@@ -54,11 +54,12 @@ CLUSTER_WIDE: dict[tuple[str, str], set[str]] = {
     ("", "namespaces"): set(READ),
     ("", "persistentvolumeclaims"): set(READ),
     ("policy", "poddisruptionbudgets"): set(READ),
-    # Devices: slices and classes read; claims read, given the finalizer, and their
-    # allocation and consumers written (resourceclaims/binding is what the API server asks
-    # of a writer of status.allocation and status.reservedFor).
+    # Devices: slices, classes and DeviceTaintRules read; claims read, given the finalizer,
+    # and their allocation and consumers written (resourceclaims/binding is what the API
+    # server asks of a writer of status.allocation and status.reservedFor).
     ("resource.k8s.io", "resourceslices"): set(READ),
     ("resource.k8s.io", "deviceclasses"): set(READ),
+    ("resource.k8s.io", "devicetaintrules"): set(READ),
     ("resource.k8s.io", "resourceclaims"): {*READ, "patch"},
     ("resource.k8s.io", "resourceclaims/status"): {"patch"},
     ("resource.k8s.io", "resourceclaims/binding"): {"patch"},
