@@ -1,6 +1,7 @@
 """The stores of every watched kind besides nodes and pods (which the cache keeps): one value,
-made once by whoever runs a scheduler (the engine, the what-if, the gangs view), handed to the
-plugins through their handle and to the intake through the kind table (``engine/kinds.py``)."""
+made once by whoever runs a scheduler (the engine, the what-if's ``--from-cluster``), handed to
+the plugins through their handle and to the intake through the kind table
+(``engine/kinds.py``)."""
 
 from __future__ import annotations
 
