@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, NamedTuple
 
 from koordgang.model import _fields
 from koordgang.model.dra.base import read_selectors, split_qualified
 from koordgang.model.dra.taints import DeviceTaint, parse_taint
 from koordgang.model.errors import ModelError
+from koordgang.model.quantity import parse_quantity
 
 
 class AttributeValue(NamedTuple):
@@ -19,6 +21,23 @@ class AttributeValue(NamedTuple):
 
     kind: str
     value: object
+
+
+@dataclass(frozen=True, slots=True)
+class CounterSet:
+    """A named set of counters a pool's devices draw on (``spec.sharedCounters``): a GPU's
+    memory, say, which its partitions share."""
+
+    name: str
+    counters: Mapping[str, Fraction]
+
+
+@dataclass(frozen=True, slots=True)
+class CounterUse:
+    """What one device takes of a counter set while it is allocated (``consumesCounters``)."""
+
+    counter_set: str
+    counters: Mapping[str, Fraction]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -35,6 +54,8 @@ class SliceDevice:
     unsupported: str = ""
     #: The taints its driver put on it (DeviceTaintRules add theirs in the DRA manager).
     taints: tuple[DeviceTaint, ...] = ()
+    #: What it takes of its pool's counter sets while allocated (partitionable devices).
+    consumes: tuple[CounterUse, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -51,6 +72,8 @@ class ResourceSliceInfo:
     #: Why none of its devices are allocated here ("" if they may be), for slices that are
     #: not local to one node (``nodeSelector``, ``allNodes``, per-device node selection).
     unsupported: str = ""
+    #: The counter sets it defines for its pool (a slice has these or devices, not both).
+    counter_sets: tuple[CounterSet, ...] = ()
 
     @property
     def pool_key(self) -> tuple[str, str]:
@@ -71,8 +94,6 @@ def _attribute_value(raw: Any, path: str) -> AttributeValue | None:
 
 
 def _device_unsupported(raw: Mapping[str, Any], slice_selects_per_device: bool) -> str:
-    if raw.get("consumesCounters"):
-        return "partitionable devices (consumesCounters)"
     if raw.get("allowMultipleAllocations") is True:
         return "devices shared between claims (allowMultipleAllocations)"
     if raw.get("bindingConditions") or raw.get("bindsToNode") is True:
@@ -134,6 +155,7 @@ def parse_resource_slice(obj: Mapping[str, Any]) -> ResourceSliceInfo:
                 attributes=attributes,
                 unsupported=_device_unsupported(entry, per_device),
                 taints=taints,
+                consumes=_counter_uses(entry, path),
             )
         )
     return ResourceSliceInfo(
@@ -148,7 +170,48 @@ def parse_resource_slice(obj: Mapping[str, Any]) -> ResourceSliceInfo:
         node_name=node_name,
         devices=tuple(devices),
         unsupported=unsupported,
+        counter_sets=_counter_sets(spec),
     )
+
+
+def _counters(raw: Any, path: str) -> dict[str, Fraction]:
+    """``{name: {value: quantity}}`` as exact amounts."""
+    counters: dict[str, Fraction] = {}
+    for name, entry in _fields.as_mapping(raw, path, none_is_empty=True).items():
+        counter = _fields.as_mapping(entry, f"{path}[{name}]")
+        try:
+            counters[str(name)] = parse_quantity(counter.get("value", "0"))
+        except ModelError as error:
+            raise error.at(f"{path}[{name}].value") from None
+    return counters
+
+
+def _counter_sets(spec: Mapping[str, Any]) -> tuple[CounterSet, ...]:
+    sets: list[CounterSet] = []
+    for index, raw in enumerate(_fields.items(spec, "sharedCounters", "spec.sharedCounters")):
+        path = f"spec.sharedCounters[{index}]"
+        entry = _fields.as_mapping(raw, path)
+        name = _fields.string(entry, "name", f"{path}.name")
+        if not name:
+            raise ModelError("missing", f"{path}.name")
+        sets.append(CounterSet(name, _counters(entry.get("counters"), f"{path}.counters")))
+    return tuple(sets)
+
+
+def _counter_uses(entry: Mapping[str, Any], path: str) -> tuple[CounterUse, ...]:
+    uses: list[CounterUse] = []
+    for index, raw in enumerate(
+        _fields.items(entry, "consumesCounters", f"{path}.consumesCounters")
+    ):
+        item_path = f"{path}.consumesCounters[{index}]"
+        use = _fields.as_mapping(raw, item_path)
+        counter_set = _fields.string(use, "counterSet", f"{item_path}.counterSet")
+        if not counter_set:
+            raise ModelError("missing", f"{item_path}.counterSet")
+        uses.append(
+            CounterUse(counter_set, _counters(use.get("counters"), f"{item_path}.counters"))
+        )
+    return tuple(uses)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -71,7 +71,6 @@ class TestSlices:
     @pytest.mark.parametrize(
         ("device", "feature"),
         [
-            ({"consumesCounters": [{"counterSet": "s", "counters": {}}]}, "consumesCounters"),
             ({"allowMultipleAllocations": True}, "allowMultipleAllocations"),
             ({"bindingConditions": ["ready"]}, "bindingConditions"),
         ],
@@ -256,3 +255,18 @@ class TestClassesAndPods:
             )
 
         assert pod("a", "t").shape == pod("b", "t").shape == pod("c", "other").shape
+
+
+def test_counter_sets_and_what_devices_consume_of_them_are_read_exactly() -> None:
+    from fractions import Fraction
+
+    from koordgang.testing.builders import partitioned_gpu_json
+
+    counters, partitions = (parse_resource_slice(obj) for obj in partitioned_gpu_json("n0"))
+    [counter_set] = counters.counter_sets
+    assert counter_set.name == "gpu-0"
+    assert counter_set.counters == {"memory": Fraction(80 * 2**30)}
+    whole, *parts = partitions.devices
+    assert whole.consumes[0].counters["memory"] == Fraction(80 * 2**30)
+    assert [p.consumes[0].counters["memory"] for p in parts] == [Fraction(20 * 2**30)] * 4
+    assert all(not d.unsupported for d in partitions.devices)

@@ -31,6 +31,7 @@ from koordgang.model.dra import (
     DeviceRequest,
     SubRequest,
 )
+from koordgang.plugins.dynamicresources.counters import CounterBudget
 from koordgang.state.dra import Device
 
 #: Devices tried in one search before it gives up on the node.
@@ -98,11 +99,13 @@ def allocate(
     free: Callable[[DeviceId], bool],
     matches: Matcher,
     *,
+    counters: CounterBudget | None = None,
     max_steps: int = MAX_STEPS,
 ) -> Allocation | Shortfall:
     """Devices of ``devices`` (one node's, in its order) for every request of ``claims``, or
-    the first request that cannot be served and why."""
-    search = _Search(claims, devices, free, matches, _Budget(max_steps))
+    the first request that cannot be served and why. ``counters``: what is left of the counter
+    sets the node's partitionable devices draw on (each device chosen takes its share)."""
+    search = _Search(claims, devices, free, matches, _Budget(max_steps), counters or None)
     try:
         if search.run():
             return Allocation({key: list(chosen) for key, chosen in search.result.items()})
@@ -127,8 +130,10 @@ class _Search:
         free: Callable[[DeviceId], bool],
         matches: Matcher,
         budget: _Budget,
+        counters: CounterBudget | None = None,
     ) -> None:
         self.claims = claims
+        self.counters = counters
         self.devices = devices
         self.free = free
         self.matches = matches
@@ -155,6 +160,16 @@ class _Search:
         """Free for ``alternative``: in use by no claim, or asked for with admin access (which
         takes a device whoever uses it)."""
         return alternative.admin_access or self.free(device_id)
+
+    def _counted(self, alternative: SubRequest, device: Device) -> bool:
+        """What ``device`` consumes of its counter sets is left (admin access takes none)."""
+        counters = self.counters
+        return (
+            counters is None
+            or not device.spec.consumes
+            or alternative.admin_access
+            or counters.fits(device)
+        )
 
     def run(self, position: int = 0) -> bool:
         if position == len(self.steps):
@@ -240,17 +255,27 @@ class _Search:
                 if self.budget.left < 0:
                     raise GaveUp
                 device = candidates[index]
+                if not self._counted(alternative, device):
+                    if alternative.mode == ALLOCATION_MODE_ALL:
+                        return False
+                    continue
                 undo = self._admit(claim_index, constraints, device)
                 if undo is None:
                     if alternative.mode == ALLOCATION_MODE_ALL:
                         return False
                     continue
+                consumes = self.counters is not None and bool(device.spec.consumes)
+                consumes = consumes and not alternative.admin_access
+                if consumes and self.counters is not None:
+                    self.counters.take(device)
                 self.used.add(device.id)
                 chosen.append(Chosen(request, alternative, device))
                 if pick(index + 1, left - 1):
                     return True
                 chosen.pop()
                 self.used.discard(device.id)
+                if consumes and self.counters is not None:
+                    self.counters.give(device)
                 self._retract(undo)
                 if alternative.mode == ALLOCATION_MODE_ALL:
                     return False
@@ -326,7 +351,9 @@ class _Search:
     def _alone(self, key: str, request: DeviceRequest, alternative: SubRequest) -> Shortfall | None:
         """Why ``alternative`` cannot be served even alone on this node; None if it can."""
         matching = self.matching(alternative)
-        free = sum(1 for d in matching if self._free(alternative, d.id))
+        free = sum(
+            1 for d in matching if self._free(alternative, d.id) and self._counted(alternative, d)
+        )
         total = len(matching)
         name, device_class = request.name, alternative.device_class
         if alternative.mode != ALLOCATION_MODE_ALL:

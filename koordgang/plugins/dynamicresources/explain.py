@@ -4,7 +4,7 @@ koordgang does not allocate, and the selectors that may be why too few match."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from koordgang.model.dra import (
     ClaimSpec,
@@ -12,9 +12,11 @@ from koordgang.model.dra import (
     DeviceRequest,
     DeviceTaint,
     DeviceToleration,
+    SubRequest,
     untolerated,
 )
 from koordgang.plugins.dynamicresources.allocator import Shortfall
+from koordgang.plugins.dynamicresources.counters import CounterBudget
 from koordgang.plugins.dynamicresources.selectors import (
     CelProblem,
     SelectorCache,
@@ -22,12 +24,13 @@ from koordgang.plugins.dynamicresources.selectors import (
     request_source,
     serves,
 )
-from koordgang.state.dra import DraManager, Pool
+from koordgang.state.dra import Device, DraManager, Pool
 
 __all__ = [
     "elsewhere",
     "incomplete_pool",
     "kept_away",
+    "note_counters",
     "problems",
     "short_request",
     "untolerated_taint",
@@ -68,6 +71,26 @@ def untolerated_taint(
             "tolerationSeconds (its pod would be evicted)"
         )
     return f"tainted {taint.describe()}, which the request does not tolerate"
+
+
+def note_counters(
+    kept: dict[str, set[DeviceId]],
+    claims: Sequence[tuple[str, ClaimSpec]],
+    shortfall: Shortfall,
+    devices: Iterable[Device],
+    matches: Callable[[Device, SubRequest], bool],
+    counters: CounterBudget,
+) -> None:
+    """Devices that would serve the short request but whose counters are spent (the other
+    partitions of their GPU are in use): kept away, with the counter named."""
+    request = short_request(claims, shortfall)
+    if request is None:
+        return
+    for device in devices:
+        if not device.spec.consumes or counters.fits(device):
+            continue
+        if any(matches(device, alternative) for alternative in request.alternatives):
+            kept.setdefault(counters.short(device), set()).add(device.id)
 
 
 def kept_away(kept: Mapping[str, set[DeviceId]]) -> str:

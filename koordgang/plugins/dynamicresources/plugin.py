@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -47,10 +47,12 @@ from koordgang.model.pod import PodInfo
 from koordgang.plugins.dynamicresources import allocations as allocations_of
 from koordgang.plugins.dynamicresources.allocator import Allocation, Shortfall, allocate
 from koordgang.plugins.dynamicresources.claims import resolve
+from koordgang.plugins.dynamicresources.counters import CounterBudget
 from koordgang.plugins.dynamicresources.explain import (
     elsewhere,
     incomplete_pool,
     kept_away,
+    note_counters,
     problems,
     short_request,
     untolerated_taint,
@@ -318,9 +320,28 @@ class DynamicResources:
         view: ClaimView,
         errors: list[CelProblem] | None = None,
     ) -> Allocation | Shortfall:
-        dra = self._dra
-        devices = dra.devices_on(node.name)
+        devices = self._dra.devices_on(node.name)
         name = node.name
+        matches = self._matcher(prepared, errors)
+
+        def free(device_id: DeviceId) -> bool:
+            return view.device_free(name, device_id)
+
+        budget = None
+        if any(d.spec.consumes for d in devices):
+            budget = CounterBudget(devices, lambda d: not free(d.id))
+        result = allocate(prepared.to_allocate, devices, free, matches, counters=budget)
+        if budget is not None and isinstance(result, Shortfall):
+            note_counters(prepared.kept, prepared.to_allocate, result, devices, matches, budget)
+        return result
+
+    def _matcher(
+        self, prepared: _PodState, errors: list[CelProblem] | None
+    ) -> Callable[[Device, SubRequest], bool]:
+        """Does a device serve a request alternative of the pod's claims: its class and
+        selectors, a pool all published, no taint the request does not keep tolerating (what
+        keeps a device away is noted for the pod)."""
+        dra = self._dra
         classes: dict[str, DeviceClassInfo | None] = {}
         has_rules = dra.has_taint_rules
         owners = {id(spec): key for key, spec in prepared.to_allocate}
@@ -359,7 +380,7 @@ class DynamicResources:
                 return False
             return True
 
-        return allocate(prepared.to_allocate, devices, lambda d: view.device_free(name, d), matches)
+        return matches
 
     def _note(
         self,

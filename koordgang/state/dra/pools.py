@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from koordgang.model.dra import DeviceId, ResourceSliceInfo, SliceDevice
@@ -49,6 +50,8 @@ class Pool:
     slice_count: int = 1
     #: Why none of its devices are used ("" if they may be): duplicate device names.
     invalid: str = ""
+    #: Its counter sets (``sharedCounters`` of its slices): name -> counter -> amount.
+    counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -163,6 +166,9 @@ class Pools:
         current = sorted((s for s in slices if s.generation == generation), key=lambda s: s.name)
         pool = Pool(key[0], key[1], generation, {s.name: s for s in current})
         pool.slice_count = max(s.slice_count for s in current)
+        for info in current:
+            for counter_set in info.counter_sets:
+                pool.counter_sets[counter_set.name] = dict(counter_set.counters)
         seen: set[str] = set()
         for info in current:
             if info.node_name:

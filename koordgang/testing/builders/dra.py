@@ -150,3 +150,37 @@ def device_taint_rule_json(
 def device_taint_rule(name: str, **kwargs: Any) -> DeviceTaintRuleInfo:
     """``device_taint_rule_json``'s rule, parsed; takes its keywords."""
     return parse_device_taint_rule(device_taint_rule_json(name, **kwargs))
+
+
+def partitioned_gpu_json(node_name: str, *, driver: str = DRIVER) -> list[dict[str, Any]]:
+    """A GPU offered whole and as four partitions (MIG-style), on ``node_name``: its counter
+    set (80Gi of memory) in a slice of its own, and a slice of five devices drawing on it:
+    ``gpu-0`` (80Gi, attribute ``profile: whole``) and ``gpu-0-part-<i>`` (20Gi each,
+    ``profile: part``)."""
+    pool = {"name": node_name, "generation": 1, "resourceSliceCount": 2}
+    counters = {
+        "metadata": {"name": f"{node_name}-counters", "resourceVersion": "1"},
+        "spec": {
+            "driver": driver,
+            "nodeName": node_name,
+            "pool": pool,
+            "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}],
+        },
+    }
+
+    def device(name: str, profile: str, memory: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "attributes": {"profile": {"string": profile}},
+            "consumesCounters": [
+                {"counterSet": "gpu-0", "counters": {"memory": {"value": memory}}}
+            ],
+        }
+
+    devices = [device("gpu-0", "whole", "80Gi")]
+    devices += [device(f"gpu-0-part-{i}", "part", "20Gi") for i in range(4)]
+    partitions = {
+        "metadata": {"name": f"{node_name}-gpus", "resourceVersion": "1"},
+        "spec": {"driver": driver, "nodeName": node_name, "pool": pool, "devices": devices},
+    }
+    return [counters, partitions]
