@@ -14,6 +14,7 @@ from koordgang.testing.builders import (
     node,
     partitioned_gpu_json,
     resource_claim_json,
+    resource_slice,
 )
 from koordgang.testing.claims import Claims, claim_writes, gpu_pod
 from koordgang.testing.harness import MakeScheduler
@@ -85,3 +86,49 @@ async def test_the_whole_gpu_waits_while_a_partition_is_in_use_naming_the_counte
     message = condition["message"]
     assert f"counter memory of counter set gpu-0 in pool {DRIVER}/n0 has 60Gi of 80Gi" in message
     assert [w for w in claim_writes(api) if "whole" in w.path] == []
+
+
+def first_available_claim(name: str) -> dict[str, Any]:
+    """A claim that prefers a device of class ``big``, else takes one of class ``small``."""
+    claim = resource_claim_json(name)
+    claim["spec"]["devices"]["requests"] = [
+        {
+            "name": "gpu",
+            "firstAvailable": [
+                {"name": "big", "deviceClassName": "big"},
+                {"name": "small", "deviceClassName": "small"},
+            ],
+        }
+    ]
+    return claim
+
+
+async def test_nodes_where_the_first_alternative_fits_are_preferred(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    """n0 has only the fallback's devices, n1 the first choice's: every pod goes to n1, though
+    spreading over the two would leave more room free (LeastAllocated)."""
+    sched = make_scheduler()
+    names = [f"c{i}" for i in range(4)]
+    claims = Claims(api, [first_available_claim(n) for n in names])
+    sched.list(
+        nodes=[node("n0", cpu="8"), node("n1", cpu="8")],
+        pods=[gpu_pod(f"p{i}", names[i], cpu="1") for i in range(4)],
+        resource_slices=[
+            resource_slice("n0", 4, driver="small.example.com"),
+            resource_slice("n1", 4, driver="big.example.com"),
+        ],
+        device_classes=[
+            device_class("big", selector='device.driver == "big.example.com"'),
+            device_class("small", selector='device.driver == "small.example.com"'),
+        ],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert sorted(api.binds()) == [(f"p{i}", "n1") for i in range(4)]
+    results = [
+        r["request"]
+        for obj in claims.objects.values()
+        for r in obj["status"]["allocation"]["devices"]["results"]
+    ]
+    assert results == ["gpu/big"] * 4

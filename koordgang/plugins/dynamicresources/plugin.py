@@ -30,7 +30,7 @@ from koordgang.framework.cycle_state import FILTER_ERROR, POD_NOTES, SHAPE_DETAI
 from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import Scope
-from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PreBindPlan
+from koordgang.framework.prebind import ObjectWrite, PreBindPlan
 from koordgang.framework.report import MetricSpec
 from koordgang.framework.results import PostFilterResult
 from koordgang.framework.status import SKIP, SUCCESS, Code, Status
@@ -46,6 +46,7 @@ from koordgang.model.dra import (
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.dynamicresources import allocations as allocations_of
 from koordgang.plugins.dynamicresources.allocator import Allocation, Shortfall, allocate
+from koordgang.plugins.dynamicresources.binding import ClaimWrites
 from koordgang.plugins.dynamicresources.claims import resolve
 from koordgang.plugins.dynamicresources.counters import CounterBudget
 from koordgang.plugins.dynamicresources.explain import (
@@ -67,14 +68,13 @@ from koordgang.plugins.dynamicresources.messages import (
 from koordgang.plugins.dynamicresources.metrics import (
     ADMIN,
     ALLOCATION_SECONDS,
-    ALLOCATIONS,
     CLAIMS,
-    CONFLICTS,
     DEVICES,
     INVALID_POOLS,
     METRICS,
     TAINTED,
 )
+from koordgang.plugins.dynamicresources.scoring import first_available_requests, preference
 from koordgang.plugins.dynamicresources.selectors import (
     CelProblem,
     SelectorCache,
@@ -82,7 +82,7 @@ from koordgang.plugins.dynamicresources.selectors import (
     request_source,
     serves,
 )
-from koordgang.plugins.dynamicresources.writes import conflict, give_back, reserve
+from koordgang.plugins.dynamicresources.writes import give_back
 from koordgang.state.dra import ClaimView, Device, DraManager
 from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Placement, Snapshot
@@ -112,15 +112,21 @@ class _PodState:
     #: Devices that would serve a request but are kept from it, by why (a taint not
     #: tolerated, a pool not all published), over the nodes looked at.
     kept: dict[str, set[DeviceId]] = field(default_factory=dict)
+    #: What each node that passed would allocate, for the score (first-available requests).
+    found: dict[str, Allocation] = field(default_factory=dict)
     notes: list[str] | None = None
 
 
 class DynamicResources:
     name = "DynamicResources"
     scope = Scope.NODE
+    #: kube-scheduler's default profile weighs its preference for earlier alternatives by 2.
+    weight = 2
+    rises_with_usage = False
 
     def __init__(self, handle: Handle) -> None:
         self._handle = handle
+        self._binding = ClaimWrites(handle)
         self.selectors = SelectorCache()
         #: Extended resource names that DeviceClasses provide through DRA -> the class, as of
         #: the DRA manager's class generation.
@@ -309,9 +315,28 @@ class DynamicResources:
             state.write(FILTER_ERROR, Status.error(self.name, errors[0].describe()))
             return Status.unresolvable(self.name, "node(s) had devices a selector failed on")
         if isinstance(result, Allocation):
+            prepared.found[node.name] = result
             return SUCCESS
         self._note(state, prepared, result, node.name)
         return refusal(result)
+
+    # -- Score -----------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
+        """Only pods with a ``firstAvailable`` request to allocate have nodes to prefer."""
+        prepared = state.read(self.name, _PodState)
+        if prepared is None or not first_available_requests(prepared.to_allocate):
+            return SKIP
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot) -> int:
+        prepared = state.read(self.name, _PodState)
+        if prepared is None:
+            return 0
+        found = prepared.found.get(node.name)
+        if found is None:
+            return 0
+        return preference(found, first_available_requests(prepared.to_allocate))
 
     def _allocate(
         self,
@@ -487,91 +512,10 @@ class DynamicResources:
     # -- PreBind ---------------------------------------------------------------------------------
 
     def pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
-        dra = self._dra
-        ours = [p for p in placements if p.pod.resource_claims]
-        if not ours:
-            return NO_WRITES
-        # Allocated in this batch, whichever member's placement allocated it: members that
-        # share a claim allocated in the same decision are its consumers too.
-        fresh: dict[str, ClaimAllocation] = {}
-        for placement in ours:
-            fresh.update(dra.in_flight_for(placement.pod.uid))
-        consumers: dict[str, list[PodInfo]] = {}
-        refused: dict[str, str] = {}
-        for placement in ours:
-            pod = placement.pod
-            problem, keys = self._claims_for(placement, fresh)
-            if problem:
-                refused[pod.uid] = problem
-                continue
-            for key in keys:
-                consumers.setdefault(key, []).append(pod)
-        if refused:
-            if any("held by" in r for r in refused.values()):
-                self._handle.record(CONFLICTS)
-            return PreBindPlan((), refused)
-        refused = _unwritable(consumers, fresh, dra)
-        if refused:
-            return PreBindPlan((), refused)
-        writes: list[ObjectWrite] = []
-        for key, pods in consumers.items():
-            claim = dra.claim(key)
-            assert claim is not None
-            allocation = fresh.get(key)
-            write = reserve(claim, pods, allocation, self._wall())
-            if write is not None:
-                writes.append(write)
-                if allocation is not None:
-                    self._handle.record(ALLOCATIONS)
-        return PreBindPlan(tuple(writes)) if writes else NO_WRITES
+        return self._binding.pre_bind(placements)
 
     def verify(self, placements: Sequence[Placement]) -> Mapping[str, str]:
-        refused: dict[str, str] = {}
-        for placement in placements:
-            if not placement.pod.resource_claims:
-                continue
-            current = self._handle.cache.pod(placement.pod.uid) or placement.pod
-            problem, _ = self._claims_for(Placement(current, placement.node_name), {})
-            if problem:
-                refused[current.uid] = problem
-        if refused:
-            self._handle.record(CONFLICTS)
-        return refused
-
-    def _claims_for(
-        self,
-        placement: Placement,
-        fresh: Mapping[str, ClaimAllocation],
-    ) -> tuple[str, list[str]]:
-        """The keys of the claims ``placement``'s pod binds with, or why it may not bind: a
-        claim gone or not allocated any more, allocated where its node is not (another writer
-        changed it), or a device of it held by another claim too."""
-        pod = placement.pod
-        dra = self._dra
-        resolved = resolve(pod, dra.claim)
-        if resolved.problem:
-            return resolved.problem, []
-        node = self._handle.cache.node(placement.node_name)
-        labels = node.info.labels if node is not None and node.info is not None else {}
-        keys: list[str] = []
-        allocations: dict[str, ClaimAllocation] = {}
-        for pod_claim in resolved.claims:
-            key = pod_claim.key
-            allocation = fresh.get(key) or dra.allocation(key)
-            if allocation is None:
-                return f'resourceclaim "{pod_claim.claim.name}" is not allocated any more', []
-            if not allocation.allows(placement.node_name, labels):
-                return (
-                    f'resourceclaim "{pod_claim.claim.name}" is allocated where node '
-                    f"{placement.node_name} is not (it changed meanwhile)",
-                    [],
-                )
-            allocations[key] = allocation
-            keys.append(key)
-        return conflict(allocations, dra), keys
-
-    def _wall(self) -> float:
-        return self._handle.wall()
+        return self._binding.verify(placements)
 
 
 def _sources(claims: Sequence[tuple[str, ClaimSpec]]) -> list[str]:
@@ -584,32 +528,3 @@ def _sources(claims: Sequence[tuple[str, ClaimSpec]]) -> list[str]:
                 sources.append(class_source(alternative.device_class))
                 sources.append(request_source(key, request.result_name(alternative)))
     return sources
-
-
-def _unwritable(
-    consumers: Mapping[str, Sequence[PodInfo]],
-    fresh: Mapping[str, ClaimAllocation],
-    dra: DraManager,
-) -> dict[str, str]:
-    """Pods whose claim cannot take them now, checked before any write (a status the API
-    server refuses would be written and undone again and again): a claim deleted, one naming
-    the most consumers a claim can, or one allocated for a pod of another batch whose
-    allocation is not written yet (the API server takes consumers of an allocated claim only).
-    """
-    refused: dict[str, str] = {}
-    for key, pods in consumers.items():
-        claim = dra.claim(key)
-        if claim is None:
-            refused.update({p.uid: f"resourceclaim {key} was deleted" for p in pods})
-            continue
-        if claim.allocation is None and key not in fresh:
-            why = (
-                f'resourceclaim "{claim.name}" is being allocated for another pod: waiting for '
-                "its allocation to be written"
-            )
-            refused.update({p.uid: why for p in pods})
-            continue
-        room = MAX_RESERVED_FOR - len(claim.reserved_for)
-        new = [p for p in pods if not claim.reserved_for_uid(p.uid)]
-        refused.update({p.uid: full_reason(claim.name) for p in new[max(room, 0) :]})
-    return refused

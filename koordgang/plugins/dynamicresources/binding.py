@@ -1,0 +1,144 @@
+"""What a batch's claims get written before its pods bind (PreBind), in upstream's order, and
+the check just before the bindings go (verify): the finalizer
+``resource.kubernetes.io/delete-protection``, then ``status.allocation`` with the pods in
+``status.reservedFor``. Nothing is written for a batch that a claim cannot take (deleted, named
+by 256 consumers, allocated for another batch and not written yet), so the API server never
+refuses a write that would be undone and sent again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from koordgang.framework.handle import Handle
+from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PreBindPlan
+from koordgang.model.dra import MAX_RESERVED_FOR, ClaimAllocation
+from koordgang.model.pod import PodInfo
+from koordgang.plugins.dynamicresources.claims import resolve
+from koordgang.plugins.dynamicresources.messages import full_reason
+from koordgang.plugins.dynamicresources.metrics import ALLOCATIONS, CONFLICTS
+from koordgang.plugins.dynamicresources.writes import conflict, reserve
+from koordgang.state.dra import DraManager
+from koordgang.state.snapshot import Placement
+
+__all__ = ["ClaimWrites"]
+
+
+class ClaimWrites:
+    def __init__(self, handle: Handle) -> None:
+        self._handle = handle
+
+    def pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
+        dra = self._handle.dra
+        ours = [p for p in placements if p.pod.resource_claims]
+        if not ours:
+            return NO_WRITES
+        # Allocated in this batch, whichever member's placement allocated it: members that
+        # share a claim allocated in the same decision are its consumers too.
+        fresh: dict[str, ClaimAllocation] = {}
+        for placement in ours:
+            fresh.update(dra.in_flight_for(placement.pod.uid))
+        consumers: dict[str, list[PodInfo]] = {}
+        refused: dict[str, str] = {}
+        for placement in ours:
+            pod = placement.pod
+            problem, keys = self._claims_for(placement, fresh)
+            if problem:
+                refused[pod.uid] = problem
+                continue
+            for key in keys:
+                consumers.setdefault(key, []).append(pod)
+        if refused:
+            if any("held by" in r for r in refused.values()):
+                self._handle.record(CONFLICTS)
+            return PreBindPlan((), refused)
+        refused = _unwritable(consumers, fresh, dra)
+        if refused:
+            return PreBindPlan((), refused)
+        writes: list[ObjectWrite] = []
+        for key, pods in consumers.items():
+            claim = dra.claim(key)
+            assert claim is not None
+            allocation = fresh.get(key)
+            write = reserve(claim, pods, allocation, self._wall())
+            if write is not None:
+                writes.append(write)
+                if allocation is not None:
+                    self._handle.record(ALLOCATIONS)
+        return PreBindPlan(tuple(writes)) if writes else NO_WRITES
+
+    def verify(self, placements: Sequence[Placement]) -> Mapping[str, str]:
+        refused: dict[str, str] = {}
+        for placement in placements:
+            if not placement.pod.resource_claims:
+                continue
+            current = self._handle.cache.pod(placement.pod.uid) or placement.pod
+            problem, _ = self._claims_for(Placement(current, placement.node_name), {})
+            if problem:
+                refused[current.uid] = problem
+        if refused:
+            self._handle.record(CONFLICTS)
+        return refused
+
+    def _claims_for(
+        self,
+        placement: Placement,
+        fresh: Mapping[str, ClaimAllocation],
+    ) -> tuple[str, list[str]]:
+        """The keys of the claims ``placement``'s pod binds with, or why it may not bind: a
+        claim gone or not allocated any more, allocated where its node is not (another writer
+        changed it), or a device of it held by another claim too."""
+        pod = placement.pod
+        dra = self._handle.dra
+        resolved = resolve(pod, dra.claim)
+        if resolved.problem:
+            return resolved.problem, []
+        node = self._handle.cache.node(placement.node_name)
+        labels = node.info.labels if node is not None and node.info is not None else {}
+        keys: list[str] = []
+        allocations: dict[str, ClaimAllocation] = {}
+        for pod_claim in resolved.claims:
+            key = pod_claim.key
+            allocation = fresh.get(key) or dra.allocation(key)
+            if allocation is None:
+                return f'resourceclaim "{pod_claim.claim.name}" is not allocated any more', []
+            if not allocation.allows(placement.node_name, labels):
+                return (
+                    f'resourceclaim "{pod_claim.claim.name}" is allocated where node '
+                    f"{placement.node_name} is not (it changed meanwhile)",
+                    [],
+                )
+            allocations[key] = allocation
+            keys.append(key)
+        return conflict(allocations, dra), keys
+
+    def _wall(self) -> float:
+        return self._handle.wall()
+
+
+def _unwritable(
+    consumers: Mapping[str, Sequence[PodInfo]],
+    fresh: Mapping[str, ClaimAllocation],
+    dra: DraManager,
+) -> dict[str, str]:
+    """Pods whose claim cannot take them now, checked before any write (a status the API
+    server refuses would be written and undone again and again): a claim deleted, one naming
+    the most consumers a claim can, or one allocated for a pod of another batch whose
+    allocation is not written yet (the API server takes consumers of an allocated claim only).
+    """
+    refused: dict[str, str] = {}
+    for key, pods in consumers.items():
+        claim = dra.claim(key)
+        if claim is None:
+            refused.update({p.uid: f"resourceclaim {key} was deleted" for p in pods})
+            continue
+        if claim.allocation is None and key not in fresh:
+            why = (
+                f'resourceclaim "{claim.name}" is being allocated for another pod: waiting for '
+                "its allocation to be written"
+            )
+            refused.update({p.uid: why for p in pods})
+            continue
+        room = MAX_RESERVED_FOR - len(claim.reserved_for)
+        new = [p for p in pods if not claim.reserved_for_uid(p.uid)]
+        refused.update({p.uid: full_reason(claim.name) for p in new[max(room, 0) :]})
+    return refused
