@@ -228,11 +228,22 @@ def claim_of(pod: Any, entry: str = "gpus") -> str | None:
     return None
 
 
+def held_devices(obj: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """The devices ``obj``'s allocation holds: a result with ``adminAccess`` holds nothing (a
+    monitor watches a device someone else may be given, as Kubernetes allows)."""
+    allocation = (obj.get("status") or {}).get("allocation") or {}
+    return [
+        (r["driver"], r["pool"], r["device"])
+        for r in (allocation.get("devices") or {}).get("results") or []
+        if not r.get("adminAccess")
+    ]
+
+
 def doubly_allocated(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], int]:
-    """Devices that more than one claim's allocation names: nobody may be given one twice."""
+    """Devices that more than one claim's allocation holds: nobody may be given one twice."""
     counts: Counter[tuple[str, str, str]] = Counter()
     for obj in objects:
-        counts.update(set(allocated_devices(obj)))
+        counts.update(set(held_devices(obj)))
     return {device: n for device, n in counts.items() if n > 1}
 
 
