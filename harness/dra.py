@@ -105,6 +105,37 @@ class Devices:
         self.slices.append(name)
         return name
 
+    def publish_partitioned(self, node: str, *, partitions: int = 4) -> None:
+        """One GPU of ``node`` offered whole and as ``partitions`` equal parts, as MIG is
+        published: its counter set (80Gi of memory) in a slice of its own, and a slice of the
+        devices drawing on it: ``whole`` (attribute ``profile: whole``) and ``part-<i>``
+        (``profile: part``)."""
+        pool = {"name": node, "generation": 1, "resourceSliceCount": 2}
+        share = 80 // partitions
+
+        def device(name: str, profile: str, gib: int) -> dict[str, Any]:
+            consumes = {"counterSet": "gpu", "counters": {"memory": {"value": f"{gib}Gi"}}}
+            return {
+                "name": name,
+                "attributes": {"profile": {"string": profile}},
+                "consumesCounters": [consumes],
+            }
+
+        devices = [device("whole", "whole", 80)]
+        devices += [device(f"part-{i}", "part", share) for i in range(partitions)]
+        counters = [{"name": "gpu", "counters": {"memory": {"value": "80Gi"}}}]
+        for suffix, content in (
+            ("counters", {"sharedCounters": counters}),
+            ("gpus", {"devices": devices}),
+        ):
+            name = f"{node}-{self.driver}-{suffix}"
+            spec = {"driver": self.driver, "nodeName": node, "pool": pool, **content}
+            body = {"apiVersion": API_VERSION, "kind": "ResourceSlice", "metadata": {"name": name}}
+            self.custom.create_cluster_custom_object(
+                GROUP, VERSION, "resourceslices", {**body, "spec": spec}
+            )
+            self.slices.append(name)
+
     def taint(self, name: str, *, pool: str = "", effect: str = "NoSchedule", key: str = "") -> str:
         """A DeviceTaintRule on this driver's devices (of ``pool``, where given), as an admin
         drains them."""
