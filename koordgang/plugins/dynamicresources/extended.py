@@ -149,7 +149,6 @@ def create_write(
                     "name": pod.name,
                     "uid": pod.uid,
                     "controller": True,
-                    "blockOwnerDeletion": True,
                 }
             ],
         },
