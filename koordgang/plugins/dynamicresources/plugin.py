@@ -3,7 +3,9 @@
 - **PreFilter** finds the pod's claims (waiting, told why, while one is missing), splits them
   into those allocated already (the pod must go where their allocation allows) and those to
   allocate, and checks what can be checked without a node: classes exist, selectors compile,
-  the request uses no feature koordgang does not implement yet.
+  the request uses no feature koordgang does not implement yet. It also notes the pod's
+  extended resources that DeviceClasses provide (``extended.py``): on a node without them as
+  allocatable they are one more claim to allocate, made at PreBind.
 - **Filter** (per node, NODE scope: a node's devices and their use) runs the allocator on the
   node's free devices in the snapshot being placed on: a gang's members, preemption's dry runs
   and the what-if all see the devices earlier members took. When no node fits, the best node's
