@@ -60,7 +60,9 @@ CLUSTER_WIDE: dict[tuple[str, str], set[str]] = {
     ("resource.k8s.io", "resourceslices"): set(READ),
     ("resource.k8s.io", "deviceclasses"): set(READ),
     ("resource.k8s.io", "devicetaintrules"): set(READ),
-    ("resource.k8s.io", "resourceclaims"): {*READ, "patch"},
+    # A pod's extended resources served through DRA: the claim made for them, and one left
+    # from an earlier attempt deleted.
+    ("resource.k8s.io", "resourceclaims"): {*READ, "patch", "create", "delete"},
     ("resource.k8s.io", "resourceclaims/status"): {"patch"},
     ("resource.k8s.io", "resourceclaims/binding"): {"patch"},
     # A what-if reads the PriorityClasses its pods name (koordgang/whatif/cluster.py).
@@ -150,8 +152,9 @@ def test_the_exact_write_verbs_per_resource(scheduler_kubeconfig: str, namespace
         "podgroups.scheduling.volcano.sh": ["patch"],
         "clusternetworktopologies.scheduling.koordinator.sh/status": ["patch"],
         # The delete-protection finalizer; then allocation and reservedFor (the API server
-        # checks resourceclaims/binding for those).
-        "resourceclaims.resource.k8s.io": ["patch"],
+        # checks resourceclaims/binding for those); the claims of extended resources made
+        # and deleted.
+        "resourceclaims.resource.k8s.io": ["create", "delete", "patch"],
         "resourceclaims.resource.k8s.io/status": ["patch"],
         "resourceclaims.resource.k8s.io/binding": ["patch"],
         "leases.coordination.k8s.io": ["create", "update"],

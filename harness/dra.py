@@ -41,12 +41,17 @@ class Devices:
         *,
         selectors: Iterable[str] = (),
         config: Mapping[str, Any] | None = None,
+        extended_resource: str | None = None,
     ) -> str:
+        """``extended_resource``: the extended resource the class provides through DRA
+        (``spec.extendedResourceName``)."""
         name = name or self.device_class
         expressions = [f'device.driver == "{self.driver}"', *selectors]
         spec: dict[str, Any] = {"selectors": [{"cel": {"expression": e}} for e in expressions]}
         if config is not None:
             spec["config"] = [{"opaque": {"driver": self.driver, "parameters": dict(config)}}]
+        if extended_resource is not None:
+            spec["extendedResourceName"] = extended_resource
         self.custom.create_cluster_custom_object(
             GROUP,
             VERSION,

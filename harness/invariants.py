@@ -70,6 +70,11 @@ def pod_requests(pod: Mapping[str, Any]) -> Counter[str]:
     running.update(sidecars)
     total = Counter({k: max(running[k], peak[k]) for k in set(running) | set(peak)})
     total.update({k: quantity(v) for k, v in (spec.get("overhead") or {}).items()})
+    # Extended resources served through DRA (the claim made for them names them in the
+    # pod's status) are devices of that claim, not the node's allocatable.
+    claimed = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
+    for mapping in claimed.get("requestMappings") or []:
+        total.pop(mapping.get("resourceName"), None)
     return total
 
 

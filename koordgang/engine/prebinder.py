@@ -9,8 +9,9 @@ and nothing else: objects this batch did not write are never touched.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
@@ -30,6 +31,18 @@ class Landed:
     write: ObjectWrite
     steps: list[PatchStep] = field(default_factory=list)
     version: str = ""
+    #: The path of the object the write made ("" when it made none).
+    created: str = ""
+    #: What the writes that followed the making of the object got done.
+    followers: list[Landed] = field(default_factory=list)
+
+    @property
+    def target(self) -> str:
+        return self.created or self.write.path
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.steps or self.created or self.followers)
 
 
 @dataclass(slots=True)
@@ -48,16 +61,20 @@ class PreBinder:
         landed = [Landed(w, version=w.resource_version) for w in plan.writes]
         errors = await asyncio.gather(*(self._write(one) for one in landed))
         failure = next((e for e in errors if e), "")
-        return WriteResult([one for one in landed if one.steps], failure)
+        return WriteResult([one for one in landed if one.anything], failure)
 
     async def _write(self, landed: Landed) -> str:
         write = landed.write
+        if write.create is not None:
+            problem = await self._create(landed, write.create)
+            if problem:
+                return problem
         for step in write.steps:
             try:
                 landed.version = await with_retries(
                     lambda step=step: custom.patch_guarded(  # type: ignore[misc]
                         self._api,
-                        write.path,
+                        landed.target,
                         step.patch,
                         landed.version,
                         subresource=step.subresource,
@@ -72,6 +89,48 @@ class PreBinder:
             except ApiUnavailable as error:
                 return f"could not {step.what} in {write.label}: {error}"
             landed.steps.append(step)
+        if write.delete:
+            problem = await self._delete(landed.target, write.label)
+            if problem:
+                return problem
+        if write.then is not None and landed.created:
+            for follower in write.then(landed.created.rpartition("/")[2]):
+                one = Landed(follower, version=follower.resource_version)
+                landed.followers.append(one)
+                problem = await self._write(one)
+                if problem:
+                    return problem
+        return ""
+
+    async def _create(self, landed: Landed, body: Mapping[str, Any]) -> str:
+        """Makes the write's object (once: a POST with a generated name is not retried, as
+        a retry could make two)."""
+        write = landed.write
+        try:
+            reply = await self._api.request("POST", write.path, body=dict(body))
+        except ApiError as error:
+            log.info("pre-bind create refused", object=write.label, error=str(error))
+            why = f"{error.status} {error.reason}"
+            return f"could not create {write.label} ({why}): {error.message}"
+        except ApiUnavailable as error:
+            return f"could not create {write.label}: {error}"
+        meta = reply.get("metadata") if isinstance(reply, dict) else None
+        name = str(meta.get("name") or "") if isinstance(meta, dict) else ""
+        if not name:
+            return f"could not create {write.label}: the API server named no object"
+        landed.created = f"{write.path}/{name}"
+        landed.version = str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
+        return ""
+
+    async def _delete(self, path: str, label: str) -> str:
+        try:
+            await with_retries(lambda: self._api.request("DELETE", path))
+        except ApiError as error:
+            if error.status == 404:
+                return ""
+            return f"could not delete {label} ({error.status} {error.reason}): {error.message}"
+        except ApiUnavailable as error:
+            return f"could not delete {label}: {error}"
         return ""
 
     async def undo(self, landed: Sequence[Landed], only_for: Collection[str] | None = None) -> None:
@@ -85,6 +144,9 @@ class PreBinder:
 
     async def _undo(self, landed: Landed) -> None:
         write = landed.write
+        for follower in reversed(landed.followers):
+            await self._undo(follower)
+        landed.followers.clear()
         for step in reversed(landed.steps):
             if step.undo is None:
                 continue
@@ -92,7 +154,7 @@ class PreBinder:
                 landed.version = await with_retries(
                     lambda step=step: custom.patch_guarded(  # type: ignore[misc]
                         self._api,
-                        write.path,
+                        landed.target,
                         step.undo or {},
                         landed.version,
                         subresource=step.subresource,
@@ -109,3 +171,9 @@ class PreBinder:
                 )
                 return
         landed.steps.clear()
+        if landed.created:
+            problem = await self._delete(landed.created, write.label)
+            if problem:
+                log.warning("pre-bind object not deleted", object=write.label, error=problem)
+                return
+            landed.created = ""

@@ -9,7 +9,6 @@ from koordgang.clients.errors import ApiError
 from koordgang.model.dra import (
     CLAIM_FINALIZER,
     PodClaimRef,
-    parse_device_class,
     parse_resource_claim,
     parse_resource_slice,
 )
@@ -388,32 +387,6 @@ async def test_preemption_frees_the_devices_of_a_victim_for_a_higher_priority_po
     await sched.run()
     assert api.binds() == [("high", "n1")]
     assert allocated_devices(claims)["high"] == ("n1", ["gpu-0", "gpu-1"])
-
-
-async def test_an_extended_resource_a_device_class_provides_is_named_as_not_allocated_yet(
-    make_scheduler: MakeScheduler, api: FakeApi
-) -> None:
-    sched = make_scheduler()
-    device_class = parse_device_class(
-        {
-            "metadata": {"name": "gpu", "resourceVersion": "1"},
-            "spec": {"extendedResourceName": "example.com/gpu"},
-        }
-    )
-    obj = pod_json("p")
-    obj["spec"]["containers"][0]["resources"] = {"limits": {"example.com/gpu": "1"}}
-    sched.list(
-        nodes=[node("n0")],
-        pods=[parse(obj)],
-        resource_slices=[resource_slice("n0")],
-        device_classes=[device_class],
-    )
-    await sched.run()
-    condition = api.condition("p")
-    assert condition is not None
-    assert "Insufficient example.com/gpu" in condition["message"]
-    assert "provided through DRA by DeviceClass gpu" in condition["message"]
-    assert "DRA-backed extended resources" in condition["message"]
 
 
 # -- regressions: gangs sharing claims, batches given up, claims that move -----------------------

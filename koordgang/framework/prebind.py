@@ -8,12 +8,14 @@ bound, and the pods are tried again.
 
 A write is a chain of patches to one object, each guarded by the object's ``resourceVersion``
 (the one the decision was made on, then the one each patch returned): if anyone else changed the
-object in between, the API server refuses it and nothing is overwritten.
+object in between, the API server refuses it and nothing is overwritten. A write may also make
+its object first (undone by deleting it), with writes of other objects that name the object
+made (``then``), or delete it after its patches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +46,14 @@ class ObjectWrite:
     steps: tuple[PatchStep, ...]
     #: The pods (uids) whose binding needs it.
     pods: tuple[str, ...] = ()
+    #: The object to make first: POSTed to ``path`` (its collection; the API server names it
+    #: from ``metadata.generateName``), then ``steps`` patch it; undoing deletes it.
+    create: Mapping[str, Any] | None = field(default=None, compare=False)
+    #: Writes of other objects that name the object made, given its name; made after it,
+    #: undone before it.
+    then: Callable[[str], tuple[ObjectWrite, ...]] | None = field(default=None, compare=False)
+    #: Deletes the object after ``steps`` (one gone already counts as deleted); never undone.
+    delete: bool = False
 
     @property
     def label(self) -> str:

@@ -17,6 +17,7 @@ from koordgang.model.affinity import (
     parse_preferred_terms,
 )
 from koordgang.model.dra import PodClaimRef, parse_pod_claims
+from koordgang.model.dra.extended import ContainerRequests, container_requests, may_be_extended
 from koordgang.model.errors import ModelError, show
 from koordgang.model.gang_keys import POD_ANNOTATION_KEYS
 from koordgang.model.pod_affinity import PodAffinity, parse_pod_affinity
@@ -158,6 +159,9 @@ class PodInfo:
     #: condition, reason PreemptionByScheduler, names the preemptor), "" if none: a scheduler
     #: that restarted between the mark and the delete picks the same victims again.
     preempted_by: str = ""
+    #: The containers that ask for a resource that may be extended (which a DeviceClass may
+    #: provide through DRA), for the claim the scheduler makes for them; () for most pods.
+    extended_containers: tuple[ContainerRequests, ...] = ()
     key: str = field(init=False)
     #: ``shape``, made when first asked for: only pods being placed need one, and most pods
     #: a scheduler holds are bound (at 100,000 of them it was a tenth of the parse).
@@ -433,6 +437,12 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
         resource_claims, claim_statuses = (
             parse_pod_claims(spec, status) if spec.get("resourceClaims") else ((), _EMPTY)
         )
+        requests = _shared(pod_requests(spec))
+        extended = (
+            container_requests(spec, _container_requests)
+            if not node_name and any(may_be_extended(n) for n in requests.names())
+            else ()
+        )
         return PodInfo(
             name=name,
             namespace=sys.intern(
@@ -463,7 +473,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
             ),
             labels=labels,
             annotations=_annotations(metadata),
-            requests=_shared(pod_requests(spec)),
+            requests=requests,
             node_selector=_fields.string_map(spec, "nodeSelector", "spec.nodeSelector"),
             required_affinity=_required_affinity(node_affinity),
             # Only a pod still to be placed is matched against taints; a bound pod stays
@@ -485,6 +495,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
             start_time=_fields.timestamp(status, "startTime", "status.startTime"),
             scheduling_group=_scheduling_group(spec),
             preempted_by=preempted_by,
+            extended_containers=extended,
         )
     except PodParseError:
         raise

@@ -44,9 +44,43 @@ class Claims:
         self.api = api
         self.objects = {obj["metadata"]["name"]: obj for obj in objects}
         self.versions = itertools.count(100)
+        self._made = itertools.count()
+        #: Names of the claims deleted, in order.
+        self.deleted: list[str] = []
         for name in self.objects:
-            for suffix in ("", "/status"):
-                api.answer("PATCH", CLAIMS_PATH + name + suffix, self._patch)
+            self._answer(name)
+        api.answer("POST", CLAIMS_PATH.rstrip("/"), self._create)
+
+    def _answer(self, name: str) -> None:
+        for suffix in ("", "/status"):
+            self.api.answer("PATCH", CLAIMS_PATH + name + suffix, self._patch)
+        self.api.answer("DELETE", CLAIMS_PATH + name, self._delete)
+
+    def _create(self, call: Call) -> dict[str, Any]:
+        """A POST of a claim, named from its ``generateName`` as the API server names it
+        (the status it carries is dropped)."""
+        obj = copy.deepcopy(call.body)
+        metadata = obj.setdefault("metadata", {})
+        number = next(self._made)
+        name = metadata.get("name") or f"{metadata['generateName']}{number:05x}"
+        if name in self.objects:
+            raise ApiError(409, "AlreadyExists", f"resourceclaims {name} already exists")
+        metadata.update(
+            name=name,
+            uid=f"uid-made-{number}",
+            resourceVersion=str(next(self.versions)),
+        )
+        obj.pop("status", None)
+        self.objects[name] = obj
+        self._answer(name)
+        return copy.deepcopy(obj)
+
+    def _delete(self, call: Call) -> dict[str, Any]:
+        name = call.path.removeprefix(CLAIMS_PATH)
+        if name not in self.objects:
+            raise ApiError(404, "NotFound", f"resourceclaims {name} not found")
+        self.deleted.append(name)
+        return self.objects.pop(name)
 
     def infos(self) -> list[ResourceClaimInfo]:
         return [parse_resource_claim(obj) for obj in self.objects.values()]

@@ -17,6 +17,7 @@ from koordgang.model.dra.base import (
     DeviceId,
     read_selectors,
 )
+from koordgang.model.dra.extended import EXTENDED_CLAIM_ANNOTATION
 from koordgang.model.dra.taints import DeviceToleration, parse_toleration
 from koordgang.model.errors import ModelError, show
 
@@ -156,6 +157,11 @@ def _constraint(raw: Any, path: str) -> DeviceConstraint:
     if not match and not distinct:
         raise ModelError("one of matchAttribute and distinctAttribute must be set", path)
     return DeviceConstraint(requests, match, distinct)
+
+
+def claim_spec(spec: Mapping[str, Any]) -> ClaimSpec:
+    """A claim's ``spec`` (JSON) as a :class:`ClaimSpec`; raises ModelError naming the field."""
+    return _claim_spec(spec)
 
 
 def _claim_spec(spec: Mapping[str, Any]) -> ClaimSpec:
@@ -299,6 +305,9 @@ class ResourceClaimInfo:
     deleting: bool = False
     #: The uid of the pod the claim was made for (its controlling owner), "" if none.
     owner_pod_uid: str = ""
+    #: The claim the scheduler made for the pod's DRA-backed extended resources (annotated
+    #: ``resource.kubernetes.io/extended-resource-claim: "true"``).
+    extended: bool = False
     #: Why its ``spec`` cannot be read ("" if it can): such a claim is never allocated here,
     #: but an allocation it has still counts (its devices are in use).
     problem: str = ""
@@ -431,5 +440,9 @@ def parse_resource_claim(obj: Mapping[str, Any]) -> ResourceClaimInfo:
         finalizers=finalizers,
         deleting=metadata.get("deletionTimestamp") is not None,
         owner_pod_uid=_owner_pod_uid(metadata),
+        extended=_fields.string_map(metadata, "annotations", "metadata.annotations").get(
+            EXTENDED_CLAIM_ANNOTATION
+        )
+        == "true",
         problem=problem,
     )

@@ -11,9 +11,15 @@ from collections.abc import Mapping, Sequence
 
 from koordgang.framework.handle import Handle
 from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PreBindPlan
-from koordgang.model.dra import MAX_RESERVED_FOR, ClaimAllocation
+from koordgang.model.dra import MAX_RESERVED_FOR, ClaimAllocation, pending_key
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.dynamicresources.claims import resolve
+from koordgang.plugins.dynamicresources.extended import (
+    ExtendedResources,
+    create_write,
+    delete_write,
+    stale_claims,
+)
 from koordgang.plugins.dynamicresources.messages import full_reason
 from koordgang.plugins.dynamicresources.metrics import ALLOCATIONS, CONFLICTS
 from koordgang.plugins.dynamicresources.writes import conflict, reserve
@@ -24,10 +30,53 @@ __all__ = ["ClaimWrites"]
 
 
 class ClaimWrites:
-    def __init__(self, handle: Handle) -> None:
+    def __init__(self, handle: Handle, extended: ExtendedResources) -> None:
         self._handle = handle
+        self._extended = extended
 
     def pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
+        claims = self._claims_pre_bind(placements)
+        if claims.refused:
+            return claims
+        special = self._extended_pre_bind(placements)
+        if special.refused:
+            return special
+        writes = claims.writes + special.writes
+        return PreBindPlan(writes) if writes else NO_WRITES
+
+    def _extended_pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
+        """The special claims of the pods whose extended resources were allocated through
+        DRA: made, allocated, named in the pod's status; those of earlier attempts deleted."""
+        dra = self._handle.dra
+        writes: list[ObjectWrite] = []
+        refused: dict[str, str] = {}
+        for placement in placements:
+            pod = placement.pod
+            if not pod.extended_containers:
+                continue
+            key = pending_key(pod.namespace, pod.uid)
+            allocation = dra.in_flight_for(pod.uid).get(key)
+            if allocation is None:
+                continue
+            node = self._handle.cache.node(placement.node_name)
+            wanted = self._extended.wanted(pod, dra)
+            special = self._extended.on_node(pod, wanted, node.info if node else None)
+            if special is None:
+                refused[pod.uid] = "the extended resources allocated through DRA changed meanwhile"
+                continue
+            problem = conflict({key: allocation}, dra)
+            if problem:
+                refused[pod.uid] = problem
+                continue
+            writes.extend(delete_write(c, pod) for c in stale_claims(pod, dra))
+            writes.append(create_write(pod, special, allocation, self._wall()))
+            self._handle.record(ALLOCATIONS)
+        if refused:
+            self._handle.record(CONFLICTS)
+            return PreBindPlan((), refused)
+        return PreBindPlan(tuple(writes))
+
+    def _claims_pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
         dra = self._handle.dra
         ours = [p for p in placements if p.pod.resource_claims]
         if not ours:

@@ -3,10 +3,10 @@ kube-scheduler's manner) and the pod-wide note of the best node's shortfall."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from koordgang.framework.status import Status
-from koordgang.model.dra import MAX_RESERVED_FOR
+from koordgang.model.dra import MAX_RESERVED_FOR, is_pending_key
 from koordgang.plugins.dynamicresources.allocator import Shortfall
 from koordgang.plugins.dynamicresources.selectors import CelProblem
 
@@ -46,10 +46,22 @@ def missing(shortfall: Shortfall) -> tuple[int, int]:
     return (shortfall.wanted - shortfall.free, -shortfall.total)
 
 
-def describe(shortfall: Shortfall, node: str, problems: Iterable[CelProblem]) -> str:
+def describe(
+    shortfall: Shortfall,
+    node: str,
+    problems: Iterable[CelProblem],
+    extended: Mapping[str, str] | None = None,
+) -> str:
     """``ResourceClaim x: request "gpus" wants 2 devices of class gpu; the best node, n1, has
-    0 of 2 free``, and the first selector problem that may be why, if any."""
+    0 of 2 free``, and the first selector problem that may be why, if any. The claim made for
+    the pod's extended resources (``extended``: resource -> class) is said as the extended
+    resource and the class it maps to."""
     claim = shortfall.claim.partition("/")[2] or shortfall.claim
+    if is_pending_key(shortfall.claim):
+        names = sorted(
+            r for r, c in (extended or {}).items() if c == shortfall.device_class
+        ) or sorted(extended or {})
+        claim = f"for extended resource {', '.join(names)} (DeviceClass {shortfall.device_class})"
     if shortfall.reason:
         text = f"ResourceClaim {claim}: {shortfall.reason} (the best node: {node})"
     else:

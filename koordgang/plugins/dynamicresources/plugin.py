@@ -3,7 +3,9 @@
 - **PreFilter** finds the pod's claims (waiting, told why, while one is missing), splits them
   into those allocated already (the pod must go where their allocation allows) and those to
   allocate, and checks what can be checked without a node: classes exist, selectors compile,
-  the request uses no feature koordgang does not implement yet.
+  the request uses no feature koordgang does not implement yet. It also notes the pod's
+  extended resources that DeviceClasses provide (``extended.py``): on a node without them as
+  allocatable they are one more claim to allocate, made at PreBind.
 - **Filter** (per node, NODE scope: a node's devices and their use) runs the allocator on the
   node's free devices in the snapshot being placed on: a gang's members, preemption's dry runs
   and the what-if all see the devices earlier members took. When no node fits, the best node's
@@ -21,7 +23,7 @@
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -42,6 +44,7 @@ from koordgang.model.dra import (
     DeviceId,
     ResourceClaimInfo,
     SubRequest,
+    pending_key,
 )
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.dynamicresources import allocations as allocations_of
@@ -57,6 +60,11 @@ from koordgang.plugins.dynamicresources.explain import (
     problems,
     short_request,
     untolerated_taint,
+)
+from koordgang.plugins.dynamicresources.extended import (
+    ExtendedResources,
+    delete_write,
+    stale_claims,
 )
 from koordgang.plugins.dynamicresources.messages import (
     describe,
@@ -91,8 +99,6 @@ log = structlog.get_logger("koordgang.dra")
 
 #: The namespace label without which the API server refuses claims with admin access.
 ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
-#: The extended resource every DeviceClass provides through DRA, whatever else it names.
-EXTENDED_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
 @dataclass(slots=True)
@@ -115,6 +121,8 @@ class _PodState:
     #: What each node that passed would allocate, for the score (first-available requests).
     found: dict[str, Allocation] = field(default_factory=dict)
     notes: list[str] | None = None
+    #: Extended resources of the pod that DeviceClasses provide -> the class.
+    wanted: dict[str, str] = field(default_factory=dict)
 
 
 class DynamicResources:
@@ -126,12 +134,9 @@ class DynamicResources:
 
     def __init__(self, handle: Handle) -> None:
         self._handle = handle
-        self._binding = ClaimWrites(handle)
         self.selectors = SelectorCache()
-        #: Extended resource names that DeviceClasses provide through DRA -> the class, as of
-        #: the DRA manager's class generation.
-        self._extended: dict[str, str] = {}
-        self._extended_generation = -1
+        self.extended = ExtendedResources()
+        self._binding = ClaimWrites(handle, self.extended)
 
     def metrics(self) -> Sequence[MetricSpec]:
         return METRICS
@@ -161,19 +166,21 @@ class DynamicResources:
     # -- PreFilter -----------------------------------------------------------------------------
 
     def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status:
-        extended = [name for name in pod.requests if "/" in name]
-        if not pod.resource_claims and not extended:
+        if not pod.resource_claims and not pod.extended_containers:
             # Most pods: no claims, and no extended resource (whose names are qualified, as
             # the native ones are not) that a DeviceClass might provide.
             return SKIP
         dra = self._dra
-        if extended:
-            self._note_extended_resources(state, extended, dra)
-        if not pod.resource_claims:
+        wanted = self.extended.wanted(pod, dra) if pod.extended_containers else {}
+        if not pod.resource_claims and not wanted:
             return SKIP
         prepared = self._prepare(pod, dra.view(snapshot))
         if isinstance(prepared, Status):
             return prepared
+        prepared.wanted = wanted
+        problem = self._check_classes(wanted.values())
+        if problem:
+            return Status.unresolvable(self.name, problem)
         state.write(self.name, prepared)
         # Pinned claims by where their allocation is (not by name): a verdict for a claim
         # allocated on one node says nothing once it is allocated on another, and a node the
@@ -183,6 +190,7 @@ class DynamicResources:
             (
                 dra.class_generation,
                 tuple(spec for _, spec in prepared.to_allocate),
+                tuple(sorted(wanted.items())),
                 tuple(
                     (key, allocation.node, allocation.device_ids())
                     for key, allocation in prepared.pinned
@@ -190,35 +198,6 @@ class DynamicResources:
             ),
         )
         return SUCCESS
-
-    def _note_extended_resources(
-        self, state: CycleState, names: Sequence[str], dra: DraManager
-    ) -> None:
-        """A pod asking for an extended resource that a DeviceClass provides through DRA
-        (``extendedResourceName``, or ``deviceclass.resource.kubernetes.io/<class>``) is told
-        that koordgang does not allocate those yet, should no node have it as a resource."""
-        if self._extended_generation != dra.class_generation:
-            self._extended_generation = dra.class_generation
-            self._extended = {}
-            for info in dra.classes():
-                self._extended[f"{EXTENDED_CLASS_PREFIX}{info.name}"] = info.name
-                if info.extended_resource_name:
-                    self._extended[info.extended_resource_name] = info.name
-        if not self._extended:
-            return
-        for name in names:
-            device_class = self._extended.get(name)
-            if device_class is None:
-                continue
-            notes = state.read(POD_NOTES, list)
-            if notes is None:
-                notes = []
-                state.write(POD_NOTES, notes)
-            notes.append(
-                f"{name} is provided through DRA by DeviceClass {device_class}, which "
-                "koordgang does not allocate yet (DRA-backed extended resources): ask for the "
-                "device with a ResourceClaim instead"
-            )
 
     def _prepare(self, pod: PodInfo, view: ClaimView) -> _PodState | Status:
         resolved = resolve(pod, view.claim)
@@ -261,6 +240,19 @@ class DynamicResources:
             f'allows only in a namespace labelled {ADMIN_ACCESS_LABEL}="true"; namespace '
             f"{claim.namespace} is not"
         )
+
+    def _check_classes(self, classes: Iterable[str]) -> str:
+        """What keeps the classes of the pod's extended resources from serving it ("" if
+        nothing does): a selector that does not compile."""
+        for name in sorted(set(classes)):
+            device_class = self._dra.device_class(name)
+            if device_class is None:
+                continue
+            for expression in device_class.selectors:
+                compiled = self.selectors.compiled(expression, class_source(name))
+                if isinstance(compiled, CelProblem):
+                    return f"deviceclass {name}: {compiled.describe()}"
+        return ""
 
     def _check_spec(self, claim: ResourceClaimInfo, dra: DraManager) -> str:
         """What keeps the claim from being allocated anywhere ("" if nothing does)."""
@@ -305,10 +297,11 @@ class DynamicResources:
         for key, allocation in prepared.pinned:
             if not allocation.allows(node.name, labels):
                 return Status.unresolvable(self.name, pinned_reason(key.partition("/")[2]))
-        if not prepared.to_allocate:
+        claims = self._claims_on(prepared, pod, node)
+        if not claims:
             return SUCCESS
         errors: list[CelProblem] = []
-        result = self._allocate(prepared, node, self._dra.view(snapshot), errors)
+        result = self._allocate(prepared, claims, node, self._dra.view(snapshot), errors)
         if errors:
             # A selector failed on a device: the attempt fails naming it, as Kubernetes does
             # (the class or the claim asks wrongly; no other node makes that right).
@@ -317,8 +310,20 @@ class DynamicResources:
         if isinstance(result, Allocation):
             prepared.found[node.name] = result
             return SUCCESS
-        self._note(state, prepared, result, node.name)
+        self._note(state, prepared, claims, result, node.name)
         return refusal(result)
+
+    def _claims_on(
+        self, prepared: _PodState, pod: PodInfo, node: NodeState
+    ) -> list[tuple[str, ClaimSpec]]:
+        """The claims to allocate for the pod on ``node``: its own, and the special claim for
+        the extended resources the node serves through DRA."""
+        if not prepared.wanted:
+            return prepared.to_allocate
+        special = self.extended.on_node(pod, prepared.wanted, node.info)
+        if special is None:
+            return prepared.to_allocate
+        return [*prepared.to_allocate, (pending_key(pod.namespace, pod.uid), special.spec)]
 
     # -- Score -----------------------------------------------------------------------------------
 
@@ -341,13 +346,14 @@ class DynamicResources:
     def _allocate(
         self,
         prepared: _PodState,
+        claims: Sequence[tuple[str, ClaimSpec]],
         node: NodeState,
         view: ClaimView,
         errors: list[CelProblem] | None = None,
     ) -> Allocation | Shortfall:
         devices = self._dra.devices_on(node.name)
         name = node.name
-        matches = self._matcher(prepared, errors)
+        matches = self._matcher(prepared, claims, errors)
 
         def free(device_id: DeviceId) -> bool:
             return view.device_free(name, device_id)
@@ -355,13 +361,16 @@ class DynamicResources:
         budget = None
         if any(d.spec.consumes for d in devices):
             budget = CounterBudget(devices, lambda d: not free(d.id))
-        result = allocate(prepared.to_allocate, devices, free, matches, counters=budget)
+        result = allocate(claims, devices, free, matches, counters=budget)
         if budget is not None and isinstance(result, Shortfall):
-            note_counters(prepared.kept, prepared.to_allocate, result, devices, matches, budget)
+            note_counters(prepared.kept, claims, result, devices, matches, budget)
         return result
 
     def _matcher(
-        self, prepared: _PodState, errors: list[CelProblem] | None
+        self,
+        prepared: _PodState,
+        claims: Sequence[tuple[str, ClaimSpec]],
+        errors: list[CelProblem] | None,
     ) -> Callable[[Device, SubRequest], bool]:
         """Does a device serve a request alternative of the pod's claims: its class and
         selectors, a pool all published, no taint the request does not keep tolerating (what
@@ -369,9 +378,9 @@ class DynamicResources:
         dra = self._dra
         classes: dict[str, DeviceClassInfo | None] = {}
         has_rules = dra.has_taint_rules
-        owners = {id(spec): key for key, spec in prepared.to_allocate}
+        owners = {id(spec): key for key, spec in claims}
         request_of: dict[int, str] = {}
-        for key, spec in prepared.to_allocate:
+        for key, spec in claims:
             for request in spec.requests:
                 for alternative in request.alternatives:
                     request_of[id(alternative)] = request.result_name(alternative)
@@ -411,6 +420,7 @@ class DynamicResources:
         self,
         state: CycleState,
         prepared: _PodState,
+        claims: Sequence[tuple[str, ClaimSpec]],
         shortfall: Shortfall,
         node: str,
     ) -> None:
@@ -421,10 +431,10 @@ class DynamicResources:
             prepared.best, prepared.best_node = shortfall, node
         else:
             shortfall, node = best, prepared.best_node
-        text = describe(shortfall, node, problems(self.selectors, prepared.to_allocate))
+        text = describe(shortfall, node, problems(self.selectors, claims), prepared.wanted)
         for said in (
             kept_away(prepared.kept),
-            self._elsewhere(prepared, shortfall),
+            self._elsewhere(claims, shortfall),
         ):
             if said:
                 text = f"{text}; {said}"
@@ -439,8 +449,8 @@ class DynamicResources:
             index = len(prepared.notes) - 1
             prepared.notes[index] = text
 
-    def _elsewhere(self, prepared: _PodState, shortfall: Shortfall) -> str:
-        request = short_request(prepared.to_allocate, shortfall)
+    def _elsewhere(self, claims: Sequence[tuple[str, ClaimSpec]], shortfall: Shortfall) -> str:
+        request = short_request(claims, shortfall)
         if request is None:
             return ""
         return elsewhere(self._dra, self.selectors, request, shortfall.claim)
@@ -450,7 +460,7 @@ class DynamicResources:
     def assign(
         self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot
     ) -> Status:
-        if not pod.resource_claims:
+        if not pod.resource_claims and not pod.extended_containers:
             return SKIP
         dra = self._dra
         view = dra.view(snapshot)
@@ -460,9 +470,11 @@ class DynamicResources:
             if isinstance(found, Status):
                 return found
             prepared = found
-        if prepared.to_allocate:
+            prepared.wanted = self.extended.wanted(pod, dra) if pod.extended_containers else {}
+        claims = self._claims_on(prepared, pod, node)
+        if claims:
             started = _time.perf_counter()
-            result = self._allocate(prepared, node, view)
+            result = self._allocate(prepared, claims, node, view)
             if isinstance(result, Shortfall):
                 return refusal(result)
             allocations = {
@@ -488,6 +500,9 @@ class DynamicResources:
         failed = [result for part in plan.parts for result in part.failed]
         for result in failed:
             pod = result.pod
+            if pod.extended_containers:
+                # Special claims of an earlier attempt hold devices this one may need.
+                writes.extend(delete_write(c, pod) for c in stale_claims(pod, dra))
             if not pod.resource_claims:
                 continue
             for pod_claim in resolve(pod, dra.claim).claims:

@@ -4,6 +4,7 @@ from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import Scope
 from koordgang.framework.status import SUCCESS, Status
+from koordgang.model.dra import may_be_extended
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import PODS
 from koordgang.state.node_state import NodeState
@@ -37,12 +38,32 @@ class Fit:
         self, state: CycleState, pod: PodInfo, node: NodeState, snapshot: Snapshot
     ) -> Status:
         short = snapshot.insufficient(node, pod.requests)
+        if short and self._handle is not None:
+            short = self._not_through_dra(node, short)
         if not short:
             return SUCCESS
         holder = self._held_for(pod, node, snapshot, short)
         if holder:
             return Status.unschedulable(self.name, held_reason(holder))
         return Status.unschedulable(self.name, *(insufficient_reason(n) for n in short))
+
+    def _not_through_dra(self, node: NodeState, short: tuple[str, ...]) -> tuple[str, ...]:
+        """``short`` without the extended resources the node serves through DRA: those it
+        lacks as allocatable and a DeviceClass provides (DynamicResources finds the devices)."""
+        assert self._handle is not None
+        info = node.info
+        if info is None or not any(may_be_extended(n) for n in short):
+            return short
+        dra = self._handle.dra
+        return tuple(
+            n
+            for n in short
+            if not (
+                may_be_extended(n)
+                and info.allocatable.get(n) == 0
+                and dra.extended_class(n) is not None
+            )
+        )
 
     def _held_for(
         self, pod: PodInfo, node: NodeState, snapshot: Snapshot, short: tuple[str, ...]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from koordgang.model.dra import (
+    DEVICE_CLASS_PREFIX,
     ClaimAllocation,
     DeviceClassInfo,
     DeviceId,
@@ -31,6 +32,7 @@ from koordgang.model.dra import (
     DeviceTaintRuleInfo,
     ResourceClaimInfo,
     ResourceSliceInfo,
+    pending_key,
 )
 from koordgang.model.pod import PodInfo
 from koordgang.state.dra.pools import Device, Elsewhere, Pool, Pools, Regathered
@@ -75,6 +77,10 @@ class DraManager:
         #: Changes of the classes since the manager was made, for keys of what derives from
         #: them.
         self.class_generation = 0
+        #: Extended resource -> the DeviceClass that provides it through DRA, as of
+        #: ``_extended_generation``.
+        self._extended: dict[str, str] = {}
+        self._extended_generation = -1
         #: The stores of the four kinds, as the intake feeds them.
         self.slice_store: Store[ResourceSliceInfo] = StoreOf(
             self.upsert_slice, self.remove_slice, self.replace_slices
@@ -126,6 +132,31 @@ class DraManager:
 
     def claim(self, key: str) -> ResourceClaimInfo | None:
         return self._claims.get(key)
+
+    def extended_class(self, resource: str) -> str | None:
+        """The DeviceClass that provides the extended resource ``resource`` through DRA (its
+        ``extendedResourceName``, or ``deviceclass.resource.kubernetes.io/<class>``), None if
+        none does. A class naming it explicitly wins over the implicit name; among several,
+        the first by name (the mapping must name one class)."""
+        if self._extended_generation != self.class_generation:
+            self._extended_generation = self.class_generation
+            extended: dict[str, str] = {}
+            for info in sorted(self._classes.values(), key=lambda c: c.name):
+                extended.setdefault(f"{DEVICE_CLASS_PREFIX}{info.name}", info.name)
+            for info in sorted(self._classes.values(), key=lambda c: c.name, reverse=True):
+                if info.extended_resource_name:
+                    extended[info.extended_resource_name] = info.name
+            self._extended = extended
+        return self._extended.get(resource)
+
+    def extended_claims_of(self, namespace: str, pod_uid: str) -> list[ResourceClaimInfo]:
+        """The special claims made for the pod's DRA-backed extended resources (annotated,
+        owned by it)."""
+        return [
+            c
+            for c in self._claims.values()
+            if c.extended and c.owner_pod_uid == pod_uid and c.namespace == namespace
+        ]
 
     def claims(self) -> Iterable[ResourceClaimInfo]:
         return self._claims.values()
@@ -333,6 +364,10 @@ class DraManager:
         if claim.allocation is not None:
             # Written: the truth from now on, whatever this scheduler assumed.
             self._drop_in_flight(claim.key, change)
+            if claim.extended and claim.owner_pod_uid:
+                # The special claim made for a pod's extended resources, held until now
+                # under the key it had before it existed.
+                self._drop_in_flight(pending_key(claim.namespace, claim.owner_pod_uid), change)
         old_devices = () if old is None or old.allocation is None else old.allocation.held_ids()
         new_devices = () if claim.allocation is None else claim.allocation.held_ids()
         self._note_admin(claim)
