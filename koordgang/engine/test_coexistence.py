@@ -128,3 +128,40 @@ async def test_preemption_does_not_evict_where_a_higher_priority_nomination_stay
     await sched.run()
     assert api.binds() == []
     assert [c for c in api.landed() if c.method == "DELETE"] == []
+
+
+# -- re-checked before binding -------------------------------------------------------------------
+
+
+async def test_a_pod_bound_on_the_chosen_node_before_the_gang_binds_sends_it_back_whole(
+    sched: Harness, api: FakeApi
+) -> None:
+    members = gang("x", 2, 2)
+    sched.list(nodes=[node("n1", cpu="4"), node("n2", cpu="2")], pods=members)
+    assert sched.step() == 1  # decided (one member on each node), bindings not sent yet
+    assert {sched.cache.node_of(m.uid) for m in members} == {"n1", "n2"}
+    # kube-scheduler binds a pod of its own onto n1 meanwhile: n1 cannot hold x's member too.
+    sched.add(bound(pod("kube-a", cpu="4", scheduler="default-scheduler"), "n1"))
+    await sched.settle()
+
+    assert api.binds(landed=False) == []
+    for member in members:
+        assert not sched.cache.is_assumed(member.uid)
+        [event] = api.events(member.name, reason="FailedScheduling")
+        assert "node n1 (Insufficient cpu) no longer has room for the gang" in event["message"]
+
+    retry(sched)
+    await sched.run()
+    assert sorted(api.binds()) == [("x-0", "n2"), ("x-1", "n2")]
+
+
+async def test_a_gang_whose_nodes_still_hold_it_binds_after_the_check(
+    sched: Harness, api: FakeApi
+) -> None:
+    members = gang("x", 2, 2)
+    sched.list(nodes=[node("n1", cpu="4"), node("n2", cpu="2")], pods=members)
+    assert sched.step() == 1
+    chosen = sorted((m.name, sched.cache.node_of(m.uid)) for m in members)
+    sched.add(bound(pod("kube-a", cpu="3", scheduler="default-scheduler"), "n1"))  # fits still
+    await sched.settle()
+    assert sorted(api.binds()) == chosen
