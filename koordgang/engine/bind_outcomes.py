@@ -72,7 +72,9 @@ class BindOutcomes(EnginePart):
             self._spawn(self._reconcile_after_conflict(request), f"reconcile:{pod.key}")
             return
         if outcome == BindOutcome.PREBIND:
-            log.info("not bound: writes before binding failed", pod=pod.key, reason=detail)
+            log.info(
+                "not bound: writes or checks before binding failed", pod=pod.key, reason=detail
+            )
             message = f"Binding given up: {detail}"
         else:
             log.warning("binding failed", pod=pod.key, node=request.node, error=detail)

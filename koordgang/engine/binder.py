@@ -10,6 +10,9 @@ while the request is in flight. Every way a bind can end releases or confirms th
 Pods that need writes before they bind (devices written into their claims) go as a *batch*:
 the writes of the whole batch first (``PreBinder``), then a last check, then the bindings; if a
 write fails or the check refuses, what the batch wrote is undone and no pod of it is bound.
+A gang with nothing to write gets the same last check, once, when its first binding is about
+to go (``_Recheck``): another scheduler may have bound a pod onto its nodes since the cycle
+decided, and a refusal sends every member back to the queue, none bound.
 """
 
 from __future__ import annotations
@@ -107,18 +110,27 @@ class Binder:
             self._slot_freed.clear()
             await self._slot_freed.wait()
 
-    def submit(self, request: BindRequest) -> None:
-        self._track(asyncio.create_task(self._bind_one(request), name=f"bind:{request.pod.key}"))
+    def submit(self, request: BindRequest, recheck: _Recheck | None = None) -> None:
+        self._track(
+            asyncio.create_task(self._bind_one(request, recheck), name=f"bind:{request.pod.key}")
+        )
 
-    async def _bind_one(self, request: BindRequest) -> None:
+    async def _bind_one(self, request: BindRequest, recheck: _Recheck | None = None) -> None:
+        failure = "" if recheck is None else recheck.failure()
+        if failure:
+            self._metrics.bind_ended(BindOutcome.PREBIND)
+            self._listener.bind_done(request, BindOutcome.PREBIND, failure)
+            return
         await self._bind(request)
 
     def submit_batch(self, requests: Sequence[BindRequest], plan: PreBindPlan) -> None:
         """Binds ``requests`` together, after the writes of ``plan`` (see the module's
-        docstring); with an empty plan each is bound as ``submit`` binds it."""
+        docstring); with an empty plan each is bound as ``submit`` binds it, a gang's members
+        after one last check of them all."""
         if plan.empty:
+            recheck = _Recheck(requests, self._listener) if len(requests) > 1 else None
             for request in requests:
-                self.submit(request)
+                self.submit(request, recheck)
             return
         name = f"bind-batch:{requests[0].pod.key}+{len(requests) - 1}"
         self._track(asyncio.create_task(self._bind_batch(list(requests), plan), name=name))
@@ -226,3 +238,24 @@ class Binder:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         return len(pending)
+
+
+class _Recheck:
+    """The last check of a gang with nothing to write, made once, when the first of its
+    bindings is about to go: the verdict holds for every member (all bind, or none)."""
+
+    __slots__ = ("_failure", "_listener", "_requests")
+
+    def __init__(self, requests: Sequence[BindRequest], listener: BindListener) -> None:
+        self._requests = tuple(requests)
+        self._listener = listener
+        self._failure: str | None = None
+
+    def failure(self) -> str:
+        """Why the gang may not bind after all ("" if it may)."""
+        if self._failure is None:
+            refused = self._listener.verify(self._requests)
+            self._failure = "; ".join(dict.fromkeys(refused.values()))
+            if self._failure:
+                log.info("gang not bound", pods=len(self._requests), reason=self._failure)
+        return self._failure

@@ -192,12 +192,15 @@ class Intake(EnginePart):
     def on_pod_upsert(self, pod: PodInfo) -> None:
         if pod.node_name or pod.is_terminal or pod.is_terminating:
             self.held.release_nomination(pod.uid)
+        counted = self._cache.node_of(pod.uid)
         old = self._cache.upsert_pod(pod)
         if self._pending.is_ours(pod):
             self._framework.on_pod(old, pod)
             self._waiting.update(pod)
             self.enqueue(pod)
-        if old is not None and old.node_name and not old.is_terminal and pod.is_terminal:
+        if counted is not None and counted != self._cache.node_of(pod.uid):
+            # It left the node it counted on (ended, or another scheduler's nomination was
+            # cleared or moved): room there is free, parked pods may fit.
             self._signals.request_move()
 
     def on_pod_delete(self, uid: str) -> None:
@@ -211,7 +214,7 @@ class Intake(EnginePart):
         self._reporter.forget(uid)
         if old is not None:
             self._framework.on_pod_gone(old)
-        if old is not None and (old.node_name or held):
+        if old is not None and (old.node_name or old.nominated_node_name or held):
             # Room it used, or held as a placement or nomination, is free: parked pods may fit.
             self._signals.request_move()
 

@@ -67,7 +67,9 @@ class Scheduler:
         #: The watched kinds besides nodes and pods; the cache's pods take devices from the
         #: DRA manager among them.
         self.stores = Stores()
-        self.cache = self.stores.new_cache()
+        #: Pods of other schedulers count where those nominated them (kube-scheduler holds
+        #: that room, and so do we).
+        self.cache = self.stores.new_cache(settings.scheduler_names)
         self.queue = SchedulingQueue(
             framework.sort_key,
             initial_backoff=settings.initial_backoff,

@@ -73,6 +73,10 @@ class CycleOutcome:
 def run_cycle(
     framework: Framework, group: SchedulingGroup, snapshot: Snapshot, now: float
 ) -> CycleOutcome:
+    # Room nominated to another scheduler's pod stays taken for this group unless that pod's
+    # priority is lower (kube-scheduler's rule for its own nominations): every filter, the
+    # gang's decision and preemption's dry run see the same view.
+    snapshot.pass_over(group.lowest_priority())
     outcome = _run(framework, group, snapshot, now)
     _ask_provisioning(framework, outcome, snapshot)
     return outcome

@@ -1,8 +1,11 @@
 """The scheduler's memory of the cluster: nodes, every live pod, and pods it has assumed.
 
 Pure and synchronous. Informer events and scheduling decisions both land here; a pod counts on
-a node when the API server says it is bound there, or when this scheduler has placed it there
-and the binding has not been observed yet (an *assumed* pod). Counting is derived from those two
+a node when the API server says it is bound there, when this scheduler has placed it there
+and the binding has not been observed yet (an *assumed* pod), or when another scheduler has
+nominated it there (``status.nominatedNodeName`` of an unbound pod not ours: kube-scheduler
+holds that room for it, and so do we; a cycle passes over the ones of lower priority than its
+group, ``Snapshot.pass_over``). Counting is derived from those two
 facts for each pod, so applying the same event twice, or events in any order, never counts a pod
 twice or forgets it.
 """
@@ -10,7 +13,7 @@ twice or forgets it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 from koordgang.model.node import NodeInfo
 from koordgang.model.pod import HostPort, PodInfo
@@ -29,7 +32,16 @@ _CHANGE_LOG_MAX = 20_000
 
 
 class SchedulerCache:
-    def __init__(self, extensions: Sequence[CacheExtension] = ()) -> None:
+    def __init__(
+        self,
+        extensions: Sequence[CacheExtension] = (),
+        own_schedulers: Collection[str] | None = None,
+    ) -> None:
+        #: The scheduler names whose pods are ours: the nominations of every other scheduler's
+        #: pods count on their nodes. None: no nomination of another scheduler counts.
+        self._own_schedulers = None if own_schedulers is None else frozenset(own_schedulers)
+        #: uid -> node, for the pods of other schedulers that count where they are nominated.
+        self._nominated: dict[str, str] = {}
         #: Stores of other kinds that follow pods onto nodes (the DRA manager): told when a
         #: pod is given up, and given a part of every snapshot.
         self.extensions = tuple(extensions)
@@ -242,6 +254,11 @@ class SchedulerCache:
     def is_assumed(self, uid: str) -> bool:
         return uid in self._assumed
 
+    def nominated_for_others(self) -> Iterator[tuple[PodInfo, str]]:
+        """(pod, node) for every pod of another scheduler counting where it is nominated."""
+        pods = self._pods
+        return ((pods[uid], node) for uid, node in self._nominated.items())
+
     def node_of(self, uid: str) -> str | None:
         """The node a pod counts on (bound or assumed), if any."""
         account = self._accounted.get(uid)
@@ -258,11 +275,34 @@ class SchedulerCache:
         assumed = self._assumed.get(uid)
         if assumed is not None:
             return (assumed, pod.requests, pod.host_ports, pod.priority)
+        nominated = self._nominated_for_other(pod)
+        if nominated:
+            return (nominated, pod.requests, pod.host_ports, pod.priority)
         return None
+
+    def _nominated_for_other(self, pod: PodInfo) -> str:
+        """The node another scheduler nominated ``pod`` to, if its room counts there ("")."""
+        own = self._own_schedulers
+        if (
+            own is None
+            or not pod.nominated_node_name
+            or pod.scheduler_name in own
+            or pod.node_name
+            or pod.is_terminal
+            or pod.is_terminating
+        ):
+            return ""
+        return pod.nominated_node_name
 
     def _reaccount(self, uid: str) -> None:
         current = self._accounted.get(uid)
         desired = self._desired(uid)
+        pod = self._pods.get(uid)
+        nominated = "" if pod is None else self._nominated_for_other(pod)
+        if nominated and desired is not None and desired[0] == nominated:
+            self._nominated[uid] = nominated
+        else:
+            self._nominated.pop(uid, None)
         if current == desired:
             return
         if current is not None:

@@ -102,6 +102,7 @@ class Snapshot:
         "_node_of",
         "_owned",
         "_parent_mutations",
+        "_passed",
         "_placed",
         "_removed",
         "_uncached",
@@ -134,6 +135,9 @@ class Snapshot:
                 extension: extension.new_view(self) for extension in cache.extensions
             }
             self._parent_mutations: int = 0
+            #: Pods of other schedulers nominated to a node whose room this view passes
+            #: over (lower priority than the group it plans): uid -> (pod, node).
+            self._passed: dict[str, Placement] = {}
         else:
             parent.check()
             self.nodes = parent.nodes
@@ -142,6 +146,7 @@ class Snapshot:
             self._placed = dict(parent._placed)
             self._uncached = dict(parent._uncached)
             self._removed = dict(parent._removed)
+            self._passed = dict(parent._passed)
             self._views = {extension: view.fork(self) for extension, view in parent._views.items()}
             self._parent_mutations = parent._mutations
         #: Nodes whose delta belongs to this snapshot alone (a fork shares its parent's until
@@ -258,6 +263,9 @@ class Snapshot:
         self.check()
         parent = self.parent
         if parent is not None:
+            # Passing over nominations lasts as long as the view it was asked of.
+            for uid in [uid for uid in self._passed if uid not in parent._passed]:
+                self._count_again(uid)
             self._closed = True
             parent._deltas = self._deltas
             parent._owned |= self._owned
@@ -283,6 +291,33 @@ class Snapshot:
         for view in self._views.values():
             self.cache.touch_nodes(view.commit(placements))
         return placements
+
+    # -- other schedulers' nominations ---------------------------------------------------------
+
+    def pass_over(self, below: int) -> None:
+        """Room nominated to pods of other schedulers with a priority under ``below`` is free
+        in this view (and its forks), as kube-scheduler lets a pod of higher priority use the
+        room nominated to one of lower priority. The rest stays taken. A fork's commit counts
+        what it passed over again."""
+        self.check()
+        for pod, name in self.cache.nominated_for_others():
+            uid = pod.uid
+            if pod.priority >= below or uid in self._passed or uid in self._node_of:
+                continue
+            delta = self._delta(name)
+            delta.removed[uid] = pod
+            delta.change(pod.requests, -1, pod.host_ports)
+            self._node_of[uid] = None
+            self._passed[uid] = Placement(pod, name)
+            self._changed(name, grew=False)
+
+    def _count_again(self, uid: str) -> None:
+        placement = self._passed.pop(uid)
+        delta = self._delta(placement.node_name)
+        del delta.removed[uid]
+        del self._node_of[uid]
+        delta.change(placement.pod.requests, 1, placement.pod.host_ports)
+        self._changed(placement.node_name, grew=True)
 
     # -- views of other kinds (devices) --------------------------------------------------------
 

@@ -5,6 +5,7 @@ the plugins through their handle and to the intake through the kind table
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from koordgang.state.budgets import DisruptionBudgets
@@ -24,6 +25,7 @@ class Stores:
     #: Dynamic Resource Allocation: slices, classes, claims, taint rules, devices in use.
     dra: DraManager = field(default_factory=DraManager)
 
-    def new_cache(self) -> SchedulerCache:
-        """A cache whose pods take devices from these stores (the DRA manager extends it)."""
-        return SchedulerCache(extensions=(self.dra,))
+    def new_cache(self, own_schedulers: Collection[str] | None = None) -> SchedulerCache:
+        """A cache whose pods take devices from these stores (the DRA manager extends it);
+        pods of schedulers not in ``own_schedulers`` count where they are nominated."""
+        return SchedulerCache(extensions=(self.dra,), own_schedulers=own_schedulers)

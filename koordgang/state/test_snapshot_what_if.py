@@ -8,6 +8,7 @@ a leak anywhere (usage, pod lists, indexes, versions, the change log) shows.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,6 +18,8 @@ from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Placement, Snapshot, StaleSnapshotError
+from koordgang.testing.builders import node as make_node
+from koordgang.testing.builders import pod as make_pod
 
 ANTI_AFFINITY = {
     "podAntiAffinity": {
@@ -621,3 +624,54 @@ def test_pods_placed_in_a_snapshot_are_listed_once_with_their_node() -> None:
     assert sorted((p.name, n) for p, n in root.pods_in_namespace("other")) == [("y", "c")]
     assert seen["with_affinity"] == [("r1", "a"), ("x", "b")]
     assert sorted(p.name for p in root.pods_on(c)) == ["waiter", "y"]
+
+
+# -- room nominated to pods of other schedulers ------------------------------------------------
+
+
+def _nominated_cache() -> tuple[SchedulerCache, NodeState, PodInfo]:
+    cache = SchedulerCache(own_schedulers=("koord-scheduler",))
+    cache.upsert_node(make_node("n1", cpu="4"))
+    other = make_pod("kube", cpu="3", priority=5, scheduler="default-scheduler")
+    cache.upsert_pod(replace(other, nominated_node_name="n1"))
+    state = cache.node("n1")
+    assert state is not None
+    return cache, state, other
+
+
+def test_room_nominated_by_another_scheduler_counts_until_cleared_or_bound() -> None:
+    cache, state, other = _nominated_cache()
+    assert Snapshot(cache).free(state, "cpu") == 1000
+    cache.upsert_pod(replace(other, resource_version="2"))  # nomination cleared
+    assert Snapshot(cache).free(state, "cpu") == 4000
+    cache.upsert_pod(replace(other, nominated_node_name="n1", resource_version="3"))
+    assert Snapshot(cache).free(state, "cpu") == 1000
+    cache.upsert_pod(replace(other, node_name="n2", resource_version="4"))  # bound elsewhere
+    assert Snapshot(cache).free(state, "cpu") == 4000
+    assert list(cache.nominated_for_others()) == []
+
+
+def test_a_nomination_of_our_own_scheduler_name_is_not_counted_as_another_s() -> None:
+    cache, state, _ = _nominated_cache()
+    mine = make_pod("mine", cpu="1")
+    cache.upsert_pod(replace(mine, nominated_node_name="n1"))
+    assert Snapshot(cache).free(state, "cpu") == 1000
+
+
+def test_passing_over_lower_priority_nominations_lasts_as_long_as_the_view() -> None:
+    cache, state, other = _nominated_cache()
+    root = Snapshot(cache)
+    root.pass_over(5)  # equal priority: still taken
+    assert root.free(state, "cpu") == 1000
+    fork = root.fork()
+    fork.pass_over(6)
+    assert fork.free(state, "cpu") == 4000
+    assert fork.node_of(other.uid) is None
+    assert other.uid not in {p.uid for p in fork.pods_on(state)}
+    fork.commit()
+    # The fork's passing is not handed to its parent.
+    assert root.free(state, "cpu") == 1000
+    assert root.node_of(other.uid) == "n1"
+    root.pass_over(6)
+    assert root.free(state, "cpu") == 4000
+    assert root.commit() == []

@@ -58,7 +58,7 @@ async def read_cluster(
     start; namespaces, claims and disruption budgets too when the reader may list them."""
     skipped: list[str] = []
     stores = Stores()
-    cache = stores.new_cache()
+    cache = stores.new_cache(scheduler_names)
     nominations = Nominations()
     for obj in await custom.list_all(api, "/api/v1/nodes"):
         try:

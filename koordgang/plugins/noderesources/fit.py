@@ -1,14 +1,17 @@
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import Scope
+from koordgang.framework.prebind import NO_WRITES, PreBindPlan
 from koordgang.framework.status import SUCCESS, Status
 from koordgang.model.dra import may_be_extended
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import PODS
 from koordgang.state.node_state import NodeState
-from koordgang.state.snapshot import Snapshot
+from koordgang.state.snapshot import Placement, Snapshot
 
 
 def insufficient_reason(name: str) -> str:
@@ -25,7 +28,11 @@ class Fit:
     Room held for another job (a nomination of preemption or of the starvation guard counts on
     its node as an assumed pod) is named as such when it is what keeps the pod off: ``node(s)
     held for default/big`` says more than ``Insufficient cpu`` on a node that looks half
-    empty."""
+    empty.
+
+    Just before a batch binds (a gang), its nodes are checked again on the latest cache
+    (``verify``): a pod of another scheduler may have been bound there since the cycle
+    decided. A node that no longer holds them all refuses the whole batch."""
 
     name = "NodeResourcesFit"
     scope = Scope.NODE
@@ -90,3 +97,45 @@ class Fit:
             if snapshot.free(node, name) + held.get(name, 0) < pod.requests.get(name):
                 return ""
         return holder
+
+    def pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
+        return NO_WRITES
+
+    def verify(self, placements: Sequence[Placement]) -> Mapping[str, str]:
+        """Every node of the batch still holds what counts there, its pods included (they
+        are assumed in the cache); else each pod of the batch is told which node is full."""
+        if self._handle is None or not placements:
+            return {}
+        view = Snapshot(self._handle.cache)
+        view.pass_over(min(p.pod.priority for p in placements))
+        wanted: dict[str, set[str]] = {}
+        for placement in placements:
+            wanted.setdefault(placement.node_name, set()).update(placement.pod.requests.names())
+        full: list[str] = []
+        for name in sorted(wanted):
+            short = _overcommitted(view, name, wanted[name])
+            if short:
+                full.append(f"{name} ({', '.join(short)})")
+        if not full:
+            return {}
+        reason = (
+            f"node {', '.join(full)} no longer has room for the gang (a pod of another "
+            "scheduler was bound there since it was placed); the gang is placed again"
+        )
+        return {p.pod.uid: reason for p in placements}
+
+
+def _overcommitted(view: Snapshot, name: str, resources: set[str]) -> list[str]:
+    """What node ``name`` holds more of than it has, among ``resources`` and its pod count."""
+    state = view.node(name)
+    if state is None or state.info is None:
+        return ["the node is gone"]
+    allocatable = state.info.allocatable
+    short = [
+        insufficient_reason(r)
+        for r in sorted(resources)
+        if r != PODS and view.used(state, r) > allocatable.get(r)
+    ]
+    if view.pod_count(state) > allocatable.get(PODS):
+        short.append(insufficient_reason(PODS))
+    return short

@@ -1,0 +1,167 @@
+"""Beside kube-scheduler: room another scheduler nominated to its pod (``status.nominatedNodeName``)
+is taken for our pods of lower or equal priority, until the nomination is cleared or the pod
+binds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from koordgang.model.pod import PodInfo
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import bound, gang, node, pod
+from koordgang.testing.harness import Harness
+
+LOW, HIGH = 0, 100
+
+
+def foreign(name: str, node_name: str, *, cpu: str = "2", priority: int = 0) -> PodInfo:
+    """A pod of kube-scheduler, unbound, nominated to ``node_name`` after it preempted."""
+    info = pod(name, cpu=cpu, priority=priority, scheduler="default-scheduler")
+    return replace(info, nominated_node_name=node_name)
+
+
+def retry(sched: Harness) -> None:
+    """Time enough for the backoff of pods that failed to pass, and a cluster event."""
+    sched.clock.advance(11)
+    sched.scheduler.signals.request_move()
+
+
+def ours(name: str, **kwargs: Any) -> PodInfo:
+    return pod(name, **kwargs)
+
+
+async def test_room_nominated_to_a_pod_of_equal_priority_keeps_ours_elsewhere(
+    sched: Harness, api: FakeApi
+) -> None:
+    # n1 is the roomier node (the one our pod would go to), but 3 of its 4 cpu are nominated.
+    sched.list(
+        nodes=[node("n1", cpu="4"), node("n2", cpu="2")],
+        pods=[foreign("kube-a", "n1", cpu="3"), ours("mine", cpu="2")],
+    )
+    await sched.run()
+    assert api.binds() == [("mine", "n2")]
+
+
+async def test_room_nominated_to_a_pod_of_higher_priority_is_taken_for_ours(
+    sched: Harness, api: FakeApi
+) -> None:
+    sched.list(
+        nodes=[node("n1", cpu="4"), node("n2", cpu="2")],
+        pods=[foreign("kube-a", "n1", cpu="3", priority=HIGH), ours("mine", cpu="2")],
+    )
+    await sched.run()
+    assert api.binds() == [("mine", "n2")]
+
+
+async def test_room_nominated_to_a_pod_of_lower_priority_is_free_for_ours(
+    sched: Harness, api: FakeApi
+) -> None:
+    sched.list(
+        nodes=[node("n1", cpu="4"), node("n2", cpu="2")],
+        pods=[foreign("kube-a", "n1", cpu="3", priority=LOW), ours("mine", cpu="2", priority=HIGH)],
+    )
+    await sched.run()
+    assert api.binds() == [("mine", "n1")]
+    # The nomination still counts in the cache (for pods of its priority or lower).
+    state = sched.cache.node("n1")
+    assert state is not None and state.requested.get("cpu") == 5000
+
+
+async def test_clearing_the_nomination_frees_the_room(sched: Harness, api: FakeApi) -> None:
+    nominated = foreign("kube-a", "n1")
+    sched.list(nodes=[node("n1", cpu="2")], pods=[nominated, ours("mine", cpu="2")])
+    await sched.run()
+    assert api.binds() == []
+    condition = api.condition("mine")
+    assert condition is not None and condition["reason"] == "Unschedulable"
+
+    sched.add(replace(nominated, nominated_node_name="", resource_version="2"))
+    retry(sched)
+    await sched.run()
+    assert api.binds() == [("mine", "n1")]
+
+
+async def test_a_gang_whose_only_room_is_nominated_waits_whole_until_the_pod_binds_elsewhere(
+    sched: Harness, api: FakeApi
+) -> None:
+    nominated = foreign("kube-a", "n2")
+    members = gang("x", 3, 3)
+    sched.list(
+        nodes=[node("n1", cpu="2"), node("n2", cpu="2"), node("n3", cpu="2")],
+        pods=[
+            nominated,
+            bound(pod("busy", cpu="2", scheduler="default-scheduler"), "n3"),
+            *members,
+        ],
+    )
+    await sched.run()
+    assert api.binds(landed=False) == []
+    for member in members:
+        condition = api.condition(member.name)
+        assert condition is not None and condition["reason"] == "Unschedulable"
+
+    # kube-scheduler bound its pod elsewhere after all: the nominated room is free.
+    sched.intake.on_pod_delete(pod("busy").uid)
+    sched.add(bound(replace(nominated, resource_version="2"), "n3"))
+    retry(sched)
+    await sched.run()
+    placed = sorted(api.binds())
+    assert [name for name, _ in placed] == ["x-0", "x-1", "x-2"]
+    assert {node_name for _, node_name in placed} == {"n1", "n2"}
+
+
+async def test_preemption_does_not_evict_where_a_higher_priority_nomination_stays(
+    sched: Harness, api: FakeApi
+) -> None:
+    # n1: a low pod runs, and kube-scheduler nominated a pod above ours there. Evicting the low
+    # pod would not make room for ours: the nominated room stays taken.
+    victim = bound(pod("low", cpu="2", priority=LOW, scheduler="default-scheduler"), "n1")
+    sched.list(
+        nodes=[node("n1", cpu="4")],
+        pods=[
+            victim,
+            foreign("kube-a", "n1", cpu="3", priority=HIGH + 1),
+            ours("mine", cpu="2", priority=HIGH),
+        ],
+    )
+    await sched.run()
+    assert api.binds() == []
+    assert [c for c in api.landed() if c.method == "DELETE"] == []
+
+
+# -- re-checked before binding -------------------------------------------------------------------
+
+
+async def test_a_pod_bound_on_the_chosen_node_before_the_gang_binds_sends_it_back_whole(
+    sched: Harness, api: FakeApi
+) -> None:
+    members = gang("x", 2, 2)
+    sched.list(nodes=[node("n1", cpu="4"), node("n2", cpu="2")], pods=members)
+    assert sched.step() == 1  # decided (one member on each node), bindings not sent yet
+    assert {sched.cache.node_of(m.uid) for m in members} == {"n1", "n2"}
+    # kube-scheduler binds a pod of its own onto n1 meanwhile: n1 cannot hold x's member too.
+    sched.add(bound(pod("kube-a", cpu="4", scheduler="default-scheduler"), "n1"))
+    await sched.settle()
+
+    assert api.binds(landed=False) == []
+    for member in members:
+        assert not sched.cache.is_assumed(member.uid)
+        [event] = api.events(member.name, reason="FailedScheduling")
+        assert "node n1 (Insufficient cpu) no longer has room for the gang" in event["message"]
+
+    retry(sched)
+    await sched.run()
+    assert sorted(api.binds()) == [("x-0", "n2"), ("x-1", "n2")]
+
+
+async def test_a_gang_whose_nodes_still_hold_it_binds_after_the_check(
+    sched: Harness, api: FakeApi
+) -> None:
+    members = gang("x", 2, 2)
+    sched.list(nodes=[node("n1", cpu="4"), node("n2", cpu="2")], pods=members)
+    assert sched.step() == 1
+    chosen = sorted((m.name, sched.cache.node_of(m.uid)) for m in members)
+    sched.add(bound(pod("kube-a", cpu="3", scheduler="default-scheduler"), "n1"))  # fits still
+    await sched.settle()
+    assert sorted(api.binds()) == chosen
