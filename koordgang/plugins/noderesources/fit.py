@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.handle import Handle
@@ -55,21 +55,20 @@ class Fit:
         return Status.unschedulable(self.name, *(insufficient_reason(n) for n in short))
 
     def _not_through_dra(self, node: NodeState, short: tuple[str, ...]) -> tuple[str, ...]:
-        """``short`` without the extended resources the node serves through DRA: those it
-        lacks as allocatable and a DeviceClass provides (DynamicResources finds the devices)."""
-        assert self._handle is not None
+        """``short`` without the extended resources the node serves through DRA."""
         info = node.info
         if info is None or not any(may_be_extended(n) for n in short):
             return short
-        dra = self._handle.dra
-        return tuple(
-            n
-            for n in short
-            if not (
-                may_be_extended(n)
-                and info.allocatable.get(n) == 0
-                and dra.extended_class(n) is not None
-            )
+        return tuple(n for n in short if not self._through_dra(info.allocatable.get(n), n))
+
+    def _through_dra(self, allocatable: int, name: str) -> bool:
+        """Whether a node with ``allocatable`` of ``name`` serves it through DRA: it lacks it
+        as allocatable and a DeviceClass provides it (DynamicResources finds the devices)."""
+        return (
+            self._handle is not None
+            and allocatable == 0
+            and may_be_extended(name)
+            and self._handle.dra.extended_class(name) is not None
         )
 
     def _held_for(
@@ -113,7 +112,7 @@ class Fit:
             wanted.setdefault(placement.node_name, set()).update(placement.pod.requests.names())
         full: list[str] = []
         for name in sorted(wanted):
-            short = _overcommitted(view, name, wanted[name])
+            short = _overcommitted(view, name, wanted[name], self._through_dra)
             if short:
                 full.append(f"{name} ({', '.join(short)})")
         if not full:
@@ -125,8 +124,11 @@ class Fit:
         return {p.pod.uid: reason for p in placements}
 
 
-def _overcommitted(view: Snapshot, name: str, resources: set[str]) -> list[str]:
-    """What node ``name`` holds more of than it has, among ``resources`` and its pod count."""
+def _overcommitted(
+    view: Snapshot, name: str, resources: set[str], through_dra: Callable[[int, str], bool]
+) -> list[str]:
+    """What node ``name`` holds more of than it has, among ``resources`` and its pod count
+    (an extended resource it serves through DRA is the devices' business, not its own)."""
     state = view.node(name)
     if state is None or state.info is None:
         return ["the node is gone"]
@@ -134,7 +136,9 @@ def _overcommitted(view: Snapshot, name: str, resources: set[str]) -> list[str]:
     short = [
         insufficient_reason(r)
         for r in sorted(resources)
-        if r != PODS and view.used(state, r) > allocatable.get(r)
+        if r != PODS
+        and view.used(state, r) > allocatable.get(r)
+        and not through_dra(allocatable.get(r), r)
     ]
     if view.pod_count(state) > allocatable.get(PODS):
         short.append(insufficient_reason(PODS))
