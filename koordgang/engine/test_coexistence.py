@@ -165,3 +165,40 @@ async def test_a_gang_whose_nodes_still_hold_it_binds_after_the_check(
     sched.add(bound(pod("kube-a", cpu="3", scheduler="default-scheduler"), "n1"))  # fits still
     await sched.settle()
     assert sorted(api.binds()) == chosen
+
+
+def refused(info: PodInfo, reason: str = "OutOfcpu") -> PodInfo:
+    """``info`` as the kubelet leaves a pod it refused at admission."""
+    return replace(info, phase="Failed", failure_reason=reason, resource_version="3")
+
+
+async def test_a_member_the_kubelet_refuses_is_counted_and_its_gang_told(
+    sched: Harness, api: FakeApi
+) -> None:
+    members = gang("train", 2, 2)
+    sched.list(nodes=[node("n1", cpu="4")], pods=members)
+    await sched.run()
+    assert sorted(api.binds()) == [("train-0", "n1"), ("train-1", "n1")]
+    sched.observe_binds()
+    placed = [p for p in sched.cache.pods() if p.name == "train-1"]
+    sched.add(refused(placed[0]))
+    sched.add(refused(placed[0]))  # the same refusal seen again is not counted twice
+    await sched.run()
+    text = sched.scheduler.metrics.render().decode()
+    assert 'koordgang_admission_refusals_total{reason="OutOfcpu"} 1.0' in text
+    [event] = api.events("train-1", reason="AdmissionRefused")
+    assert "refused by the kubelet on node n1 (OutOfcpu)" in event["message"]
+    below = api.events(reason="GangBelowMinimum")
+    assert below and "the kubelet refused train-1 on node n1: OutOfcpu" in below[0]["message"]
+
+
+async def test_a_pod_that_failed_on_its_own_is_no_refusal(sched: Harness, api: FakeApi) -> None:
+    members = gang("train", 2, 2)
+    sched.list(nodes=[node("n1", cpu="4")], pods=members)
+    await sched.run()
+    sched.observe_binds()
+    placed = [p for p in sched.cache.pods() if p.name == "train-1"]
+    sched.add(refused(placed[0], reason="Error"))
+    await sched.run()
+    assert "koordgang_admission_refusals_total{" not in sched.scheduler.metrics.render().decode()
+    assert api.events("train-1", reason="AdmissionRefused") == []

@@ -46,7 +46,7 @@ class Services:
     report: Callable[[Report], None]
     #: An event for a metric a plugin declared: a counter counts the value, a histogram
     #: observes it.
-    record: Callable[[str, float], None]
+    record: Callable[[str, float, str], None]
     #: PreEnqueue again for these pods (its verdict may have changed): the active queue if it
     #: lets them in, else they wait outside the queue.
     activate: Callable[[Iterable[PodInfo]], None]
@@ -123,9 +123,10 @@ class Handle:
     def report(self, report: Report) -> None:
         self.services.report(report)
 
-    def record(self, metric: str, value: float = 1.0) -> None:
-        """An event for a metric the plugin declared (``MetricsPlugin``), by its name."""
-        self.services.record(metric, value)
+    def record(self, metric: str, value: float = 1.0, label: str = "") -> None:
+        """An event for a metric the plugin declared (``MetricsPlugin``), by its name (and the
+        value of its label, where it has one)."""
+        self.services.record(metric, value, label)
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
         self.services.activate(pods)

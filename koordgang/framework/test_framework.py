@@ -262,7 +262,7 @@ def test_factories_make_plugins_with_one_handle_the_runner_serves_later() -> Non
             now=lambda: 42.0,
             wall=lambda: 1e9,
             report=reports.append,
-            record=lambda metric, value: None,
+            record=lambda metric, value, label: None,
             activate=lambda pods: None,
             request_move=lambda: None,
             is_pending=lambda pod: True,

@@ -45,6 +45,9 @@ PHASE_PENDING = "Pending"
 PHASE_SUCCEEDED = "Succeeded"
 PHASE_FAILED = "Failed"
 _TERMINAL_PHASES = frozenset((PHASE_SUCCEEDED, PHASE_FAILED))
+#: The reason a kubelet's admission gives, besides ``OutOf<resource>``, when something other than
+#: room refuses the pod (a device manager, say).
+_ADMISSION_REASONS = frozenset(("UnexpectedAdmissionError",))
 
 _HUGEPAGES_PREFIX = "hugepages-"
 _NODE_AFFINITY_PATH = "spec.affinity.nodeAffinity"
@@ -153,6 +156,9 @@ class PodInfo:
     #: ``spec.schedulingGroup.podGroupName``: the upstream (``scheduling.k8s.io``) PodGroup
     #: the pod belongs to, "" if none.
     scheduling_group: str = ""
+    #: ``status.reason`` of a pod that failed (``OutOfcpu`` when the kubelet refused it), ""
+    #: for every other pod.
+    failure_reason: str = ""
     #: ``status.startTime``: when the kubelet accepted the pod (None before).
     start_time: float | None = None
     #: The job a scheduler's preemption marked this pod a victim for (its ``DisruptionTarget``
@@ -188,6 +194,18 @@ class PodInfo:
     @property
     def is_terminal(self) -> bool:
         return self.phase in _TERMINAL_PHASES
+
+    @property
+    def admission_refusal(self) -> str:
+        """The reason a kubelet refused the pod at admission (``OutOfcpu``,
+        ``UnexpectedAdmissionError``...), "" if it did not: a pod it refuses fails before
+        any container runs, with the reason in ``status.reason``."""
+        reason = self.failure_reason
+        if self.phase != PHASE_FAILED or not reason:
+            return ""
+        if reason.startswith("OutOf") or reason in _ADMISSION_REASONS:
+            return reason
+        return ""
 
     @property
     def is_terminating(self) -> bool:
@@ -457,7 +475,14 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
             nominated_node_name=_fields.string(
                 status, "nominatedNodeName", "status.nominatedNodeName"
             ),
-            phase=sys.intern(_fields.string(status, "phase", "status.phase") or PHASE_PENDING),
+            phase=(
+                phase := sys.intern(
+                    _fields.string(status, "phase", "status.phase") or PHASE_PENDING
+                )
+            ),
+            failure_reason=(
+                _fields.string(status, "reason", "status.reason") if phase == PHASE_FAILED else ""
+            ),
             priority=_fields.integer(spec, "priority", "spec.priority"),
             preemption_policy=_fields.string(spec, "preemptionPolicy", "spec.preemptionPolicy")
             or DEFAULT_PREEMPTION_POLICY,

@@ -870,3 +870,25 @@ def test_a_bound_pod_keeps_what_capacity_needs_and_not_its_tolerations() -> None
     # Taints are matched only for a pod to be placed; a bound pod is never placed again.
     assert info.tolerations == ()
     assert parse_pod(FULL_POD).tolerations == (Toleration(GPU, "Exists", "", "NoSchedule"),)
+
+
+@pytest.mark.parametrize(
+    ("phase", "reason", "refusal"),
+    [
+        ("Failed", "OutOfcpu", "OutOfcpu"),
+        ("Failed", "OutOfnvidia.com/gpu", "OutOfnvidia.com/gpu"),
+        ("Failed", "UnexpectedAdmissionError", "UnexpectedAdmissionError"),
+        ("Failed", "Evicted", ""),
+        ("Failed", "", ""),
+        ("Running", "OutOfcpu", ""),
+    ],
+)
+def test_a_kubelet_admission_refusal_is_read_from_a_failed_pods_reason(
+    phase: str, reason: str, refusal: str
+) -> None:
+    obj: dict[str, Any] = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+        "status": {"phase": phase, "reason": reason},
+    }
+    assert parse_pod(obj).admission_refusal == refusal

@@ -91,6 +91,9 @@ class Gang:
         self.enqueued_at: float | None = None
         #: It was told it fell below its minimum after running whole (told once per fall).
         self.told_below_minimum = False
+        #: The last member a kubelet refused at admission, as told (``w-2 on node n1:
+        #: OutOfcpu``), "" if none was: a fall below the minimum names it.
+        self.last_refusal = ""
         #: Members bound and alive, or done: kept up to date member by member.
         self._working = 0
         #: Its minimum was bound and alive at once: it ran whole (a fall below is news).

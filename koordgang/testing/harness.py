@@ -52,8 +52,8 @@ class PluginRequests:
     request is also passed on to the engine."""
 
     reports: list[Report] = field(default_factory=list)
-    #: Metric events: (metric, value).
-    recorded: list[tuple[str, float]] = field(default_factory=list)
+    #: Metric events: (metric, value, label value).
+    recorded: list[tuple[str, float, str]] = field(default_factory=list)
     #: Names of the pods given to ``activate``.
     activated: list[str] = field(default_factory=list)
     #: How many times a move of parked pods was asked for.
@@ -66,9 +66,9 @@ class PluginRequests:
             self.reports.append(report)
             services.report(report)
 
-        def record(metric: str, value: float) -> None:
-            self.recorded.append((metric, value))
-            services.record(metric, value)
+        def record(metric: str, value: float, label: str) -> None:
+            self.recorded.append((metric, value, label))
+            services.record(metric, value, label)
 
         def activate(pods: Iterable[PodInfo]) -> None:
             listed = list(pods)

@@ -110,7 +110,7 @@ class ReadOnly:
             now=clock,
             wall=wall,
             report=self.reports.append,
-            record=lambda metric, value: None,
+            record=lambda metric, value, label: None,
             activate=lambda pods: None,
             request_move=lambda: None,
             is_pending=self.is_pending,

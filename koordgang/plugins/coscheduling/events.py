@@ -22,6 +22,9 @@ from koordgang.state.gangs import Gang, GangRegistry
 
 log = structlog.get_logger("koordgang.gangs")
 
+#: Members a kubelet refused at admission after they were bound, by the kubelet's reason.
+ADMISSION_REFUSALS = "koordgang_admission_refusals"
+
 
 class GangEvents:
     def __init__(
@@ -51,6 +54,8 @@ class GangEvents:
             return
         before = self.gangs.gang_of(pod.uid)
         gang = self.gangs.on_pod(pod)
+        if gang is not None:
+            self._tell_refusal(old, pod, gang)
         for changed in (before, gang):
             if changed is not None:
                 self.gangs.touch(changed.key)
@@ -61,6 +66,27 @@ class GangEvents:
         self._tell_conflict(pod)
         if gang is not None:
             self._tell_issues(gang, pod)
+
+    def _tell_refusal(self, old: PodInfo | None, pod: PodInfo, gang: Gang) -> None:
+        """A member the kubelet refused after it was bound (another scheduler's pod took the
+        room first, or a device failed) is counted and told, on the pod and on its gang's
+        group object: the gang ran whole in koordgang's view, and now lacks it until its job
+        controller makes a replacement, which is placed as the gang's member."""
+        reason = pod.admission_refusal
+        if not reason or (old is not None and old.admission_refusal):
+            return
+        self.handle.record(ADMISSION_REFUSALS, 1.0, reason)
+        gang.last_refusal = f"{pod.name} on node {pod.node_name or '?'}: {reason}"
+        message = (
+            f"member {pod.namespace}/{pod.name} of gang {gang.key} was refused by the kubelet "
+            f"on node {pod.node_name or '?'} ({reason}): the node no longer had room when the "
+            "pod arrived; its replacement will be placed as the gang's member"
+        )
+        log.warning("member refused by the kubelet", gang=gang.key, pod=pod.name, reason=reason)
+        self.handle.report(Report.for_pod(pod, "Warning", "AdmissionRefused", message, always=True))
+        ref = self._object_ref(gang.podgroup)
+        if ref is not None:
+            self.handle.report(Report(ref, "Warning", "AdmissionRefused", message))
 
     def _tell_issues(self, gang: Gang, pod: PodInfo) -> None:
         """A pending member of a gang declared wrongly is told what is wrong (the reporter
@@ -122,6 +148,8 @@ class GangEvents:
             f"gang {gang.key} fell below its minimum: {alive} of {minimum} members alive on "
             "nodes; its job controller must replace the others"
         )
+        if gang.last_refusal:
+            message += f" (the kubelet refused {gang.last_refusal})"
         log.warning("gang below its minimum", gang=gang.key, alive=alive, minimum=minimum)
         ref = self._object_ref(gang.podgroup)
         if ref is not None:

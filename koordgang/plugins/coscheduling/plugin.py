@@ -59,7 +59,7 @@ from koordgang.model.koordinator import (
 )
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.coscheduling import messages as say
-from koordgang.plugins.coscheduling.events import GangEvents
+from koordgang.plugins.coscheduling.events import ADMISSION_REFUSALS, GangEvents
 from koordgang.plugins.coscheduling.sort import gang_sort_key
 from koordgang.state.gangs import Gang, GangRegistry, GangState
 from koordgang.state.snapshot import Placement, Snapshot
@@ -80,6 +80,12 @@ METRICS = (
         "histogram",
     ),
     MetricSpec(GANG_TIMEOUTS, "Gangs that held reservations past their waiting time.", "counter"),
+    MetricSpec(
+        ADMISSION_REFUSALS,
+        "Gang members a kubelet refused at admission after they were bound, by its reason.",
+        "counter",
+        label="reason",
+    ),
 )
 
 
