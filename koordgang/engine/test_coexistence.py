@@ -202,3 +202,21 @@ async def test_a_pod_that_failed_on_its_own_is_no_refusal(sched: Harness, api: F
     await sched.run()
     assert "koordgang_admission_refusals_total{" not in sched.scheduler.metrics.render().decode()
     assert api.events("train-1", reason="AdmissionRefused") == []
+
+
+async def test_the_replacement_of_a_refused_member_joins_its_gang(
+    sched: Harness, api: FakeApi
+) -> None:
+    sched.list(nodes=[node("n1", cpu="2"), node("n2", cpu="4")], pods=gang("train", 2, 2))
+    await sched.run()
+    sched.observe_binds()
+    [gone] = [p for p in sched.cache.pods() if p.name == "train-1"]
+    sched.add(refused(gone))
+    await sched.run()
+    sched.intake.on_pod_delete(gone)
+    [replacement] = gang("train", 1, 2, first=2)
+    sched.add(replacement)
+    retry(sched)
+    await sched.run()
+    # The gang ran whole and lacks one member: the replacement is placed alone, as its member.
+    assert [name for name, _ in api.binds()].count("train-2") == 1
