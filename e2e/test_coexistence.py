@@ -1,0 +1,72 @@
+"""Beside another scheduler, on the real API server: room that scheduler nominated to its own
+pod (``status.nominatedNodeName``, as kube-scheduler writes it while it preempts) is not taken
+by a gang of koordgang's, and is free again once the nomination is cleared."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from harness.daemon import Daemon
+from harness.gangs import Gang, GangBook, holds, members, wait_bound
+from harness.kube import Cluster, job_body, name_of, pod_body
+
+#: Keeps kwok from completing a Job's pods at once (controlplane/kwok-stages.yaml).
+KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
+
+
+@pytest.fixture
+def batch(cluster: Cluster, namespace: str) -> Iterator[client.BatchV1Api]:
+    api = client.BatchV1Api(cluster.api_client)
+    yield api
+    for job in api.list_namespaced_job(namespace).items:
+        api.delete_namespaced_job(name_of(job), namespace, propagation_policy="Background")
+
+
+def test_a_gang_leaves_alone_the_room_another_scheduler_nominated(
+    clean_nodes: Cluster,
+    namespace: str,
+    daemon: Daemon,
+    batch: client.BatchV1Api,
+    gang_book: GangBook,
+    check_invariants: None,
+) -> None:
+    """Two nodes of 4 cpu; another scheduler's pod (3 cpu, same priority) is nominated to the
+    first: a gang of 3 pods of 1 cpu, which would spread over both, all go to the second; once
+    the nomination is cleared, a second gang uses the first."""
+    cluster = clean_nodes
+    first, second = cluster.add_nodes(["co-0", "co-1"], {"cpu": "4", "memory": "16Gi"})
+    other = pod_body("theirs", requests={"cpu": "3"}, scheduler="other-scheduler")
+    cluster.create_pod(namespace, other)
+    cluster.core.patch_namespaced_pod_status(
+        "theirs", namespace, {"status": {"nominatedNodeName": first}}
+    )
+
+    def job(name: str) -> Gang:
+        gang = gang_book.gang(name, 3, way="podgroup")
+        gang_book.create_podgroup(gang)
+        pod = gang.pod(0, requests={"cpu": "1"})
+        pod["metadata"].setdefault("annotations", {}).update(KEEP_RUNNING)
+        batch.create_namespaced_job(namespace, client.V1Job.model_validate(job_body(name, 3, pod)))
+        return gang
+
+    before = job("before")
+    placed = wait_bound(cluster, before, 3, timeout=60)
+    assert {p.spec.node_name for p in placed} == {second}, [p.spec.node_name for p in placed]
+
+    cluster.core.patch_namespaced_pod_status(
+        "theirs", namespace, {"status": {"nominatedNodeName": None}}
+    )
+    after = job("after")
+    placed = wait_bound(cluster, after, 3, timeout=60)
+    # co-1 has 1 cpu left: at least two members of the second gang are on co-0.
+    assert sum(1 for p in placed if p.spec.node_name == first) >= 2
+    holds(
+        lambda: all(p.spec.node_name for p in members(cluster, before)),
+        1,
+        what="the first gang stays bound",
+    )
+    for name in ("before", "after"):
+        batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
