@@ -110,6 +110,43 @@ class Devices:
         self.slices.append(name)
         return name
 
+    def publish_network(
+        self,
+        pool: str,
+        count: int,
+        *,
+        node_labels: Mapping[str, str] | None = None,
+    ) -> dict[str, Any] | None:
+        """A ResourceSlice of a network-attached pool: ``count`` devices (``dev-<i>``) on the
+        nodes carrying ``node_labels`` (its ``nodeSelector``, one term), or on all nodes
+        (``allNodes``) without them. Returns the node selector published (None: all nodes)."""
+        name = f"{pool}-{self.driver}"
+        devices = [{"name": f"dev-{i}", "attributes": {"index": {"int": i}}} for i in range(count)]
+        selector: dict[str, Any] | None = None
+        spec: dict[str, Any] = {
+            "driver": self.driver,
+            "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        }
+        if node_labels:
+            expressions = [
+                {"key": key, "operator": "In", "values": [value]}
+                for key, value in sorted(node_labels.items())
+            ]
+            selector = {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
+            spec["nodeSelector"] = selector
+        else:
+            spec["allNodes"] = True
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "ResourceSlice",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+        self.custom.create_cluster_custom_object(GROUP, VERSION, "resourceslices", body)
+        self.slices.append(name)
+        return selector
+
     def publish_partitioned(self, node: str, *, partitions: int = 4) -> None:
         """One GPU of ``node`` offered whole and as ``partitions`` equal parts, as MIG is
         published: its counter set (80Gi of memory) in a slice of its own, and a slice of the

@@ -10,7 +10,6 @@ from koordgang.model.dra import (
     CLAIM_FINALIZER,
     PodClaimRef,
     parse_resource_claim,
-    parse_resource_slice,
 )
 from koordgang.model.pod import PodInfo
 from koordgang.testing.api import FakeApi
@@ -629,36 +628,3 @@ async def test_the_best_node_named_is_one_with_devices_of_the_class(
     condition = api.condition("p")
     assert condition is not None
     assert "the best node, gpu-node, has 0 of 2 free" in condition["message"]
-
-
-async def test_devices_of_a_pool_on_all_nodes_are_not_allocated_and_the_pod_says_why(
-    make_scheduler: MakeScheduler, api: FakeApi
-) -> None:
-    network = parse_resource_slice(
-        {
-            "metadata": {"name": "fabric", "resourceVersion": "1"},
-            "spec": {
-                "driver": DRIVER,
-                "allNodes": True,
-                "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1},
-                "devices": [{"name": "nic-0"}, {"name": "nic-1"}],
-            },
-        }
-    )
-    sched = make_scheduler()
-    claims = Claims(api, [resource_claim_json("c", count=1)])
-    sched.list(
-        nodes=[node("n0")],
-        pods=[gpu_pod("p", "c")],
-        resource_slices=[network],
-        device_classes=[device_class()],
-        resource_claims=claims.infos(),
-    )
-    await sched.run()
-    assert api.binds() == []
-    condition = api.condition("p")
-    assert condition is not None
-    assert (
-        "2 matching device(s) of pool gpu.example.com/fabric are not used" in condition["message"]
-    )
-    assert "devices of pools on all nodes (allNodes)" in condition["message"]

@@ -338,8 +338,13 @@ class SchedulerCache:
 
     def touch_nodes(self, change: StoreChange) -> None:
         """Nodes whose state in another kind changed (their devices, or the use of them) are
-        changed nodes: every view and index of them is redone."""
-        for name in change.nodes:
+        changed nodes: every view and index of them is redone. The name "" stands for every
+        node (network-attached devices, offered on many)."""
+        names = set(change.nodes)
+        if "" in names:
+            names.discard("")
+            names |= {state.name for state in self.nodes()}
+        for name in sorted(names):
             state = self._nodes.get(name)
             if state is not None:
                 state.touch()

@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from koordgang.model import _fields
+from koordgang.model.affinity import parse_node_selector
 from koordgang.model.dra.base import read_selectors, split_qualified
 from koordgang.model.dra.taints import DeviceTaint, parse_taint
 from koordgang.model.errors import ModelError
@@ -56,6 +57,11 @@ class SliceDevice:
     taints: tuple[DeviceTaint, ...] = ()
     #: What it takes of its pool's counter sets while allocated (partitionable devices).
     consumes: tuple[CounterUse, ...] = ()
+    #: Where it is, for a slice with ``perDeviceNodeSelection``: its node, or the nodes its
+    #: selector matches (JSON), or all nodes.
+    node_name: str = ""
+    node_selector: Mapping[str, Any] | None = None
+    all_nodes: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -69,9 +75,13 @@ class ResourceSliceInfo:
     #: The node whose devices these are; "" for a pool not local to one node.
     node_name: str
     devices: tuple[SliceDevice, ...]
-    #: Why none of its devices are allocated here ("" if they may be), for slices that are
-    #: not local to one node (``nodeSelector``, ``allNodes``, per-device node selection).
+    #: Why none of its devices are allocated here ("" if they may be).
     unsupported: str = ""
+    #: Where its devices are when not on one node: the nodes ``nodeSelector`` (JSON) matches,
+    #: all nodes, or each device's own (``perDeviceNodeSelection``).
+    node_selector: Mapping[str, Any] | None = None
+    all_nodes: bool = False
+    per_device: bool = False
     #: The counter sets it defines for its pool (a slice has these or devices, not both).
     counter_sets: tuple[CounterSet, ...] = ()
 
@@ -93,13 +103,11 @@ def _attribute_value(raw: Any, path: str) -> AttributeValue | None:
     return None
 
 
-def _device_unsupported(raw: Mapping[str, Any], slice_selects_per_device: bool) -> str:
+def _device_unsupported(raw: Mapping[str, Any]) -> str:
     if raw.get("allowMultipleAllocations") is True:
         return "devices shared between claims (allowMultipleAllocations)"
     if raw.get("bindingConditions") or raw.get("bindsToNode") is True:
         return "binding conditions (bindingConditions)"
-    if slice_selects_per_device:
-        return "per-device node selection (perDeviceNodeSelection)"
     if raw.get("nodeAllocatableResourceMappings"):
         return "node allocatable resource mappings (nodeAllocatableResourceMappings)"
     return ""
@@ -121,16 +129,10 @@ def parse_resource_slice(obj: Mapping[str, Any]) -> ResourceSliceInfo:
         raise ModelError("missing", "spec.pool.name")
     node_name = _fields.string(spec, "nodeName", "spec.nodeName")
     per_device = spec.get("perDeviceNodeSelection") is True
-    unsupported = ""
-    if not node_name:
-        if per_device:
-            unsupported = "per-device node selection (perDeviceNodeSelection)"
-        elif spec.get("nodeSelector") is not None:
-            unsupported = "devices of pools selected by nodeSelector (not local to one node)"
-        elif spec.get("allNodes") is True:
-            unsupported = "devices of pools on all nodes (allNodes)"
-        else:
-            raise ModelError("one of nodeName, nodeSelector, allNodes must be set", "spec")
+    all_nodes = spec.get("allNodes") is True
+    node_selector = _selector(spec, "spec")
+    if not (node_name or per_device or all_nodes or node_selector is not None):
+        raise ModelError("one of nodeName, nodeSelector, allNodes must be set", "spec")
     devices: list[SliceDevice] = []
     for index, raw in enumerate(_fields.items(spec, "devices", "spec.devices")):
         path = f"spec.devices[{index}]"
@@ -153,9 +155,14 @@ def parse_resource_slice(obj: Mapping[str, Any]) -> ResourceSliceInfo:
                 name=device_name,
                 raw=entry,
                 attributes=attributes,
-                unsupported=_device_unsupported(entry, per_device),
+                unsupported=_device_unsupported(entry),
                 taints=taints,
                 consumes=_counter_uses(entry, path),
+                node_name=_fields.string(entry, "nodeName", f"{path}.nodeName")
+                if per_device
+                else "",
+                node_selector=_selector(entry, path) if per_device else None,
+                all_nodes=per_device and entry.get("allNodes") is True,
             )
         )
     return ResourceSliceInfo(
@@ -169,9 +176,24 @@ def parse_resource_slice(obj: Mapping[str, Any]) -> ResourceSliceInfo:
         ),
         node_name=node_name,
         devices=tuple(devices),
-        unsupported=unsupported,
         counter_sets=_counter_sets(spec),
+        node_selector=None if node_name else node_selector,
+        all_nodes=all_nodes and not node_name,
+        per_device=per_device and not node_name,
     )
+
+
+def _selector(entry: Mapping[str, Any], path: str) -> Mapping[str, Any] | None:
+    """``nodeSelector`` as JSON, checked to be one (None if not there)."""
+    raw = entry.get("nodeSelector")
+    if raw is None:
+        return None
+    selector = _fields.as_mapping(raw, f"{path}.nodeSelector")
+    try:
+        parse_node_selector(selector)
+    except ModelError as error:
+        raise error.at(f"{path}.nodeSelector") from None
+    return selector
 
 
 def _counters(raw: Any, path: str) -> dict[str, Fraction]:

@@ -96,10 +96,36 @@ class TestSlices:
             ("drain", "", "NoSchedule", True),
         ]
 
-    def test_pools_not_local_to_one_node_say_why_they_are_not_used(self) -> None:
+    def test_pools_not_local_to_one_node_keep_where_their_devices_are(self) -> None:
         spec = slice_obj(allNodes=True)
         del spec["spec"]["nodeName"]
-        assert "allNodes" in parse_resource_slice(spec).unsupported
+        info = parse_resource_slice(spec)
+        assert (info.unsupported, info.all_nodes, info.node_name) == ("", True, "")
+        selector = {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["a"]}]}
+            ]
+        }
+        spec = slice_obj(nodeSelector=selector)
+        del spec["spec"]["nodeName"]
+        assert parse_resource_slice(spec).node_selector == selector
+        spec = slice_obj(perDeviceNodeSelection=True)
+        del spec["spec"]["nodeName"]
+        spec["spec"]["devices"][0]["nodeName"] = "node-2"
+        info = parse_resource_slice(spec)
+        assert info.per_device and info.devices[0].node_name == "node-2"
+
+    def test_a_slice_with_a_bad_node_selector_is_refused_naming_the_field(self) -> None:
+        spec = slice_obj(
+            nodeSelector={
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "rack", "operator": "Near", "values": ["a"]}]}
+                ]
+            }
+        )
+        del spec["spec"]["nodeName"]
+        with pytest.raises(ModelError, match=r"spec\.nodeSelector"):
+            parse_resource_slice(spec)
 
     def test_a_slice_without_a_pool_name_is_refused_naming_the_field(self) -> None:
         with pytest.raises(ModelError, match=r"spec\.pool\.name"):

@@ -1,12 +1,15 @@
 """The allocation a claim gets from the devices chosen for it, as upstream writes it: the
 results (``<request>`` or ``<request>/<alternative>``), the configuration (each class's once,
-for every request it served, then the claim's own), and the node selector."""
+for every request it served, then the claim's own), and the node selector: the node's name
+when a device is local to it, else the requirements of the network-attached devices'
+selectors gathered into one term (none at all when each is on all nodes)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from koordgang.model.affinity import parse_node_selector
 from koordgang.model.dra import AllocatedDevice, ClaimAllocation, ResourceClaimInfo
 from koordgang.plugins.dynamicresources.allocator import Chosen
 from koordgang.state.dra import DraManager
@@ -58,4 +61,35 @@ def build(
             else:
                 entry.pop("requests", None)
             config.append(entry)
-    return ClaimAllocation.on_node(node, devices, tuple(config))
+    if any(c.device.node for c in chosen) or not chosen:
+        return ClaimAllocation.on_node(node, devices, tuple(config))
+    selector = network_selector(c.device.reach_raw for c in chosen)
+    if selector is None:
+        return ClaimAllocation(devices, tuple(config))
+    return ClaimAllocation(devices, tuple(config), parse_node_selector(selector), selector)
+
+
+def network_selector(selectors: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:
+    """One term holding every requirement of the selectors (each of one term), each once;
+    None when there is none (devices on all nodes)."""
+    fields: list[Any] = []
+    expressions: list[Any] = []
+    for selector in selectors:
+        if selector is None:
+            continue
+        terms = selector.get("nodeSelectorTerms") or []
+        if not terms:
+            continue
+        term = terms[0]
+        for found, kind in ((fields, "matchFields"), (expressions, "matchExpressions")):
+            for requirement in term.get(kind) or ():
+                if requirement not in found:
+                    found.append(requirement)
+    if not fields and not expressions:
+        return None
+    term_out: dict[str, Any] = {}
+    if expressions:
+        term_out["matchExpressions"] = [dict(r) for r in expressions]
+    if fields:
+        term_out["matchFields"] = [dict(r) for r in fields]
+    return {"nodeSelectorTerms": [term_out]}

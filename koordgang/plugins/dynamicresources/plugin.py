@@ -351,8 +351,12 @@ class DynamicResources:
         view: ClaimView,
         errors: list[CelProblem] | None = None,
     ) -> Allocation | Shortfall:
-        devices = self._dra.devices_on(node.name)
         name = node.name
+        devices = self._dra.devices_on(name)
+        labels = node.info.labels if node.info is not None else {}
+        network = tuple(d for d in self._dra.network_devices() if d.available(name, labels))
+        if network:
+            devices = devices + network
         matches = self._matcher(prepared, claims, errors)
 
         def free(device_id: DeviceId) -> bool:

@@ -121,6 +121,10 @@ class DraManager:
     def devices_on(self, node: str) -> tuple[Device, ...]:
         return self._pools.devices_on(node)
 
+    def network_devices(self) -> Iterable[Device]:
+        """Network-attached devices (``Device.available`` says on which nodes)."""
+        return self._pools.network_devices()
+
     def device(self, device_id: DeviceId) -> Device | None:
         return self._pools.device(device_id)
 

@@ -3,17 +3,21 @@
 A pool is the slices of one driver and pool name at the highest ``generation`` seen (older
 ones are ignored); it is *incomplete* while fewer slices than ``resourceSliceCount`` are there
 (which blocks requests for ``All`` devices, not the others), and *invalid* when two of its
-devices share a name (none of its devices is then used). Only pools local to one node
-(``spec.nodeName``) give devices here; the others are kept, to say why they are not used.
+devices share a name (none of its devices is then used). A device is local to one node
+(``spec.nodeName``, or the device's own ``nodeName`` with ``perDeviceNodeSelection``), or
+network-attached: offered on every node its selector (the slice's ``nodeSelector`` or the
+device's) matches, or on all nodes (``allNodes``).
+A network-attached device is one device whichever node asks: in use for one, for all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from koordgang.model.affinity import NodeSelector, parse_node_selector
 from koordgang.model.dra import DeviceId, ResourceSliceInfo, SliceDevice
 
 __all__ = ["Device", "Elsewhere", "Pool", "Pools"]
@@ -24,13 +28,26 @@ class Device:
     selectors asked about it (a selector depends on the device alone: the answer holds until
     the device's slice changes, which makes a new ``Device``)."""
 
-    __slots__ = ("answers", "facts", "id", "node", "pool", "spec")
+    __slots__ = ("answers", "facts", "id", "node", "pool", "reach", "reach_raw", "spec")
 
-    def __init__(self, device_id: DeviceId, node: str, spec: SliceDevice, pool: Pool) -> None:
+    def __init__(
+        self,
+        device_id: DeviceId,
+        node: str,
+        spec: SliceDevice,
+        pool: Pool,
+        reach_raw: Mapping[str, Any] | None = None,
+    ) -> None:
         self.id = device_id
+        #: Its node; "" for a network-attached device.
         self.node = node
         self.spec = spec
         self.pool = pool
+        #: Where a network-attached device is: the nodes its selector matches (None: all).
+        self.reach_raw = reach_raw
+        self.reach: NodeSelector | None = (
+            parse_node_selector(reach_raw) if reach_raw is not None else None
+        )
         #: What selectors answered, by expression: True/False, or the error's message.
         self.answers: dict[str, bool | str] = {}
         #: What CEL reads of the device, made when first asked for (by the selector's owner).
@@ -38,6 +55,12 @@ class Device:
 
     def __repr__(self) -> str:
         return f"Device({self.id}, node={self.node})"
+
+    def available(self, node_name: str, labels: Mapping[str, str]) -> bool:
+        """The device is offered on this node."""
+        if self.node:
+            return self.node == node_name
+        return self.reach is None or self.reach.matches(node_name, labels)
 
 
 @dataclass(slots=True, eq=False)
@@ -74,8 +97,9 @@ class Elsewhere:
 
 @dataclass(slots=True)
 class Regathered:
-    """What gathering pools anew changed: the nodes whose device lists were redone, and the
-    pools that became invalid with it ((label, reason))."""
+    """What gathering pools anew changed: the nodes whose device lists were redone ("" for
+    all nodes: network-attached devices changed), and the pools that became invalid with it
+    ((label, reason))."""
 
     nodes: set[str] = field(default_factory=set)
     invalid: list[tuple[str, str]] = field(default_factory=list)
@@ -94,6 +118,8 @@ class Pools:
         self._devices: dict[DeviceId, Device] = {}
         #: Pools not local to one node, by label, with why their devices are not used.
         self._elsewhere: dict[str, Elsewhere] = {}
+        #: Network-attached devices of valid pools, per pool.
+        self._network: dict[tuple[str, str], tuple[Device, ...]] = {}
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -105,6 +131,11 @@ class Pools:
 
     def devices(self) -> Iterable[Device]:
         return self._devices.values()
+
+    def network_devices(self) -> Iterable[Device]:
+        """Network-attached devices of every valid pool, in a stable order."""
+        for key in sorted(self._network):
+            yield from self._network[key]
 
     def pools(self) -> Iterable[Pool]:
         return self._pools.values()
@@ -153,10 +184,14 @@ class Pools:
         touched: set[str] = set()
         if old is not None:
             for info in old.slices.values():
-                if info.node_name:
-                    touched.add(info.node_name)
+                touched |= _nodes_of(info)
         label = f"{key[0]}/{key[1]}"
         self._elsewhere.pop(label, None)
+        old_network = self._network.pop(key, ())
+        for gone in old_network:
+            self._devices.pop(gone.id, None)
+        if old_network:
+            change.nodes.add("")
         if not slices:
             self._pools.pop(key, None)
             self._pool_slices.pop(key, None)
@@ -171,22 +206,52 @@ class Pools:
                 pool.counter_sets[counter_set.name] = dict(counter_set.counters)
         seen: set[str] = set()
         for info in current:
-            if info.node_name:
-                touched.add(info.node_name)
-            elif info.unsupported:
-                known = self._elsewhere.setdefault(label, Elsewhere(pool, info.unsupported))
-                known.devices.extend(
-                    Device(DeviceId(info.driver, info.pool, spec.name), "", spec, pool)
-                    for spec in info.devices
-                )
-            for device in info.devices:
-                if device.name in seen and not pool.invalid:
-                    pool.invalid = f"duplicate device name {device.name!r}"
-                seen.add(device.name)
+            touched |= _nodes_of(info)
+            for spec in info.devices:
+                if spec.name in seen and not pool.invalid:
+                    pool.invalid = f"duplicate device name {spec.name!r}"
+                seen.add(spec.name)
         if pool.invalid and (old is None or old.invalid != pool.invalid):
             change.invalid.append((label, pool.invalid))
         self._pools[key] = pool
+        if not pool.invalid:
+            self._gather_network(key, pool, current, {d.id: d for d in old_network}, change)
         self._reindex(touched, change)
+
+    def _gather_network(
+        self,
+        key: tuple[str, str],
+        pool: Pool,
+        current: list[ResourceSliceInfo],
+        old: dict[DeviceId, Device],
+        change: Regathered,
+    ) -> None:
+        devices: list[Device] = []
+        for info in current:
+            if info.node_name:
+                continue
+            for spec in info.devices:
+                if info.per_device and spec.node_name:
+                    continue
+                reach = None
+                if info.per_device:
+                    reach = None if spec.all_nodes else spec.node_selector
+                    if reach is None and not spec.all_nodes:
+                        continue
+                else:
+                    reach = info.node_selector
+                device_id = DeviceId(info.driver, info.pool, spec.name)
+                known = old.get(device_id)
+                if known is not None and known.spec is spec and known.reach_raw is reach:
+                    known.pool = pool
+                    devices.append(known)
+                else:
+                    devices.append(Device(device_id, "", spec, pool, reach))
+        if devices:
+            self._network[key] = tuple(devices)
+            for device in devices:
+                self._devices[device.id] = device
+            change.nodes.add("")
 
     def _reindex(self, nodes: set[str], change: Regathered) -> None:
         """Rebuilds the device lists of ``nodes`` from the pools (a few pools per node)."""
@@ -197,10 +262,12 @@ class Pools:
             if pool.invalid:
                 continue
             for info in pool.slices.values():
-                node = info.node_name
-                if node not in by_node:
+                if info.node_name not in by_node and not info.per_device:
                     continue
                 for spec in info.devices:
+                    node = info.node_name or (spec.node_name if info.per_device else "")
+                    if not node or node not in by_node:
+                        continue
                     device_id = DeviceId(info.driver, info.pool, spec.name)
                     known = self._devices.get(device_id)
                     # The same description keeps its record, and with it the selectors'
@@ -221,3 +288,12 @@ class Pools:
             else:
                 self._by_node.pop(node, None)
         change.nodes |= nodes
+
+
+def _nodes_of(info: ResourceSliceInfo) -> set[str]:
+    """The nodes that a slice's node-local devices are on."""
+    if info.node_name:
+        return {info.node_name}
+    if info.per_device:
+        return {spec.node_name for spec in info.devices if spec.node_name}
+    return set()

@@ -56,8 +56,8 @@ class ClaimView:
             #: Claims deallocated here, then allocated again here (for a pod placed here):
             #: undone, they are deallocated again, not as in the manager.
             self._reallocated: set[str] = set()
-            #: Per node: devices allocated here, and devices in use in the manager that this
-            #: view frees.
+            #: Per node ("" for network-attached devices): devices allocated here, and
+            #: devices in use in the manager that this view frees.
             self._taken: dict[str, set[DeviceId]] = {}
             self._freed: dict[str, set[DeviceId]] = {}
             #: Claims that exist in this what-if alone, by key.
@@ -133,7 +133,7 @@ class ClaimView:
                     continue
                 freed = self._own(self._freed, device.node)
                 freed.discard(device_id)
-                self._snapshot.touch(device.node, grew=True)
+                self._touch(device.node, grew=True)
 
     def release_left_behind(self) -> None:
         cache = self._snapshot.cache
@@ -189,12 +189,13 @@ class ClaimView:
 
     def device_free(self, node: str, device: DeviceId) -> bool:
         """No claim holds ``device`` (a device of ``node``) in this view."""
-        taken = self._taken.get(node)
-        if taken is not None and device in taken:
-            return False
-        freed = self._freed.get(node)
-        if freed is not None and device in freed:
-            return True
+        for key in (node, "") if node else ("",):
+            taken = self._taken.get(key)
+            if taken is not None and device in taken:
+                return False
+            freed = self._freed.get(key)
+            if freed is not None and device in freed:
+                return True
         return not self._manager.in_use(device)
 
     # -- changes -------------------------------------------------------------------------------
@@ -254,6 +255,14 @@ class ClaimView:
                     table[node] = set(current)
         return sets.setdefault(node, set())
 
+    def _touch(self, node: str, *, grew: bool) -> None:
+        """Marks the node of a device changed here; "" (a network-attached device) all."""
+        if node:
+            self._snapshot.touch(node, grew=grew)
+            return
+        for state in self._snapshot.cache.nodes():
+            self._snapshot.touch(state.name, grew=grew)
+
     def _undo(self, keys: tuple[str, ...]) -> None:
         for key in keys:
             if key in self._reallocated:
@@ -265,7 +274,7 @@ class ClaimView:
             if allocation is not None:
                 for device_id, node in self._devices_of(allocation):
                     self._own(self._taken, node).discard(device_id)
-                    self._snapshot.touch(node, grew=False)
+                    self._touch(node, grew=False)
 
     def _deallocate(self, keys: list[str]) -> None:
         """The claims' allocations are gone in this view; their devices are free here unless
@@ -283,12 +292,12 @@ class ClaimView:
                     if device is None:
                         continue
                     self._own(self._freed, device.node).add(device_id)
-                    self._snapshot.touch(device.node, grew=False)
+                    self._touch(device.node, grew=False)
 
     def _take(self, allocation: ClaimAllocation) -> None:
         for device_id, node in self._devices_of(allocation):
             self._own(self._taken, node).add(device_id)
-            self._snapshot.touch(node, grew=True)
+            self._touch(node, grew=True)
 
     def _devices_of(self, allocation: ClaimAllocation) -> list[tuple[DeviceId, str]]:
         """The allocation's devices with the node of each (its own, or the allocation's)."""
@@ -296,6 +305,5 @@ class ClaimView:
         for device_id in allocation.held_ids():
             device = self._manager.device(device_id)
             node = device.node if device is not None else allocation.node
-            if node:
-                found.append((device_id, node))
+            found.append((device_id, node))
         return found

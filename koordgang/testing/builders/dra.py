@@ -68,6 +68,53 @@ def resource_slice(
     return parse_resource_slice(resource_slice_json(node_name, devices, **kwargs))
 
 
+def network_slice_json(
+    pool: str,
+    devices: int | Sequence[str] = 2,
+    *,
+    node_selector: Mapping[str, str] | None = None,
+    per_device: Mapping[str, Mapping[str, Any]] | None = None,
+    driver: str = DRIVER,
+) -> dict[str, Any]:
+    """The slice ``<pool>`` of a network-attached pool: on the nodes labelled
+    ``node_selector`` (one term), on all nodes without one, or with ``per_device`` (device
+    name -> its ``nodeName``/``nodeSelector``/``allNodes``) each device's own."""
+    names = [f"nic-{i}" for i in range(devices)] if isinstance(devices, int) else list(devices)
+    spec: dict[str, Any] = {
+        "driver": driver,
+        "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+        "devices": [
+            {
+                "name": device,
+                "attributes": {"index": {"int": i}},
+                **(per_device or {}).get(device, {}),
+            }
+            for i, device in enumerate(names)
+        ],
+    }
+    if per_device is not None:
+        spec["perDeviceNodeSelection"] = True
+    elif node_selector:
+        spec["nodeSelector"] = labels_selector(node_selector)
+    else:
+        spec["allNodes"] = True
+    return {"metadata": {"name": pool, "resourceVersion": "1"}, "spec": spec}
+
+
+def labels_selector(labels: Mapping[str, str]) -> dict[str, Any]:
+    """A node selector of one term: nodes carrying these labels."""
+    return {
+        "nodeSelectorTerms": [
+            {
+                "matchExpressions": [
+                    {"key": key, "operator": "In", "values": [value]}
+                    for key, value in sorted(labels.items())
+                ]
+            }
+        ]
+    }
+
+
 def device_class_json(
     name: str = "gpu",
     *,
