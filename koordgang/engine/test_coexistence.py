@@ -213,7 +213,7 @@ async def test_the_replacement_of_a_refused_member_joins_its_gang(
     [gone] = [p for p in sched.cache.pods() if p.name == "train-1"]
     sched.add(refused(gone))
     await sched.run()
-    sched.intake.on_pod_delete(gone)
+    sched.intake.on_pod_delete(gone.uid)
     [replacement] = gang("train", 1, 2, first=2)
     sched.add(replacement)
     retry(sched)
