@@ -22,12 +22,10 @@ from koordgang.plugins.dynamicresources.selectors import (
     SelectorCache,
     class_source,
     request_source,
-    serves,
 )
-from koordgang.state.dra import Device, DraManager, Pool
+from koordgang.state.dra import Device, Pool
 
 __all__ = [
-    "elsewhere",
     "incomplete_pool",
     "kept_away",
     "note_counters",
@@ -102,33 +100,6 @@ def kept_away(kept: Mapping[str, set[DeviceId]]) -> str:
             why if why.startswith("pool ") else f"{len(devices)} matching device(s) are {why}"
         )
     return "; ".join(said[:3])
-
-
-def elsewhere(dra: DraManager, selectors: SelectorCache, request: DeviceRequest, claim: str) -> str:
-    """Devices that would serve ``request`` but are in pools not local to one node: said,
-    with why koordgang does not allocate them yet."""
-    said: list[str] = []
-    for pool in dra.pools_elsewhere():
-        count = 0
-        for alternative in request.alternatives:
-            device_class = dra.device_class(alternative.device_class)
-            if device_class is None:
-                continue
-            name = request.result_name(alternative)
-            count = max(
-                count,
-                sum(
-                    1
-                    for device in pool.devices
-                    if serves(selectors, device, device_class, alternative, claim, name)
-                ),
-            )
-        if count:
-            said.append(
-                f"{count} matching device(s) of pool {pool.pool.label} are not used: "
-                f"koordgang does not allocate {pool.reason} yet"
-            )
-    return "; ".join(said[:2])
 
 
 def problems(selectors: SelectorCache, claims: Iterable[tuple[str, ClaimSpec]]) -> list[CelProblem]:

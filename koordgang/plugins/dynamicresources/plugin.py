@@ -53,12 +53,10 @@ from koordgang.plugins.dynamicresources.binding import ClaimWrites
 from koordgang.plugins.dynamicresources.claims import resolve
 from koordgang.plugins.dynamicresources.counters import CounterBudget
 from koordgang.plugins.dynamicresources.explain import (
-    elsewhere,
     incomplete_pool,
     kept_away,
     note_counters,
     problems,
-    short_request,
     untolerated_taint,
 )
 from koordgang.plugins.dynamicresources.extended import (
@@ -429,19 +427,16 @@ class DynamicResources:
         node: str,
     ) -> None:
         """Keeps the best node's shortfall (fewest devices missing) as the pod's note, with
-        what kept matching devices away over the nodes looked at, and elsewhere."""
+        what kept matching devices away over the nodes looked at."""
         best = prepared.best
         if best is None or missing(shortfall) < missing(best):
             prepared.best, prepared.best_node = shortfall, node
         else:
             shortfall, node = best, prepared.best_node
         text = describe(shortfall, node, problems(self.selectors, claims), prepared.wanted)
-        for said in (
-            kept_away(prepared.kept),
-            self._elsewhere(claims, shortfall),
-        ):
-            if said:
-                text = f"{text}; {said}"
+        said = kept_away(prepared.kept)
+        if said:
+            text = f"{text}; {said}"
         if prepared.notes is None:
             notes = state.read(POD_NOTES, list)
             if notes is None:
@@ -452,12 +447,6 @@ class DynamicResources:
         else:
             index = len(prepared.notes) - 1
             prepared.notes[index] = text
-
-    def _elsewhere(self, claims: Sequence[tuple[str, ClaimSpec]], shortfall: Shortfall) -> str:
-        request = short_request(claims, shortfall)
-        if request is None:
-            return ""
-        return elsewhere(self._dra, self.selectors, request, shortfall.claim)
 
     # -- Assign ----------------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 what is in use), the pools its devices come from, and each snapshot's claim view."""
 
 from koordgang.state.dra.manager import DraManager
-from koordgang.state.dra.pools import Device, Elsewhere, Pool
+from koordgang.state.dra.pools import Device, Pool
 from koordgang.state.dra.view import ClaimView
 
-__all__ = ["ClaimView", "Device", "DraManager", "Elsewhere", "Pool"]
+__all__ = ["ClaimView", "Device", "DraManager", "Pool"]

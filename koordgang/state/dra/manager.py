@@ -35,7 +35,7 @@ from koordgang.model.dra import (
     pending_key,
 )
 from koordgang.model.pod import PodInfo
-from koordgang.state.dra.pools import Device, Elsewhere, Pool, Pools, Regathered
+from koordgang.state.dra.pools import Device, Pool, Pools, Regathered
 from koordgang.state.store import Store, StoreChange, StoreOf
 
 if TYPE_CHECKING:
@@ -167,11 +167,6 @@ class DraManager:
 
     def pools(self) -> Iterable[Pool]:
         return self._pools.pools()
-
-    def pools_elsewhere(self) -> Iterable[Elsewhere]:
-        """Pools whose devices are not local to one node (never allocated here, yet), with
-        their devices, so that a pod those devices might serve can be told why not."""
-        return self._pools.elsewhere()
 
     def taint_rules(self) -> Iterable[DeviceTaintRuleInfo]:
         return self._taint_rules.values()

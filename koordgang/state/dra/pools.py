@@ -20,7 +20,7 @@ from typing import Any
 from koordgang.model.affinity import NodeSelector, parse_node_selector
 from koordgang.model.dra import DeviceId, ResourceSliceInfo, SliceDevice
 
-__all__ = ["Device", "Elsewhere", "Pool", "Pools"]
+__all__ = ["Device", "Pool", "Pools"]
 
 
 class Device:
@@ -85,16 +85,6 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
-@dataclass(slots=True, eq=False)
-class Elsewhere:
-    """A pool whose devices are not local to one node: why koordgang does not allocate them
-    yet, and its devices (node ""), for the selectors to say whether they would have served."""
-
-    pool: Pool
-    reason: str
-    devices: list[Device] = field(default_factory=list)
-
-
 @dataclass(slots=True)
 class Regathered:
     """What gathering pools anew changed: the nodes whose device lists were redone ("" for
@@ -116,8 +106,6 @@ class Pools:
         #: Devices of valid pools local to each node, in a stable order.
         self._by_node: dict[str, tuple[Device, ...]] = {}
         self._devices: dict[DeviceId, Device] = {}
-        #: Pools not local to one node, by label, with why their devices are not used.
-        self._elsewhere: dict[str, Elsewhere] = {}
         #: Network-attached devices of valid pools, per pool.
         self._network: dict[tuple[str, str], tuple[Device, ...]] = {}
 
@@ -139,9 +127,6 @@ class Pools:
 
     def pools(self) -> Iterable[Pool]:
         return self._pools.values()
-
-    def elsewhere(self) -> Iterable[Elsewhere]:
-        return self._elsewhere.values()
 
     # -- slices --------------------------------------------------------------------------------
 
@@ -186,7 +171,6 @@ class Pools:
             for info in old.slices.values():
                 touched |= _nodes_of(info)
         label = f"{key[0]}/{key[1]}"
-        self._elsewhere.pop(label, None)
         old_network = self._network.pop(key, ())
         for gone in old_network:
             self._devices.pop(gone.id, None)
