@@ -98,8 +98,15 @@ def test_a_gang_is_never_placed_on_devices_an_admin_drained(
         lambda: (p := members(cluster, gang)) and len(p) == 2 and p, timeout=60, what="2 pods"
     )
     names = [name_of(p) for p in pods]
-    messages = wait_explained(cluster, namespace, names, "1/2 members placed")
-    assert any(f"(DeviceTaintRule {rule})" in m for m in messages.values()), messages
+
+    def told_the_rule() -> dict[str, str] | None:
+        # A member whose claim the resourceclaim controller has not made yet says so first.
+        messages = wait_explained(cluster, namespace, names, "1/2 members placed")
+        return (
+            messages if any(f"(DeviceTaintRule {rule})" in m for m in messages.values()) else None
+        )
+
+    wait_until(told_the_rule, timeout=60, what="a member told of the DeviceTaintRule")
     holds(
         lambda: (
             not any(p.spec.node_name for p in members(cluster, gang))
