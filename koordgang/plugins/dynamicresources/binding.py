@@ -46,7 +46,7 @@ class ClaimWrites:
         if special.refused:
             return special
         writes = claims.writes + special.writes
-        return PreBindPlan(writes) if writes else NO_WRITES
+        return PreBindPlan(writes, waits=claims.waits) if writes else NO_WRITES
 
     def _extended_pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
         """The special claims of the pods whose extended resources were allocated through

@@ -26,6 +26,19 @@ __all__ = ["BindingConditions", "awaited"]
 _TICK = 0.5
 
 
+def _pending_report(pod: PodInfo, message: str) -> Report:
+    """The pod's PodScheduled condition (and an Event) saying what its binding awaits;
+    written although the pod is assumed (it is not bound yet)."""
+    return Report.for_pod(
+        pod,
+        "Normal",
+        "BindingConditionsPending",
+        message,
+        condition=("False", "BindingConditionsPending"),
+        always=True,
+    )
+
+
 def awaited(allocations: Mapping[str, ClaimAllocation]) -> dict[str, tuple[AllocatedDevice, ...]]:
     """Claim key -> its allocated devices that carry binding conditions (claims without
     such devices left out)."""
@@ -69,11 +82,7 @@ class BindingConditions:
                 if pending != told:
                     told = pending
                     for pod in self.pods:
-                        self.report(
-                            Report.for_pod(
-                                pod, "Normal", "BindingConditionsPending", pending, always=True
-                            )
-                        )
+                        self.report(_pending_report(pod, pending))
                 wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), _TICK)
