@@ -137,3 +137,46 @@ async def test_the_timeout_gives_every_members_devices_back(
     assert api.binds() == []
     for name in NAMES:
         assert "allocation" not in (claims.objects[name].get("status") or {})
+
+
+async def test_after_a_restart_a_written_allocation_still_waits_for_its_conditions(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    """The allocation and the consumer were written before a restart: nothing is left to
+    write, and the pod binds only once its device is prepared all the same."""
+    result = {
+        "request": "gpus",
+        "driver": DRIVER,
+        "pool": "n0",
+        "device": "gpu-0",
+        "bindingConditions": [READY],
+        "bindingFailureConditions": [FAILED],
+    }
+    status = {
+        "allocation": {
+            "devices": {"results": [result]},
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0"]}]}
+                ]
+            },
+            "allocationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "reservedFor": [{"resource": "pods", "name": "solo", "uid": "uid-ns-solo"}],
+    }
+    claims = Claims(api, [resource_claim_json(NAMES[0], status=status)])
+    sched = make_scheduler()
+    sched.list(
+        nodes=[node("n0", cpu="8")],
+        pods=[gpu_pod("solo", NAMES[0])],
+        resource_slices=[prepared_slice()],
+        device_classes=[device_class()],
+        resource_claims=claims.infos(),
+    )
+    sched.step()
+    await sched.settle(turns=300)
+    assert api.binds() == []
+    report(claims, NAMES[0], READY)
+    claims.observe(sched)
+    assert await sched.settle()
+    assert api.binds() == [("solo", "n0")]

@@ -346,7 +346,7 @@ class Framework:
             writes.extend(plan.writes)
             refused.update(plan.refused)
             waits.extend(plan.waits)
-        if not writes and not refused:
+        if not writes and not refused and not waits:
             return NO_WRITES
         return PreBindPlan(tuple(writes), refused, tuple(waits))
 

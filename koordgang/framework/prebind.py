@@ -90,7 +90,7 @@ class PreBindPlan:
 
     @property
     def empty(self) -> bool:
-        return not self.writes and not self.refused
+        return not self.writes and not self.refused and not self.waits
 
 
 NO_WRITES = PreBindPlan()

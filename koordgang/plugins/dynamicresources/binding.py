@@ -46,7 +46,9 @@ class ClaimWrites:
         if special.refused:
             return special
         writes = claims.writes + special.writes
-        return PreBindPlan(writes, waits=claims.waits) if writes else NO_WRITES
+        if not writes and not claims.waits:
+            return NO_WRITES
+        return PreBindPlan(writes, waits=claims.waits)
 
     def _extended_pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
         """The special claims of the pods whose extended resources were allocated through
@@ -108,9 +110,10 @@ class ClaimWrites:
         if refused:
             return PreBindPlan((), refused)
         writes = self._writes(consumers, fresh)
-        if not writes:
+        waits = self._waits(fresh, consumers)
+        if not writes and not waits:
             return NO_WRITES
-        return PreBindPlan(writes, waits=self._waits(fresh, consumers))
+        return PreBindPlan(writes, waits=waits)
 
     def _writes(
         self, consumers: Mapping[str, Sequence[PodInfo]], fresh: Mapping[str, ClaimAllocation]
@@ -130,8 +133,11 @@ class ClaimWrites:
     def _waits(
         self, fresh: Mapping[str, ClaimAllocation], consumers: Mapping[str, Sequence[PodInfo]]
     ) -> tuple[PreBindWait, ...]:
-        """The wait for the binding conditions of the devices allocated in this batch."""
-        devices = awaited({k: a for k, a in fresh.items() if k in consumers})
+        """The wait for the binding conditions of the batch's devices: those allocated in it,
+        and those of claims allocated earlier (by this scheduler before a restart, say)."""
+        dra = self._handle.dra
+        allocations = {k: fresh.get(k) or dra.allocation(k) for k in consumers}
+        devices = awaited({k: a for k, a in allocations.items() if a is not None})
         if not devices:
             return ()
         pods = list({p.uid: p for k in devices for p in consumers[k]}.values())
