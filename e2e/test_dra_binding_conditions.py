@@ -116,3 +116,14 @@ def test_a_gang_binds_once_the_driver_prepared_every_device(
     prepare(devices, namespace, claim(cluster, namespace, names[1]))
     placed = wait_bound(cluster, gang, 2, timeout=30)
     assert {p.spec.node_name for p in placed} == {node}
+
+    def scheduled_true() -> bool:
+        return all(
+            c.status == "True"
+            for p in members(cluster, gang)
+            for c in p.status.conditions or []
+            if c.type == "PodScheduled"
+        )
+
+    # What the pods were told while waiting is not left behind once they are bound.
+    holds(scheduled_true, 2, what="PodScheduled True on every bound member")
