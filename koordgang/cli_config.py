@@ -187,6 +187,10 @@ OPTIONS: tuple[Option, ...] = (
            "KOORDGANG_DEFAULT_GANG_WAITING_TIME", _seconds,
            "how long a gang without its own waiting time may hold reservations while short "
            "(seconds, or a duration such as 10m)"),
+    Option("dra_binding_timeout", "draBindingTimeout", "--dra-binding-timeout",
+           "KOORDGANG_DRA_BINDING_TIMEOUT", _seconds,
+           "how long binding waits for a DRA device's binding conditions before giving the "
+           "devices back (seconds, or a duration such as 10m)"),
     Option("initial_backoff", "initialBackoff", "--initial-backoff",
            "KOORDGANG_INITIAL_BACKOFF", _seconds,
            "first delay before a pod that failed is tried again"),
@@ -297,8 +301,8 @@ def resolve(*layers: Mapping[str, Any]) -> Settings:
         problems.append("scheduledEventRate (--scheduled-event-rate) must not be negative")
     if not 0 <= settings.http_port <= 65535:
         problems.append("httpPort (--http-port) must be between 0 and 65535")
-    for field in ("default_gang_waiting_time", "initial_backoff", "max_backoff",
-                  "unschedulable_retry_interval"):  # fmt: skip
+    for field in ("default_gang_waiting_time", "dra_binding_timeout", "initial_backoff",
+                  "max_backoff", "unschedulable_retry_interval"):  # fmt: skip
         if getattr(settings, field) <= 0:
             problems.append(f"{_key(field)} must be more than 0 seconds")
     if settings.shutdown_grace < 0:

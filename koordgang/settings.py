@@ -60,6 +60,9 @@ class Settings:
     http_host: str = "127.0.0.1"
     #: Longest time a gang may hold reservations while still short (seconds).
     default_gang_waiting_time: float = 600.0
+    #: How long PreBind waits for a device's DRA binding conditions before giving the
+    #: devices back (seconds; kube-scheduler's default).
+    dra_binding_timeout: float = 600.0
     #: First and largest delay before a pod that failed is tried again (seconds).
     initial_backoff: float = 1.0
     max_backoff: float = 10.0

@@ -207,6 +207,7 @@ def test_every_duration_setting_is_read_as_a_duration() -> None:
     assert {option.key for option in DURATION_OPTIONS} == {
         "explainAfter",
         "defaultGangWaitingTime",
+        "draBindingTimeout",
         "reserveAfter",
         "initialBackoff",
         "maxBackoff",

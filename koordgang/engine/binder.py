@@ -167,6 +167,8 @@ class Binder:
             result = await self._prebinder.write(plan)
             landed, failure = result.landed, result.failure
             if not failure:
+                failure = await self._wait(plan, landed)
+            if not failure:
                 # The writes took a while: what the cache learned meanwhile is asked again.
                 refused = self._listener.verify(requests)
                 if refused:
@@ -194,6 +196,20 @@ class Binder:
             await self._prebinder.undo(landed, only_for=undone)
         for request, outcome, detail in failed:
             self._listener.bind_done(request, outcome, detail)
+
+    @staticmethod
+    async def _wait(plan: PreBindPlan, landed: Sequence[Landed]) -> str:
+        """Awaits what the plan waits for after its writes (binding conditions); on failure
+        the undo is guarded by the versions others wrote meanwhile."""
+        for wait in plan.waits:
+            outcome = await wait()
+            if outcome.failure:
+                for one in landed:
+                    version = outcome.versions.get(one.target)
+                    if version:
+                        one.version = version
+                return outcome.failure
+        return ""
 
     async def _bind(self, request: BindRequest, *, hold_failure: bool = False) -> tuple[str, str]:
         """Binds one pod and reports how it ended (a failure only if ``hold_failure`` is

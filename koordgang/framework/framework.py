@@ -49,7 +49,7 @@ from koordgang.framework.interfaces import (
     WatcherPlugin,
 )
 from koordgang.framework.jobs import JobRef
-from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PreBindPlan
+from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PreBindPlan, PreBindWait
 from koordgang.framework.report import MetricSpec, WatchedResource
 from koordgang.framework.results import (
     ALLOW,
@@ -340,13 +340,15 @@ class Framework:
             return NO_WRITES
         writes: list[ObjectWrite] = []
         refused: dict[str, str] = {}
+        waits: list[PreBindWait] = []
         for plugin in self.pre_binders:
             plan = plugin.pre_bind(placements)
             writes.extend(plan.writes)
             refused.update(plan.refused)
-        if not writes and not refused:
+            waits.extend(plan.waits)
+        if not writes and not refused and not waits:
             return NO_WRITES
-        return PreBindPlan(tuple(writes), refused)
+        return PreBindPlan(tuple(writes), refused, tuple(waits))
 
     def run_verify(self, placements: Sequence[Placement]) -> dict[str, str]:
         """After a batch's writes landed: pod uid -> why it may not bind after all."""

@@ -15,7 +15,7 @@ made (``then``), or delete it after its patches.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +62,21 @@ class ObjectWrite:
 
 
 @dataclass(frozen=True, slots=True)
+class WaitOutcome:
+    """How a wait after the writes ended: ``failure`` "" when the batch may bind, else why
+    not; ``versions`` (object path -> resourceVersion) of written objects that others changed
+    meanwhile, which the undo is to be guarded by instead."""
+
+    failure: str = ""
+    versions: Mapping[str, str] = field(default_factory=dict)
+
+
+#: Waits, after every write landed and before the bindings, for what others do with the
+#: objects written (a driver preparing a device); the engine awaits it off the scheduling loop.
+PreBindWait = Callable[[], Awaitable[WaitOutcome]]
+
+
+@dataclass(frozen=True, slots=True)
 class PreBindPlan:
     """What to write before a batch of placements binds (nothing, for most pods), or why the
     batch may not bind now."""
@@ -70,10 +85,12 @@ class PreBindPlan:
     #: pod uid -> why it may not bind (a device it was given is held by another claim now);
     #: any refusal gives up the whole batch.
     refused: Mapping[str, str] = field(default_factory=dict)
+    #: Awaited in order once the writes landed; the first failure gives the batch up.
+    waits: tuple[PreBindWait, ...] = field(default=(), compare=False)
 
     @property
     def empty(self) -> bool:
-        return not self.writes and not self.refused
+        return not self.writes and not self.refused and not self.waits
 
 
 NO_WRITES = PreBindPlan()

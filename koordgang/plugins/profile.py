@@ -53,7 +53,7 @@ def default_framework(
         Fit,
         # Devices after room: a node short of cpu says so, and only nodes with room run the
         # device search.
-        DynamicResources,
+        lambda handle: DynamicResources(handle, binding_timeout=settings.dra_binding_timeout),
         lambda _: PodTopologySpread(),
         lambda handle: InterPodAffinity(
             namespace_labels=lambda name: handle.stores.namespaces.labels(name)

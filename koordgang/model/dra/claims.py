@@ -199,6 +199,9 @@ class AllocatedDevice:
     tolerations: tuple[Mapping[str, Any], ...] = field(default=(), hash=False, compare=False)
     #: Given for admin access: the device stays free for everybody else.
     admin_access: bool = False
+    #: Copied from the device: what must be True (or must not be) before its pods bind.
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
 
     @property
     def id(self) -> DeviceId:
@@ -215,6 +218,10 @@ class AllocatedDevice:
             result["tolerations"] = [dict(t) for t in self.tolerations]
         if self.admin_access:
             result["adminAccess"] = True
+        if self.binding_conditions:
+            result["bindingConditions"] = list(self.binding_conditions)
+        if self.binding_failure_conditions:
+            result["bindingFailureConditions"] = list(self.binding_failure_conditions)
         return result
 
 
@@ -308,6 +315,8 @@ class ResourceClaimInfo:
     #: The claim the scheduler made for the pod's DRA-backed extended resources (annotated
     #: ``resource.kubernetes.io/extended-resource-claim: "true"``).
     extended: bool = False
+    #: ``status.devices``: per device, the condition types that are True there.
+    device_conditions: Mapping[DeviceId, frozenset[str]] = field(default_factory=dict)
     #: Why its ``spec`` cannot be read ("" if it can): such a claim is never allocated here,
     #: but an allocation it has still counts (its devices are in use).
     problem: str = ""
@@ -339,6 +348,8 @@ def _allocation(status: Mapping[str, Any]) -> ClaimAllocation | None:
                 pool=_fields.string(entry, "pool", f"{path}.pool"),
                 device=_fields.string(entry, "device", f"{path}.device"),
                 admin_access=entry.get("adminAccess") is True,
+                binding_conditions=_strings(entry, "bindingConditions", path),
+                binding_failure_conditions=_strings(entry, "bindingFailureConditions", path),
             )
         )
     config = tuple(
@@ -356,6 +367,30 @@ def _allocation(status: Mapping[str, Any]) -> ClaimAllocation | None:
             raise err.at("status.allocation.nodeSelector") from None
         node = _single_node(selector_raw)
     return ClaimAllocation(tuple(results), config, selector, selector_raw, node)
+
+
+def _strings(entry: Mapping[str, Any], key: str, path: str) -> tuple[str, ...]:
+    values = _fields.items(entry, key, f"{path}.{key}")
+    return tuple(str(v) for v in values if isinstance(v, str))
+
+
+def _device_conditions(status: Mapping[str, Any]) -> dict[DeviceId, frozenset[str]]:
+    """Per device of ``status.devices``, the types of its conditions whose status is True."""
+    found: dict[DeviceId, frozenset[str]] = {}
+    for index, item in enumerate(_fields.items(status, "devices", "status.devices")):
+        path = f"status.devices[{index}]"
+        entry = _fields.as_mapping(item, path)
+        device = DeviceId(
+            _fields.string(entry, "driver", f"{path}.driver"),
+            _fields.string(entry, "pool", f"{path}.pool"),
+            _fields.string(entry, "device", f"{path}.device"),
+        )
+        found[device] = frozenset(
+            str(c.get("type"))
+            for c in _fields.items(entry, "conditions", f"{path}.conditions")
+            if isinstance(c, Mapping) and c.get("status") == "True"
+        )
+    return found
 
 
 def _single_node(raw: Mapping[str, Any]) -> str:
@@ -437,6 +472,7 @@ def parse_resource_claim(obj: Mapping[str, Any]) -> ResourceClaimInfo:
         spec=claim_spec,
         allocation=_allocation(status),
         reserved_for=_consumers(status),
+        device_conditions=_device_conditions(status),
         finalizers=finalizers,
         deleting=metadata.get("deletionTimestamp") is not None,
         owner_pod_uid=_owner_pod_uid(metadata),

@@ -62,6 +62,12 @@ class SliceDevice:
     node_name: str = ""
     node_selector: Mapping[str, Any] | None = None
     all_nodes: bool = False
+    #: Condition types that must be True in the claim's ``status.devices`` entry for the
+    #: device before its pods bind; any of ``binding_failure_conditions`` True gives it back.
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
+    #: Its allocation names the chosen node (``bindsToNode``).
+    binds_to_node: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -106,8 +112,6 @@ def _attribute_value(raw: Any, path: str) -> AttributeValue | None:
 def _device_unsupported(raw: Mapping[str, Any]) -> str:
     if raw.get("allowMultipleAllocations") is True:
         return "devices shared between claims (allowMultipleAllocations)"
-    if raw.get("bindingConditions") or raw.get("bindsToNode") is True:
-        return "binding conditions (bindingConditions)"
     if raw.get("nodeAllocatableResourceMappings"):
         return "node allocatable resource mappings (nodeAllocatableResourceMappings)"
     return ""
@@ -163,6 +167,9 @@ def parse_resource_slice(obj: Mapping[str, Any]) -> ResourceSliceInfo:
                 else "",
                 node_selector=_selector(entry, path) if per_device else None,
                 all_nodes=per_device and entry.get("allNodes") is True,
+                binding_conditions=_strings(entry, "bindingConditions", path),
+                binding_failure_conditions=_strings(entry, "bindingFailureConditions", path),
+                binds_to_node=entry.get("bindsToNode") is True,
             )
         )
     return ResourceSliceInfo(
@@ -181,6 +188,14 @@ def parse_resource_slice(obj: Mapping[str, Any]) -> ResourceSliceInfo:
         all_nodes=all_nodes and not node_name,
         per_device=per_device and not node_name,
     )
+
+
+def _strings(entry: Mapping[str, Any], key: str, path: str) -> tuple[str, ...]:
+    values = _fields.items(entry, key, f"{path}.{key}")
+    for index, item in enumerate(values):
+        if not isinstance(item, str):
+            raise ModelError("must be a string", f"{path}.{key}[{index}]")
+    return tuple(values)
 
 
 def _selector(entry: Mapping[str, Any], path: str) -> Mapping[str, Any] | None:

@@ -72,7 +72,6 @@ class TestSlices:
         ("device", "feature"),
         [
             ({"allowMultipleAllocations": True}, "allowMultipleAllocations"),
-            ({"bindingConditions": ["ready"]}, "bindingConditions"),
         ],
     )
     def test_devices_with_features_not_implemented_name_the_feature(
@@ -80,6 +79,19 @@ class TestSlices:
     ) -> None:
         info = parse_resource_slice(slice_obj(devices=[{"name": "d", **device}]))
         assert feature in info.devices[0].unsupported
+
+    def test_binding_conditions_are_read_and_the_device_is_allocatable(self) -> None:
+        device = {
+            "name": "d",
+            "bindingConditions": ["dra.example.com/is-prepared"],
+            "bindingFailureConditions": ["dra.example.com/failed"],
+            "bindsToNode": True,
+        }
+        [parsed] = parse_resource_slice(slice_obj(devices=[device])).devices
+        assert parsed.unsupported == ""
+        assert parsed.binding_conditions == ("dra.example.com/is-prepared",)
+        assert parsed.binding_failure_conditions == ("dra.example.com/failed",)
+        assert parsed.binds_to_node
 
     def test_a_devices_taints_are_read_and_only_blocking_effects_block(self) -> None:
         device = {

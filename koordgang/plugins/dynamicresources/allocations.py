@@ -26,6 +26,8 @@ def build(
             c.device.id.device,
             tuple(t.raw for t in c.alternative.tolerations),
             admin_access=c.alternative.admin_access,
+            binding_conditions=c.device.spec.binding_conditions,
+            binding_failure_conditions=c.device.spec.binding_failure_conditions,
         )
         for c in chosen
     )
@@ -61,7 +63,7 @@ def build(
             else:
                 entry.pop("requests", None)
             config.append(entry)
-    if any(c.device.node for c in chosen) or not chosen:
+    if any(c.device.node or c.device.spec.binds_to_node for c in chosen) or not chosen:
         return ClaimAllocation.on_node(node, devices, tuple(config))
     selector = network_selector(c.device.reach_raw for c in chosen)
     if selector is None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from koordgang.framework.handle import Handle
-from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PreBindPlan
+from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PreBindPlan, PreBindWait
 from koordgang.model.dra import MAX_RESERVED_FOR, ClaimAllocation, pending_key
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.dynamicresources.claims import resolve
+from koordgang.plugins.dynamicresources.conditions import BindingConditions, awaited
 from koordgang.plugins.dynamicresources.extended import (
     ExtendedResources,
     create_write,
@@ -30,9 +31,12 @@ __all__ = ["ClaimWrites"]
 
 
 class ClaimWrites:
-    def __init__(self, handle: Handle, extended: ExtendedResources) -> None:
+    def __init__(
+        self, handle: Handle, extended: ExtendedResources, binding_timeout: float = 600.0
+    ) -> None:
         self._handle = handle
         self._extended = extended
+        self._binding_timeout = binding_timeout
 
     def pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
         claims = self._claims_pre_bind(placements)
@@ -42,7 +46,9 @@ class ClaimWrites:
         if special.refused:
             return special
         writes = claims.writes + special.writes
-        return PreBindPlan(writes) if writes else NO_WRITES
+        if not writes and not claims.waits:
+            return NO_WRITES
+        return PreBindPlan(writes, waits=claims.waits)
 
     def _extended_pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
         """The special claims of the pods whose extended resources were allocated through
@@ -103,9 +109,18 @@ class ClaimWrites:
         refused = _unwritable(consumers, fresh, dra)
         if refused:
             return PreBindPlan((), refused)
+        writes = self._writes(consumers, fresh)
+        waits = self._waits(fresh, consumers)
+        if not writes and not waits:
+            return NO_WRITES
+        return PreBindPlan(writes, waits=waits)
+
+    def _writes(
+        self, consumers: Mapping[str, Sequence[PodInfo]], fresh: Mapping[str, ClaimAllocation]
+    ) -> tuple[ObjectWrite, ...]:
         writes: list[ObjectWrite] = []
         for key, pods in consumers.items():
-            claim = dra.claim(key)
+            claim = self._handle.dra.claim(key)
             assert claim is not None
             allocation = fresh.get(key)
             write = reserve(claim, pods, allocation, self._wall())
@@ -113,7 +128,24 @@ class ClaimWrites:
                 writes.append(write)
                 if allocation is not None:
                     self._handle.record(ALLOCATIONS)
-        return PreBindPlan(tuple(writes)) if writes else NO_WRITES
+        return tuple(writes)
+
+    def _waits(
+        self, fresh: Mapping[str, ClaimAllocation], consumers: Mapping[str, Sequence[PodInfo]]
+    ) -> tuple[PreBindWait, ...]:
+        """The wait for the binding conditions of the batch's devices: those allocated in it,
+        and those of claims allocated earlier (by this scheduler before a restart, say)."""
+        dra = self._handle.dra
+        allocations = {k: fresh.get(k) or dra.allocation(k) for k in consumers}
+        devices = awaited({k: a for k, a in allocations.items() if a is not None})
+        if not devices:
+            return ()
+        pods = list({p.uid: p for k in devices for p in consumers[k]}.values())
+        handle = self._handle
+        wait = BindingConditions(
+            handle.dra, devices, pods, handle.now, self._binding_timeout, handle.report
+        )
+        return (wait,)
 
     def verify(self, placements: Sequence[Placement]) -> Mapping[str, str]:
         refused: dict[str, str] = {}

@@ -130,11 +130,12 @@ class DynamicResources:
     weight = 2
     rises_with_usage = False
 
-    def __init__(self, handle: Handle) -> None:
+    def __init__(self, handle: Handle, *, binding_timeout: float = 600.0) -> None:
+        """``binding_timeout``: seconds PreBind waits for a device's binding conditions."""
         self._handle = handle
         self.selectors = SelectorCache()
         self.extended = ExtendedResources()
-        self._binding = ClaimWrites(handle, self.extended)
+        self._binding = ClaimWrites(handle, self.extended, binding_timeout)
 
     def metrics(self) -> Sequence[MetricSpec]:
         return METRICS

@@ -62,6 +62,9 @@ def reserve(
         written["allocationTimestamp"] = format_rfc3339(wall)
         status["allocation"] = written
         undo["allocation"] = None
+        if any(d.binding_conditions for d in allocation.devices):
+            # What the driver wrote of the devices goes with them (binding conditions).
+            undo["devices"] = None
         what = "write allocation"
     steps.append(PatchStep({"status": status}, {"status": undo}, "status", what))
     path = claim_path(claim.namespace, claim.name)

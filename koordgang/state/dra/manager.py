@@ -74,6 +74,8 @@ class DraManager:
         #: pod uid -> claims this scheduler placed it as a consumer of, not seen in their
         #: ``reservedFor`` yet (a claim names 256 consumers at most).
         self._consuming: dict[str, set[str]] = {}
+        #: claim key -> what to call when the claim changes (binding conditions awaited).
+        self._watchers: dict[str, list[Callable[[], None]]] = {}
         #: Changes of the classes since the manager was made, for keys of what derives from
         #: them.
         self.class_generation = 0
@@ -340,7 +342,30 @@ class DraManager:
 
     # -- claims --------------------------------------------------------------------------------
 
+    def watch_claim(self, key: str, wake: Callable[[], None]) -> Callable[[], None]:
+        """Calls ``wake`` whenever the claim ``key`` changes or goes, until the returned
+        function is called."""
+        self._watchers.setdefault(key, []).append(wake)
+
+        def unwatch() -> None:
+            watchers = self._watchers.get(key, [])
+            if wake in watchers:
+                watchers.remove(wake)
+            if not watchers:
+                self._watchers.pop(key, None)
+
+        return unwatch
+
+    def _wake(self, key: str) -> None:
+        for wake in list(self._watchers.get(key, ())):
+            wake()
+
     def upsert_claim(self, claim: ResourceClaimInfo) -> StoreChange:
+        change = self._upsert_claim(claim)
+        self._wake(claim.key)
+        return change
+
+    def _upsert_claim(self, claim: ResourceClaimInfo) -> StoreChange:
         old = self._claims.get(claim.key)
         change = StoreChange(
             changed=True,
@@ -376,6 +401,7 @@ class DraManager:
         return change
 
     def remove_claim(self, key: str) -> StoreChange:
+        self._wake(key)
         change = StoreChange()
         old = self._claims.pop(key, None)
         change.changed = old is not None
