@@ -193,6 +193,17 @@ def disruptions(cluster: Cluster, namespace: str) -> Iterator[DisruptionWatch]:
 
 
 @pytest.fixture
+def batch(cluster: Cluster, namespace: str) -> Iterator[client.BatchV1Api]:
+    """Jobs of the test, deleted at the end (with their pods) so that no controller makes
+    pods while the namespace is emptied."""
+    api = client.BatchV1Api(cluster.api_client)
+    yield api
+    for job in api.list_namespaced_job(namespace).items:
+        api.delete_namespaced_job(name_of(job), namespace, propagation_policy="Background")
+    wait_until(lambda: not api.list_namespaced_job(namespace).items, what="jobs deleted")
+
+
+@pytest.fixture
 def apps(cluster: Cluster, namespace: str) -> Iterator[client.AppsV1Api]:
     """Deployments of the test; deleted first at the end, so that no controller makes pods
     for later tests."""

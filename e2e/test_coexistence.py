@@ -4,25 +4,11 @@ by a gang of koordgang's, and is free again once the nomination is cleared."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from kubernetes import client
 
 from harness.daemon import Daemon
 from harness.gangs import Gang, GangBook, holds, members, wait_bound
-from harness.kube import Cluster, job_body, name_of, pod_body
-
-#: Keeps kwok from completing a Job's pods at once (controlplane/kwok-stages.yaml).
-KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
-
-
-@pytest.fixture
-def batch(cluster: Cluster, namespace: str) -> Iterator[client.BatchV1Api]:
-    api = client.BatchV1Api(cluster.api_client)
-    yield api
-    for job in api.list_namespaced_job(namespace).items:
-        api.delete_namespaced_job(name_of(job), namespace, propagation_policy="Background")
+from harness.kube import KEEP_RUNNING, Cluster, job_body, pod_body
 
 
 def test_a_gang_leaves_alone_the_room_another_scheduler_nominated(

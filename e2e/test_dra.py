@@ -39,22 +39,16 @@ from harness.gangs import (
     wait_explained,
 )
 from harness.invariants import AuditLog, daemon_user_agent
-from harness.kube import Cluster, deployment_body, job_body, name_of, pod_body, wait_until
+from harness.kube import (
+    KEEP_RUNNING,
+    Cluster,
+    deployment_body,
+    job_body,
+    name_of,
+    pod_body,
+    wait_until,
+)
 from harness.rbac import rbac_denials
-
-#: Keeps kwok from completing a Job's pods at once (controlplane/kwok-stages.yaml).
-KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
-
-
-@pytest.fixture
-def batch(cluster: Cluster, namespace: str) -> Iterator[client.BatchV1Api]:
-    """Jobs of the test, deleted at the end (with their pods) so that no controller makes
-    pods while the namespace is emptied."""
-    api = client.BatchV1Api(cluster.api_client)
-    yield api
-    for job in api.list_namespaced_job(namespace).items:
-        api.delete_namespaced_job(name_of(job), namespace, propagation_policy="Background")
-    wait_until(lambda: not api.list_namespaced_job(namespace).items, what="jobs deleted")
 
 
 @pytest.fixture

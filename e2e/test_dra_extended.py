@@ -6,10 +6,8 @@ user checks is the claims and the pods' status."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from kubernetes import client
 
 from harness.daemon import Daemon
@@ -22,19 +20,17 @@ from harness.dra import (
     doubly_allocated,
 )
 from harness.gangs import GangBook, holds, members, wait_bound, wait_explained
-from harness.kube import Cluster, job_body, name_of, plain, scheduled_condition, wait_until
+from harness.kube import (
+    KEEP_RUNNING,
+    Cluster,
+    job_body,
+    name_of,
+    plain,
+    scheduled_condition,
+    wait_until,
+)
 
-#: Keeps kwok from completing a Job's pods at once (controlplane/kwok-stages.yaml).
-KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
 ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
-
-
-@pytest.fixture
-def batch(cluster: Cluster, namespace: str) -> Iterator[client.BatchV1Api]:
-    api = client.BatchV1Api(cluster.api_client)
-    yield api
-    for job in api.list_namespaced_job(namespace).items:
-        api.delete_namespaced_job(name_of(job), namespace, propagation_policy="Background")
 
 
 def gpu_job(gang_pod: dict[str, Any], name: str, count: int) -> client.V1Job:

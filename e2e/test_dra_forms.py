@@ -4,10 +4,8 @@ alternatives (`firstAvailable`) placed where their first choice fits."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from kubernetes import client
 
 from harness.daemon import Daemon
@@ -22,18 +20,7 @@ from harness.dra import (
     with_claims,
 )
 from harness.gangs import GangBook, holds, wait_bound, wait_event
-from harness.kube import Cluster, job_body, name_of, pod_body, wait_until
-
-#: Keeps kwok from completing a Job's pods at once (controlplane/kwok-stages.yaml).
-KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
-
-
-@pytest.fixture
-def batch(cluster: Cluster, namespace: str) -> Iterator[client.BatchV1Api]:
-    api = client.BatchV1Api(cluster.api_client)
-    yield api
-    for job in api.list_namespaced_job(namespace).items:
-        api.delete_namespaced_job(name_of(job), namespace, propagation_policy="Background")
+from harness.kube import KEEP_RUNNING, Cluster, job_body, pod_body, wait_until
 
 
 def profile_class(devices: Devices, profile: str) -> str:

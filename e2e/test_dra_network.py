@@ -4,26 +4,13 @@ carries the slice's selector, as kube-scheduler writes it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from kubernetes import client
 
 from harness.daemon import Daemon
 from harness.dra import Devices, allocated_devices, claims, with_claims
-from harness.kube import Cluster, job_body, name_of, pod_body, unique, wait_until
-
-#: Keeps kwok from completing a Job's pods at once (controlplane/kwok-stages.yaml).
-KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
-
-
-@pytest.fixture
-def batch(cluster: Cluster, namespace: str) -> Iterator[client.BatchV1Api]:
-    api = client.BatchV1Api(cluster.api_client)
-    yield api
-    for job in api.list_namespaced_job(namespace).items:
-        api.delete_namespaced_job(name_of(job), namespace, propagation_policy="Background")
+from harness.kube import KEEP_RUNNING, Cluster, job_body, pod_body, unique, wait_until
 
 
 def test_a_jobs_pods_get_devices_of_a_network_pool_only_on_the_nodes_it_reaches(

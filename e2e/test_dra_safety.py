@@ -6,7 +6,6 @@ a claim shared by more pods than it can name, and a selector that fails on a dev
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,19 +25,17 @@ from harness.dra import (
     with_claims,
 )
 from harness.gangs import GangBook, holds, members, wait_bound, wait_explained
-from harness.kube import Cluster, deployment_body, job_body, name_of, pod_body, wait_until
+from harness.kube import (
+    KEEP_RUNNING,
+    Cluster,
+    deployment_body,
+    job_body,
+    name_of,
+    pod_body,
+    wait_until,
+)
 
-#: Keeps kwok from completing a Job's pods at once (controlplane/kwok-stages.yaml).
-KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
 ADMIN_LABEL = "resource.kubernetes.io/admin-access"
-
-
-@pytest.fixture
-def batch(cluster: Cluster, namespace: str) -> Iterator[client.BatchV1Api]:
-    api = client.BatchV1Api(cluster.api_client)
-    yield api
-    for job in api.list_namespaced_job(namespace).items:
-        api.delete_namespaced_job(name_of(job), namespace, propagation_policy="Background")
 
 
 def gang_job(gang_pod: dict[str, Any], name: str, count: int, template: str) -> client.V1Job:

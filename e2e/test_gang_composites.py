@@ -16,14 +16,12 @@ from kubernetes import client
 from harness.daemon import Daemon
 from harness.gangs import UPSTREAM, assert_no_partial_gangs, holds, wait_explained
 from harness.invariants import assert_invariants
-from harness.kube import Cluster, bound, job_body, json_object, pod_body, wait_until
+from harness.kube import KEEP_RUNNING, Cluster, bound, job_body, json_object, pod_body, wait_until
 
 GROUP = "scheduling.k8s.io"
 COMPOSITE_VERSION = "v1alpha3"
 CONDITION = "CompositePodGroupInitiallyScheduled"
 CHILDREN = ("train-0", "train-1", "train-2")
-#: Job pods would complete at once on kwok's nodes, giving their room back.
-KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from kubernetes import client
 
 from harness.daemon import DaemonFactory, LocalDaemon
 from harness.gangs import UPSTREAM
-from harness.kube import Cluster, bound, job_body, json_object, pod_body, wait_until
+from harness.kube import KEEP_RUNNING, Cluster, bound, job_body, json_object, pod_body, wait_until
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("KOORDGANG_E2E_DAEMON") == "deployment",
@@ -136,10 +136,6 @@ def test_the_gang_view_lists_bound_and_waiting_gangs(
     assert rows[f"{namespace}/big"]["waitingFor"] == (
         f"gang {namespace}/big: 3/4 members created, min 4"
     )
-
-
-#: kwok runs a Job's pods to completion at once, unless told to wait.
-KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
 
 
 def test_the_gang_view_says_finished_and_lists_basic_podgroups_only_when_asked(

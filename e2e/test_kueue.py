@@ -39,11 +39,18 @@ from harness.clients.kueue import (
 from harness.daemon import Daemon
 from harness.gangs import X_K8S, X_K8S_LABEL, assert_no_partial_gangs, holds, wait_explained
 from harness.invariants import assert_invariants
-from harness.kube import SCHEDULER, Cluster, bound, job_body, json_object, pod_body, wait_until
+from harness.kube import (
+    KEEP_RUNNING,
+    SCHEDULER,
+    Cluster,
+    bound,
+    job_body,
+    json_object,
+    pod_body,
+    wait_until,
+)
 
 QUEUE = "team-a"
-#: Keeps kwok from completing a Job's pods at once (controlplane/kwok-stages.yaml).
-KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
 
 
 @pytest.fixture(scope="module")

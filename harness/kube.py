@@ -125,6 +125,11 @@ class PodWatch:
         self._watch.stop()  # type: ignore[no-untyped-call]
 
 
+#: Annotations that keep kwok from completing a Job's pods at once
+#: (controlplane/kwok-stages.yaml), for tests whose Jobs must keep running.
+KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
+
+
 def pod_body(
     name: str,
     *,
