@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from harness.daemon import Daemon
+from harness.daemon import Daemon, wait_for_metric
 from harness.gangs import (
     GangBook,
 )
@@ -97,6 +97,9 @@ def test_a_pod_under_an_exhausted_disruption_budget_is_spared(
         return budget.status is not None and budget.status.observed_generation is not None
 
     wait_until(budget_observed, what="the disruption controller to fill in the budget")
+    # The budget and the preemptor come on different watches: a budget the daemon has not
+    # seen yet protects nothing, as with any scheduler.
+    wait_for_metric(daemon, 'koordgang_cache_objects{kind="budgets"}', 1.0)
     cluster.create_pod(namespace, high("hi"))
     wait_until(lambda: cluster.pod(namespace, "hi").spec.node_name, what="hi bound")
     assert cluster.pod(namespace, "hi").spec.node_name == "b-2"

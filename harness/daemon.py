@@ -17,6 +17,8 @@ from harness.kube import Cluster, wait_until
 from harness.rbac import NAMESPACE
 
 REPO = Path(__file__).resolve().parent.parent
+#: The Deployment's ``--http-port`` (manifests/deployment.yaml).
+HTTP_PORT = 10251
 
 
 def free_port() -> int:
@@ -31,6 +33,16 @@ class Daemon(Protocol):
     def stop(self) -> None: ...
     def kill(self) -> None: ...
     def logs(self) -> str: ...
+    def metrics(self) -> str: ...
+
+
+def wait_for_metric(daemon: Daemon, sample: str, value: float) -> None:
+    """Waits until the daemon's ``/metrics`` shows ``sample`` (a name with its labels, as
+    Prometheus prints them) at ``value``: what it has seen, as an operator reads it."""
+    line = f"{sample} {value!r}"
+    wait_until(
+        lambda: line in daemon.metrics().splitlines(), what=f"the daemon's metrics to show {line}"
+    )
 
 
 class DaemonFactory(Protocol):
@@ -169,6 +181,16 @@ class DeploymentDaemon:
             meta = pod.metadata  # type: ignore[attr-defined]
             self.cluster.force_delete(meta.namespace, meta.name)
         time.sleep(1)
+
+    def metrics(self) -> str:
+        """Through the API server's proxy to a ready pod of the Deployment."""
+        for pod in self._pods():
+            meta = pod.metadata  # type: ignore[attr-defined]
+            text: str = self.cluster.core.connect_get_namespaced_pod_proxy_with_path(
+                f"{meta.name}:{HTTP_PORT}", meta.namespace, "metrics"
+            )
+            return text
+        raise RuntimeError("no koordgang pod to read metrics from")
 
     def logs(self) -> str:
         out = []

@@ -292,6 +292,8 @@ class SchedulingLoop(EnginePart):
         self._metrics.queue_depth.labels("gated").set(len(self._intake.gated))
         self._metrics.cache_size.labels("nodes").set(len(self._cache.nodes()))
         self._metrics.cache_size.labels("pods").set(self._cache.pod_count())
+        # Preemption spares what budgets cover only once it knows them: their count says so.
+        self._metrics.cache_size.labels("budgets").set(len(self._intake.stores.budgets))
         self._metrics.report_backlog.set(self._reporter.backlog)
         self._metrics.held_pods.set(len(self._waiting))
         self._metrics.nominated_pods.set(len(self._nominations))

@@ -99,7 +99,7 @@ class Metrics:
         )
         self.cache_size = Gauge(
             "koordgang_cache_objects",
-            "Objects in the scheduler cache.",
+            "Objects the scheduler knows, by kind (nodes, pods, budgets).",
             ["kind"],
             registry=self.registry,
         )

@@ -35,6 +35,9 @@ class DisruptionBudgets:
             self.upsert(budget)
         return StoreChange(changed=True)
 
+    def __len__(self) -> int:
+        return sum(len(budgets) for budgets in self._budgets.values())
+
     def covering(self, pod: PodInfo) -> list[BudgetInfo]:
         """The budgets whose selector covers ``pod``."""
         budgets = self._budgets.get(pod.namespace)
