@@ -22,6 +22,7 @@ from koordgang.state.cache import SchedulerCache
 from koordgang.state.dra import DraManager
 from koordgang.state.gang_rows import gang_rows
 from koordgang.state.gangs import GangRegistry
+from koordgang.testing.builders.dra import resource_claim
 
 NAME = "gang.scheduling.koordinator.sh/name"
 MIN_AVAILABLE = "gang.scheduling.koordinator.sh/min-available"
@@ -153,6 +154,70 @@ def test_the_table_shows_finished() -> None:
         "0",
         "Finished",
     ]
+
+
+# -- devices ------------------------------------------------------------------------------------
+
+
+def test_a_network_attached_device_counts_on_its_members_node() -> None:
+    """A device a pool offers on several nodes has no node in its allocation: the row names the
+    node its member runs on, so the table counts nodes, not question marks."""
+    dra = DraManager()
+    selector = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["a"]}]}
+        ]
+    }
+    for i in (0, 1):
+        dra.claim_store.upsert(
+            resource_claim(
+                f"c{i}",
+                namespace="ns",
+                status={
+                    "allocation": {
+                        "devices": {
+                            "results": [
+                                {
+                                    "request": "gpus",
+                                    "driver": "gpu.example.com",
+                                    "pool": "fabric",
+                                    "device": f"nic-{i}",
+                                }
+                            ]
+                        },
+                        "nodeSelector": selector,
+                    }
+                },
+            )
+        )
+    registry = GangRegistry(600.0, resolve=Resolve(GANG_APIS))
+    cache = SchedulerCache(extensions=(dra,))
+    for i in (0, 1):
+        pod = parse_pod(
+            {
+                "metadata": {
+                    "name": f"m{i}",
+                    "namespace": "ns",
+                    "uid": f"m{i}",
+                    "annotations": {NAME: "train", MIN_AVAILABLE: "2"},
+                },
+                "spec": {
+                    "schedulerName": "koord-scheduler",
+                    "nodeName": f"node-{i}",
+                    "containers": [{"name": "c"}],
+                    "resourceClaims": [{"name": "gpu", "resourceClaimName": f"c{i}"}],
+                },
+                "status": {"phase": "Running"},
+            }
+        )
+        cache.upsert_pod(pod)
+        registry.on_pod(pod)
+    [row] = gang_rows(registry, cache, dra)
+    assert row["devices"] == {
+        "ns/m0": ["node-0: gpu.example.com/fabric/nic-0"],
+        "ns/m1": ["node-1: gpu.example.com/fabric/nic-1"],
+    }
+    assert "2 on 2 nodes" in render_table([row]).splitlines()[1]
 
 
 # -- `koordgang gangs --all` asks the daemon for them -------------------------------------------

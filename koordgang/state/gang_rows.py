@@ -54,7 +54,7 @@ def gang_rows(
                 "bound": sum(1 for p in members if p.node_name),
                 "state": state,
                 "waitingFor": gang.last_message if is_gang and _waits(gang, state) else "",
-                "devices": _devices(members, dra),
+                "devices": _devices(members, cache, dra),
             }
         )
         if facts is not None:
@@ -74,15 +74,20 @@ def _waits(gang: Gang, state: str) -> bool:
     return not gang.satisfied and state != FINISHED
 
 
-def _devices(members: list[PodInfo], dra: DraManager) -> dict[str, list[str]]:
+def _devices(
+    members: list[PodInfo], cache: SchedulerCache, dra: DraManager
+) -> dict[str, list[str]]:
     """The devices each member got through its ResourceClaims (``node: driver/pool/device``),
-    allocated or assumed; members without any are left out."""
+    allocated or assumed; members without any are left out. A device of a network-attached
+    pool reaches several nodes and its allocation names none: the member's node is where it
+    is used."""
     found: dict[str, list[str]] = {}
     for pod in members:
         allocations = dra.allocations_of(pod)
         if allocations:
+            here = cache.node_of(pod.uid) or "?"
             found[pod.key] = [
-                f"{allocation.node or '?'}: {device.id}"
+                f"{allocation.node or here}: {device.id}"
                 for allocation in allocations.values()
                 for device in allocation.devices
             ]
