@@ -54,6 +54,8 @@ CLUSTER_WIDE: dict[tuple[str, str], set[str]] = {
     ("", "namespaces"): set(READ),
     ("", "persistentvolumeclaims"): set(READ),
     ("policy", "poddisruptionbudgets"): set(READ),
+    # Jobs' time limits (activeDeadlineSeconds).
+    ("batch", "jobs"): set(READ),
     # Devices: slices, classes and DeviceTaintRules read; claims read, given the finalizer,
     # and their allocation and consumers written (resourceclaims/binding is what the API
     # server asks of a writer of status.allocation and status.reservedFor).

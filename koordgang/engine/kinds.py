@@ -29,6 +29,7 @@ from koordgang.model.dra import (
     parse_resource_claim,
     parse_resource_slice,
 )
+from koordgang.model.job import parse_job
 from koordgang.model.namespace import parse_namespace
 from koordgang.model.node import parse_node
 from koordgang.model.pod import PodInfo, parse_pod
@@ -131,6 +132,16 @@ KINDS: tuple[WatchedKind[Any], ...] = (
         lambda s: s.budgets,
         Relevance.NONE,
         "disruption budget",
+    ),
+    # A Job's time limit bounds when its pods' room is free again; it makes no pod fit.
+    WatchedKind(
+        "jobs",
+        "/apis/batch/v1/jobs",
+        parse_job,
+        _namespaced,
+        lambda s: s.jobs,
+        Relevance.NONE,
+        "job",
     ),
     # Dynamic Resource Allocation: a cluster that does not serve it has no devices.
     WatchedKind(

@@ -25,6 +25,7 @@ from koordgang.model.ports import HostPort, host_ports, ports_conflict
 from koordgang.model.resources import CPU, MEMORY, Resources, parse_amounts
 from koordgang.model.spread import TopologySpreadConstraint, parse_spread_constraints
 from koordgang.model.taints import Toleration, parse_tolerations
+from koordgang.model.time_limits import DEFAULT_GRACE_SECONDS, parse_time_limit
 
 __all__ = [
     "DEFAULT_PREEMPTION_POLICY",
@@ -161,6 +162,9 @@ class PodInfo:
     failure_reason: str = ""
     #: ``status.startTime``: when the kubelet accepted the pod (None before).
     start_time: float | None = None
+    #: Its time limit (None: none) and grace period: see ``model/time_limits.py``.
+    active_deadline_seconds: int | None = None
+    grace_seconds: int = DEFAULT_GRACE_SECONDS
     #: The job a scheduler's preemption marked this pod a victim for (its ``DisruptionTarget``
     #: condition, reason PreemptionByScheduler, names the preemptor), "" if none: a scheduler
     #: that restarted between the mark and the delete picks the same victims again.
@@ -456,6 +460,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
             parse_pod_claims(spec, status) if spec.get("resourceClaims") else ((), _EMPTY)
         )
         requests = _shared(pod_requests(spec))
+        deadline, grace = parse_time_limit(spec)
         extended = (
             container_requests(spec, _container_requests)
             if not node_name and any(may_be_extended(n) for n in requests.names())
@@ -518,6 +523,8 @@ def parse_pod(obj: Mapping[str, Any]) -> PodInfo:
             mirror=_MIRROR_ANNOTATION
             in _fields.mapping(metadata, "annotations", "metadata.annotations"),
             start_time=_fields.timestamp(status, "startTime", "status.startTime"),
+            active_deadline_seconds=deadline,
+            grace_seconds=grace,
             scheduling_group=_scheduling_group(spec),
             preempted_by=preempted_by,
             extended_containers=extended,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from koordgang.state.budgets import DisruptionBudgets
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.dra import DraManager
+from koordgang.state.jobs import Jobs
 from koordgang.state.namespaces import Namespaces
 from koordgang.state.volume_claims import VolumeClaims
 
@@ -22,6 +23,8 @@ class Stores:
     namespaces: Namespaces = field(default_factory=Namespaces)
     volume_claims: VolumeClaims = field(default_factory=VolumeClaims)
     budgets: DisruptionBudgets = field(default_factory=DisruptionBudgets)
+    #: Jobs, for the time limits their controller enforces.
+    jobs: Jobs = field(default_factory=Jobs)
     #: Dynamic Resource Allocation: slices, classes, claims, taint rules, devices in use.
     dra: DraManager = field(default_factory=DraManager)
 

@@ -30,6 +30,7 @@ from koordgang.model.dra import (
     ResourceClaimInfo,
     ResourceSliceInfo,
 )
+from koordgang.model.job import JobInfo
 from koordgang.model.namespace import NamespaceInfo
 from koordgang.model.node import NodeInfo
 from koordgang.model.pod import PodInfo
@@ -164,6 +165,7 @@ class Harness:
         device_classes: Iterable[DeviceClassInfo] = (),
         resource_claims: Iterable[ResourceClaimInfo] = (),
         device_taint_rules: Iterable[DeviceTaintRuleInfo] = (),
+        jobs: Iterable[JobInfo] = (),
     ) -> None:
         """The initial listings of every watched kind; the loop is ready after them."""
         listed: dict[str, Iterable[Any]] = {
@@ -176,6 +178,7 @@ class Harness:
             "deviceclasses": device_classes,
             "resourceclaims": resource_claims,
             "devicetaintrules": device_taint_rules,
+            "jobs": jobs,
         }
         for kind in KINDS:
             self.intake.kind(kind.name).listed(list(listed[kind.name]))

@@ -1,0 +1,96 @@
+"""When a pod's room is free again at the latest: its own deadline, its Job's, the grace period
+and the lag, checked by hand on timelines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from koordgang.model.errors import ModelError
+from koordgang.model.job import JobInfo, parse_job
+from koordgang.model.pod import PodInfo, parse_pod
+from koordgang.model.time import format_rfc3339
+from koordgang.model.time_limits import free_by
+
+
+def pod(
+    *,
+    deadline: int | None = None,
+    started: float | None = None,
+    grace: int | None = None,
+    phase: str = "Running",
+    deleting: float | None = None,
+) -> PodInfo:
+    spec: dict[str, Any] = {"nodeName": "n1", "containers": [{"name": "c"}]}
+    if deadline is not None:
+        spec["activeDeadlineSeconds"] = deadline
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
+    metadata: dict[str, Any] = {"name": "p", "namespace": "ns", "uid": "p"}
+    if deleting is not None:
+        metadata["deletionTimestamp"] = format_rfc3339(deleting)
+    status: dict[str, Any] = {"phase": phase}
+    if started is not None:
+        status["startTime"] = format_rfc3339(started)
+    return parse_pod({"metadata": metadata, "spec": spec, "status": status})
+
+
+def job(deadline: int | None, started: float | None, *, suspended: bool = False) -> JobInfo:
+    spec: dict[str, Any] = {"suspend": suspended}
+    if deadline is not None:
+        spec["activeDeadlineSeconds"] = deadline
+    status = {"startTime": format_rfc3339(started)} if started is not None else {}
+    return parse_job({"metadata": {"name": "j", "namespace": "ns"}, "spec": spec, "status": status})
+
+
+def test_a_pod_deadline_counts_from_its_start_plus_grace_and_lag() -> None:
+    # Started at 1000 for 600 s, 30 s of grace, 10 s of lag.
+    assert free_by(pod(deadline=600, started=1000), None, now=1100) == 1640
+
+
+def test_a_pod_without_limits_has_no_bound() -> None:
+    assert free_by(pod(started=1000), None, now=1100) is None
+    assert free_by(pod(started=1000), job(None, 900), now=1100) is None
+
+
+def test_the_jobs_deadline_bounds_its_pods_when_it_comes_first() -> None:
+    # The Job started at 900 for 300 s: 1200, before the pod's own 1600.
+    assert free_by(pod(deadline=600, started=1000), job(300, 900), now=1100) == 1240
+    # Without a deadline of its own, the pod goes with its Job.
+    assert free_by(pod(started=1000), job(300, 900), now=1100) == 1240
+
+
+def test_a_suspended_or_unstarted_jobs_clock_does_not_run() -> None:
+    assert free_by(pod(started=1000), job(300, 900, suspended=True), now=1100) is None
+    assert free_by(pod(started=1000), job(300, None), now=1100) is None
+
+
+def test_a_pod_not_started_yet_starts_its_clock_now_at_the_earliest() -> None:
+    assert free_by(pod(deadline=60), None, now=5000) == 5000 + 60 + 30 + 10
+
+
+def test_a_pod_past_its_deadline_is_free_a_grace_period_from_now() -> None:
+    assert free_by(pod(deadline=10, started=0), None, now=1000) == 1000 + 30 + 10
+
+
+def test_the_grace_period_is_the_pods_own() -> None:
+    assert free_by(pod(deadline=600, started=1000, grace=0), None, now=1100) == 1610
+
+
+def test_a_terminating_pod_is_free_by_its_deletion_timestamp() -> None:
+    # The API server set the deletion timestamp to the request plus the grace period.
+    assert free_by(pod(started=1000, deleting=2000), None, now=1900) == 2010
+
+
+def test_a_finished_pod_is_free_now() -> None:
+    assert free_by(pod(deadline=600, started=1000, phase="Succeeded"), None, now=1100) == 1100
+
+
+def test_malformed_limits_name_their_field() -> None:
+    with pytest.raises(ModelError, match=r"spec\.activeDeadlineSeconds"):
+        parse_pod({"metadata": {"name": "p"}, "spec": {"activeDeadlineSeconds": "soon"}})
+    with pytest.raises(ModelError, match=r"spec\.suspend"):
+        parse_job({"metadata": {"name": "j"}, "spec": {"suspend": "yes"}})
+    with pytest.raises(ModelError, match=r"spec\.activeDeadlineSeconds"):
+        parse_job({"metadata": {"name": "j"}, "spec": {"activeDeadlineSeconds": [1]}})

@@ -1,0 +1,73 @@
+"""Time limits the cluster enforces, and when a running pod's room is free again at the latest.
+
+A pod's ``spec.activeDeadlineSeconds`` is enforced by its kubelet (the pod fails with reason
+``DeadlineExceeded`` that long after ``status.startTime``); a Job's
+``spec.activeDeadlineSeconds`` by the Job controller (it ends all the Job's pods that long after
+the Job's ``status.startTime``, which is set when the Job first runs unsuspended and again on
+resume, so time spent pending counts). Either ends the pod gracefully: its room is free once
+its termination grace period has passed too. What is left is the kubelet's and the
+controller's lag, an allowance of a few seconds.
+
+A pod with neither limit has no bound: it may hold its room for ever, and nothing here
+guesses otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from koordgang.model import _fields
+
+if TYPE_CHECKING:
+    from koordgang.model.job import JobInfo
+    from koordgang.model.pod import PodInfo
+
+__all__ = ["DEFAULT_GRACE_SECONDS", "LAG_SECONDS", "free_by", "parse_time_limit"]
+
+#: ``terminationGracePeriodSeconds`` when a pod does not say.
+DEFAULT_GRACE_SECONDS = 30
+#: How late the kubelet or the Job controller may act on a deadline, and the API server's
+#: deletion reach the informers (seconds).
+LAG_SECONDS = 10.0
+
+
+def parse_time_limit(spec: Mapping[str, Any]) -> tuple[int | None, int]:
+    """(``activeDeadlineSeconds`` or None, ``terminationGracePeriodSeconds``) of a pod spec."""
+    deadline = (
+        _fields.integer(spec, "activeDeadlineSeconds", "spec.activeDeadlineSeconds")
+        if spec.get("activeDeadlineSeconds") is not None
+        else None
+    )
+    grace = _fields.integer(
+        spec,
+        "terminationGracePeriodSeconds",
+        "spec.terminationGracePeriodSeconds",
+        DEFAULT_GRACE_SECONDS,
+    )
+    return deadline, max(grace, 0)
+
+
+def free_by(pod: PodInfo, job: JobInfo | None, now: float) -> float | None:
+    """When ``pod``'s room is free at the latest (a wall-clock time), or None when nothing
+    bounds it. ``job`` is the pod's Job, if it has one the daemon knows."""
+    if pod.is_terminal:
+        return now
+    if pod.deletion_timestamp is not None:
+        # The API server sets it to the deletion's time plus the grace period.
+        return pod.deletion_timestamp + LAG_SECONDS
+    ends: list[float] = []
+    if pod.active_deadline_seconds is not None:
+        # A pod not started yet starts now at the earliest, and its clock with it.
+        started = pod.start_time if pod.start_time is not None else now
+        ends.append(started + pod.active_deadline_seconds)
+    if (
+        job is not None
+        and job.active_deadline_seconds is not None
+        and job.start_time is not None
+        and not job.suspended
+    ):
+        ends.append(job.start_time + job.active_deadline_seconds)
+    if not ends:
+        return None
+    return max(min(ends), now) + pod.grace_seconds + LAG_SECONDS
