@@ -17,6 +17,7 @@ from koordgang.plugins.nodeunschedulable import NodeUnschedulable
 from koordgang.plugins.podtopologyspread import PodTopologySpread
 from koordgang.plugins.preemption import Preemption
 from koordgang.plugins.schedulinggates import SchedulingGates
+from koordgang.plugins.starttimes import StartTimes
 from koordgang.plugins.starvationguard import StarvationGuard
 from koordgang.plugins.tainttoleration import TaintToleration
 from koordgang.plugins.volumebinding import VolumeBinding
@@ -70,6 +71,9 @@ def default_framework(
             max_reserving=settings.max_reserving_jobs,
             default_waiting_time=settings.default_gang_waiting_time,
         ),
+        # After every plugin that may make or hold room: a job still waiting hears when it
+        # starts if the pods holding its room end by their time limits.
+        StartTimes,
         # Last: members still without room ask an autoscaler for it only where it may add it.
         lambda _: NodePools(),
     )

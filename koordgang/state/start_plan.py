@@ -41,13 +41,20 @@ class Holder:
 @dataclass(frozen=True, slots=True)
 class Waiter:
     """A job waiting for room, in queue order: the requests of the members it needs to start,
-    how long it holds the room once started (None: no bound), and the nodes its members may
-    use (None: every node)."""
+    how long it holds the room once started (None: no bound) and the moment it ends at the
+    latest whenever it starts (a Job's deadline, whose clock runs while it waits; None: none),
+    and the nodes its members may use (None: every node)."""
 
     key: str
     members: tuple[Resources, ...]
     runs_for: float | None
     nodes: frozenset[str] | None = None
+    ends_by: float | None = None
+
+    def end(self, start: float) -> float:
+        """When it gives its room back if it starts at ``start``."""
+        end = FOREVER if self.runs_for is None else start + self.runs_for
+        return end if self.ends_by is None else max(start, min(end, self.ends_by))
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +128,8 @@ def plan_starts(
     for waiter in waiters:
         estimate = _place(waiter, now, nodes, moments)
         estimates.append(estimate)
-        if estimate.start is not None and waiter.runs_for is not None:
-            bisect.insort(moments, estimate.start + waiter.runs_for)
+        if estimate.start is not None and waiter.end(estimate.start) < FOREVER:
+            bisect.insort(moments, waiter.end(estimate.start))
     return estimates
 
 
@@ -151,10 +158,9 @@ def _nodes(allocatable: Mapping[str, Resources], holders: Iterable[Holder]) -> d
 
 def _place(waiter: Waiter, now: float, nodes: dict[str, _Node], moments: list[float]) -> Estimate:
     eligible = [n for n in sorted(nodes) if waiter.nodes is None or n in waiter.nodes]
-    runs_for = FOREVER if waiter.runs_for is None else waiter.runs_for
     members = sorted(waiter.members, key=lambda r: (r.get(CPU), r.get(MEMORY)), reverse=True)
     for moment in moments[bisect.bisect_left(moments, now) :]:
-        end = moment + runs_for
+        end = waiter.end(moment)
         placed = _fit(members, [nodes[n] for n in eligible], moment, end)
         if placed is None:
             continue

@@ -115,3 +115,15 @@ def test_room_free_now_but_planned_for_a_job_ahead_is_used_only_until_then() -> 
     # it, 100 s end just as it comes.
     assert longer.start == 200
     assert (shorter.start, dict(shorter.nodes)) == (0, {"n1": 1})
+
+
+def test_a_deadline_running_while_the_job_waits_ends_its_run_early() -> None:
+    held = [holder("a", "n1", 4, 100)]
+    plan = plan_starts(
+        0,
+        nodes("n1"),
+        held,
+        # 500 s of its own, but its Job's clock ends it at 150 whenever it starts.
+        [Waiter("job", (cpu(4),), 500, ends_by=150), waiter("next", 4)],
+    )
+    assert [e.start for e in plan] == [100, 150]

@@ -1,0 +1,145 @@
+"""Start times through the engine: a job waiting for room is told when it starts if the pods
+holding the room end by their time limits (their own, or their Job's), the gangs view and the
+metric say the same, and room held without a limit is named instead of a time."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from koordgang.model.job import parse_job
+from koordgang.model.pod import PodInfo
+from koordgang.model.time import format_rfc3339
+from koordgang.plugins.starttimes import StartTimes
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import bound, gang, node, pod
+from koordgang.testing.harness import Harness, MakeScheduler
+
+#: Grace period (the default) and the allowance for the kubelet's and controller's lag.
+AFTER_DEADLINE = 30 + 10
+
+
+def running(name: str, node_name: str, cpu: str, *, started: float, limit: int | None) -> PodInfo:
+    info = bound(pod(name, cpu=cpu), node_name)
+    return replace(info, phase="Running", start_time=started, active_deadline_seconds=limit)
+
+
+def limited(info: PodInfo, seconds: int) -> PodInfo:
+    return replace(info, active_deadline_seconds=seconds)
+
+
+def utc(moment: float) -> str:
+    return time.strftime("%H:%M UTC", time.gmtime(moment))
+
+
+def message(api: FakeApi, name: str) -> str:
+    condition = api.condition(name)
+    assert condition is not None, f"{name} was told nothing"
+    return str(condition["message"])
+
+
+def start_times(sched: Harness) -> StartTimes:
+    return next(p for p in sched.framework.plugins if isinstance(p, StartTimes))
+
+
+async def test_a_pod_waiting_for_room_hears_when_the_pods_there_reach_their_limits(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    wall = sched.clock.wall()
+    # n1 is full until 600 s after r1 started (100 s ago), its grace period and the lag.
+    sched.list(
+        nodes=[node("n1", cpu="4")],
+        pods=[running("r1", "n1", "4", started=wall - 100, limit=600), pod("w", cpu="2")],
+    )
+    await sched.run()
+    expected = wall - 100 + 600 + AFTER_DEADLINE
+    assert message(api, "w").endswith(
+        f"; expected to start by {utc(expected)} (an estimate): 1 pod on n1 reaches its time limit"
+    ), message(api, "w")
+
+
+async def test_a_jobs_deadline_bounds_its_pods_and_a_gang_waits_for_enough_nodes(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    wall = sched.clock.wall()
+    trainer = {
+        "metadata": {"name": "train", "namespace": "ns"},
+        "spec": {"activeDeadlineSeconds": 300},
+        "status": {"startTime": format_rfc3339(wall - 60)},
+    }
+    holders = [
+        # n1 ends with its Job (240 s from now), n2 on its own limit (900 s), n3 never.
+        replace(
+            running("t-0", "n1", "4", started=wall - 50, limit=None),
+            owner="ns/train",
+            owner_kind="Job",
+        ),
+        running("long", "n2", "4", started=wall, limit=900),
+        running("endless", "n3", "4", started=wall, limit=None),
+    ]
+    members = gang("pair", 2, 2, cpu="4")
+    sched.list(
+        nodes=[node(f"n{i}", cpu="4") for i in (1, 2, 3)],
+        pods=holders + members,
+        jobs=[parse_job(trainer)],
+    )
+    await sched.run()
+    expected = wall + 900 + AFTER_DEADLINE
+    for member in members:
+        assert f"expected to start by {utc(expected)} (an estimate): 2 pods on n1, n2" in (
+            message(api, member.name)
+        )
+    facts = sched.framework.gang_facts("ns/pair")
+    assert facts["expectedStart"] == format_rfc3339(expected)
+    assert facts["startWaitsFor"] == ["ns/long", "ns/t-0"]
+    gauges: dict[str, Any] = dict(start_times(sched).gauges())
+    assert gauges["koordgang_expected_wait_seconds"][""] == expected - sched.clock.wall()
+
+
+async def test_room_held_without_a_limit_is_named_to_a_job_with_one(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    wall = sched.clock.wall()
+    sched.list(
+        nodes=[node("n1", cpu="4")],
+        pods=[
+            running("endless", "n1", "4", started=wall, limit=None),
+            limited(pod("w", cpu="2"), 60),
+            pod("plain", cpu="2"),
+        ],
+    )
+    await sched.run()
+    assert message(api, "w").endswith(
+        "; no start time can be given: room it needs is held without a time limit by ns/endless"
+    ), message(api, "w")
+    # A pod without a limit of its own is told nothing of start times it cannot have.
+    assert "time limit" not in message(api, "plain")
+    facts = sched.framework.gang_facts("ns/w")
+    assert (facts["expectedStart"], facts["startHeldBy"]) == (None, ["ns/endless"])
+
+
+async def test_a_later_job_is_planned_after_the_earlier_one_it_would_delay(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    wall = sched.clock.wall()
+    big = [limited(p, 1000) for p in gang("big", 2, 2, cpu="4")]
+    sched.list(
+        nodes=[node("n1", cpu="4"), node("n2", cpu="4")],
+        pods=[
+            running("a", "n1", "4", started=wall, limit=100),
+            running("b", "n2", "4", started=wall, limit=100),
+            *big,
+            limited(pod("small", cpu="2"), 5000),
+        ],
+    )
+    await sched.run()
+    # The big gang, first in the queue, has both nodes from 140 s on for 1040 s: the small
+    # pod would run into it anywhere, so it comes after.
+    assert f"expected to start by {utc(wall + 100 + AFTER_DEADLINE)}" in message(api, "big-0")
+    after = wall + 100 + AFTER_DEADLINE + 1000 + AFTER_DEADLINE
+    assert f"expected to start by {utc(after)}" in message(api, "small")

@@ -1,0 +1,145 @@
+"""StartTimes: when each job waiting for room starts, if the pods holding the room end by their
+time limits (``model/time_limits.py``) and nothing of higher priority arrives.
+
+Each job seen failing for lack of room (after preemption and the starvation guard had their
+say: a job they make room for is not waiting) is remembered with the members it still needs.
+At most every ``refresh`` seconds the plan (``state/start_plan.py``) is made again from the
+cycle's snapshot, every remembered job in queue order (priority, then age), and each job's
+pods are told its estimate with their explanation. A job that waits for members, gates or
+devices gets no estimate: room is not what it waits for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from koordgang.framework.cycle_state import CycleState
+from koordgang.framework.group import GroupPlan, SchedulingGroup
+from koordgang.framework.handle import Handle
+from koordgang.framework.report import MetricSpec
+from koordgang.framework.results import PostFilterResult
+from koordgang.framework.status import SKIP
+from koordgang.model.job import JobInfo
+from koordgang.model.node import NodeInfo
+from koordgang.model.time import format_rfc3339
+from koordgang.plugins.starttimes.inputs import WaitingJob, holders, job_of, room, waiter
+from koordgang.plugins.starttimes.messages import describe
+from koordgang.state.snapshot import Snapshot
+from koordgang.state.start_plan import Estimate, plan_starts
+
+__all__ = ["StartTimes"]
+
+NAME = "StartTimes"
+EXPECTED_WAIT = "koordgang_expected_wait_seconds"
+#: A job not seen waiting for this long stopped waiting (placed, or gone).
+FORGET_AFTER = 180.0
+
+_METRICS = (
+    MetricSpec(
+        EXPECTED_WAIT,
+        "Seconds until the first job in the queue with an expected start starts.",
+        "gauge",
+    ),
+)
+
+
+class StartTimes:
+    name = NAME
+
+    def __init__(self, handle: Handle, *, refresh: float = 5.0) -> None:
+        self.handle = handle
+        self.refresh = refresh
+        self._waiting: dict[str, WaitingJob] = {}
+        self._estimates: dict[str, Estimate] = {}
+        #: Monotonic seconds of the last plan (None: never made).
+        self._planned: float | None = None
+        self._job_of = job_of(lambda key: handle.stores.jobs.get(key))
+
+    # -- PostFilter ------------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
+    ) -> PostFilterResult:
+        needed = plan.needed()
+        if plan.satisfied or not needed or _waits_for_more_than_room(plan, needed):
+            return PostFilterResult(SKIP)
+        key = group.job_name()
+        now = self.handle.now()
+        members = list(group.members())
+        self._waiting[key] = WaitingJob(
+            key,
+            min(p.priority for p in members),
+            min(p.creation_timestamp for p in members),
+            tuple(needed),
+            now,
+        )
+        if (
+            self._planned is None
+            or now - self._planned >= self.refresh
+            or key not in self._estimates
+        ):
+            self._plan(snapshot, now)
+        estimate = self._estimates.get(key)
+        limited = any(
+            p.active_deadline_seconds is not None or _has_deadline(self._job_of(p)) for p in needed
+        )
+        note = describe(estimate, self.handle.wall(), limited=limited) if estimate else ""
+        if not note:
+            return PostFilterResult(SKIP)
+        return PostFilterResult(SKIP, notes={pod.uid: note for pod in members})
+
+    def _plan(self, snapshot: Snapshot, now: float) -> None:
+        for key in [k for k, w in self._waiting.items() if now - w.seen > FORGET_AFTER]:
+            del self._waiting[key]
+        wall = self.handle.wall()
+        nodes: list[NodeInfo] = [n.info for n in snapshot.nodes if n.info is not None]
+        queue = sorted(self._waiting.values(), key=lambda w: (-w.priority, w.created, w.key))
+        waiters = [waiter(job, nodes, self._job_of) for job in queue]
+        estimates = plan_starts(
+            wall, room(snapshot), holders(snapshot, self._job_of, wall), waiters
+        )
+        self._estimates = {e.key: e for e in estimates}
+        self._planned = now
+
+    # -- what others ask -------------------------------------------------------------------------
+
+    def estimate(self, key: str) -> Estimate | None:
+        return self._estimates.get(key) if key in self._waiting else None
+
+    def gang_facts(self, gang_key: str) -> Mapping[str, Any]:
+        """The gangs view's expected start (RFC 3339), and the pods it waits for."""
+        estimate = self.estimate(gang_key)
+        if estimate is None:
+            return {}
+        if estimate.start is None:
+            return {"expectedStart": None, "startHeldBy": list(estimate.held_by)}
+        return {
+            "expectedStart": format_rfc3339(estimate.start),
+            "startWaitsFor": list(estimate.waits_for),
+        }
+
+    def metrics(self) -> Sequence[MetricSpec]:
+        return _METRICS
+
+    def gauges(self) -> Mapping[str, Mapping[str, float]]:
+        wall = self.handle.wall()
+        queue = sorted(self._waiting.values(), key=lambda w: (-w.priority, w.created, w.key))
+        for job in queue:
+            estimate = self._estimates.get(job.key)
+            if estimate is not None and estimate.start is not None:
+                return {EXPECTED_WAIT: {"": max(0.0, estimate.start - wall)}}
+        return {EXPECTED_WAIT: {"": 0.0}}
+
+
+def _has_deadline(job: JobInfo | None) -> bool:
+    return job is not None and job.active_deadline_seconds is not None
+
+
+def _waits_for_more_than_room(plan: GroupPlan, needed: Sequence[Any]) -> bool:
+    """Members still to be made, or devices to be found: room alone does not start it."""
+    for part_plan in plan.parts:
+        part = part_plan.part
+        if len(part.pending) < part.minimum - part.counted:
+            return True
+    return any(pod.resource_claims or pod.extended_containers for pod in needed)
