@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Collection, Sequence
@@ -23,6 +24,7 @@ COLUMNS = (
     "STATE",
     "DOMAIN",
     "DEVICES",
+    "EXPECTED START",
     "WAITING FOR",
 )
 
@@ -156,6 +158,7 @@ def _row(gang: dict[str, Any]) -> tuple[str, ...]:
         str(gang.get("state", "")),
         str(gang.get("domain") or "-"),
         _device_count(gang.get("devices")),
+        _expected_start(gang),
         str(gang.get("waitingFor") or "-"),
     )
 
@@ -178,6 +181,26 @@ def _device_count(devices: Any) -> str:
     nodes = {str(entry).split(":", 1)[0] for entry in entries}
     where = "1 node" if len(nodes) == 1 else f"{len(nodes)} nodes"
     return f"{len(entries)} on {where}"
+
+
+def _expected_start(gang: dict[str, Any]) -> str:
+    """When a gang waiting for room starts if time limits hold (``14:20 UTC``, with the day
+    when not today); ``none`` when room it needs is held without a limit; ``-`` when no
+    estimate is made (it does not wait for room)."""
+    from koordgang.model.errors import ModelError
+    from koordgang.model.time import parse_rfc3339
+
+    if "expectedStart" not in gang:
+        return "-"
+    start = gang["expectedStart"]
+    if not isinstance(start, str):
+        return "none"
+    try:
+        moment = parse_rfc3339(start)
+    except ModelError:
+        return "?"
+    today = time.gmtime()[:3] == time.gmtime(moment)[:3]
+    return time.strftime("%H:%M UTC" if today else "%Y-%m-%d %H:%M UTC", time.gmtime(moment))
 
 
 def render_table(gangs: Sequence[dict[str, Any]]) -> str:

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
@@ -63,6 +64,8 @@ def test_the_table_has_a_line_per_gang_with_partners_counts_and_reason() -> None
         "STATE",
         "DOMAIN",
         "DEVICES",
+        "EXPECTED",
+        "START",
         "WAITING",
         "FOR",
     ]
@@ -92,6 +95,7 @@ def test_the_table_has_a_line_per_gang_with_partners_counts_and_reason() -> None
         "0",
         "0",
         "Invalid",
+        "-",
         "-",
         "-",
         "-",
@@ -148,3 +152,23 @@ def test_an_unreachable_daemon_is_a_clear_error() -> None:
     assert result.returncode == 1
     assert "cannot read http://127.0.0.1:9/gangs" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_expected_start_reads_as_a_time_none_or_a_dash() -> None:
+    """A gang waiting for room shows when it starts (UTC, with the day when not today),
+    ``none`` when room it needs is held without a time limit, ``-`` without an estimate."""
+    later = time.time() + 2 * 86400
+    rows: list[dict[str, Any]] = [
+        {"gang": "ns/soon", "expectedStart": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+        {
+            "gang": "ns/later",
+            "expectedStart": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(later)),
+        },
+        {"gang": "ns/held", "expectedStart": None, "startHeldBy": ["ns/endless"]},
+        {"gang": "ns/running"},
+    ]
+    column = render_table(rows).splitlines()[0].index("EXPECTED START")
+    starts = [line[column:].split("  ")[0].strip() for line in render_table(rows).splitlines()]
+    assert starts[1] == time.strftime("%H:%M UTC", time.gmtime())
+    assert starts[2] == time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(later))
+    assert starts[3:] == ["none", "-"]
