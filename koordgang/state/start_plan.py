@@ -13,19 +13,29 @@ that starts later; so the most a node uses over a job's run is found at the run'
 moment and at the start of each later run planned there. Amounts are compared resource by
 resource, the highest of each over the run, which may find less room than there is, never
 more.
+
+Cost. Amounts are tuples of integers over the resources that appear. A moment is tried only
+when the room the whole cluster has free then (planned runs aside) covers what the job asks;
+each moment tried costs a look at every node the job may use, and a plan looks at no more than
+``BUDGET`` nodes in all: jobs left when it is spent get no estimate (None, with
+``unplanned``), never a wrong one.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from koordgang.model.resources import CPU, MEMORY, Resources
+from koordgang.model.resources import Resources
 
-__all__ = ["Estimate", "Holder", "Waiter", "plan_starts"]
+__all__ = ["BUDGET", "Estimate", "Holder", "Waiter", "plan_starts"]
 
 FOREVER = float("inf")
+#: Nodes a plan may look at (each look is a few microseconds).
+BUDGET = 100_000
+
+Vector = tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,48 +81,261 @@ class Estimate:
     held_by: tuple[str, ...] = ()
     #: Without a start, and nothing holding room: its members fit on no node even empty.
     never_fits: bool = False
+    #: Without a start: the plan's budget was spent before it came to this job.
+    unplanned: bool = False
 
 
 @dataclass(slots=True)
 class _Run:
     start: float
     end: float
-    requests: Resources
+    used: Vector
     owner: str
 
 
 @dataclass(slots=True)
 class _Node:
     name: str
-    allocatable: Resources
-    #: What the holders with a bound use now, and what each bound gives back, in time order.
+    allocatable: Vector
+    #: Free now if every holder with a bound had gone (holders without one still there).
+    most: Vector
+    #: Release moments of the holders with a bound, in order, and what each gives back.
     ends: list[float] = field(default_factory=list)
-    freed: list[Resources] = field(default_factory=list)
-    #: freed[0] + ... + freed[i], for the room given back by ``ends[i]``.
-    freed_total: list[Resources] = field(default_factory=list)
-    bounded: Resources = Resources.EMPTY
-    unbounded: Resources = Resources.EMPTY
+    given: list[Vector] = field(default_factory=list)
+    #: What is still held after ``ends[i]``: held[i + 1]; held[0] is what is held now.
+    held: list[Vector] = field(default_factory=list)
     #: (pod, free_by) of every holder, for the explanation.
     holders: list[tuple[str, float | None]] = field(default_factory=list)
     runs: list[_Run] = field(default_factory=list)
 
-    def held(self, at: float) -> Resources:
-        """What the holders still hold at ``at``."""
-        index = bisect.bisect_right(self.ends, at)
-        gone = self.freed_total[index - 1] if index else Resources.EMPTY
-        return self.unbounded + self.bounded - gone
-
-    def peak(self, start: float, end: float) -> Resources:
-        """The most used at any moment of [start, end), resource by resource."""
-        moments = [start, *(r.start for r in self.runs if start < r.start < end)]
-        most = Resources.EMPTY
-        for moment in moments:
-            used = self.held(moment)
+    def free(self, start: float, end: float) -> Vector:
+        """The least free at any moment of [start, end), resource by resource."""
+        least = self.allocatable
+        for moment in (start, *(r.start for r in self.runs if start < r.start < end)):
+            used = self.held[bisect.bisect_right(self.ends, moment)]
             for run in self.runs:
                 if run.start <= moment < run.end:
-                    used = used + run.requests
-            most = most.max(used)
-        return most
+                    used = _add(used, run.used)
+            least = _min(least, _sub(self.allocatable, used))
+        return least
+
+
+def _add(a: Vector, b: Vector) -> Vector:
+    return tuple(x + y for x, y in zip(a, b, strict=True))
+
+
+def _sub(a: Vector, b: Vector) -> Vector:
+    return tuple(x - y for x, y in zip(a, b, strict=True))
+
+
+def _min(a: Vector, b: Vector) -> Vector:
+    return tuple(x if x < y else y for x, y in zip(a, b, strict=True))
+
+
+def _max(a: Vector, b: Vector) -> Vector:
+    return tuple(x if x > y else y for x, y in zip(a, b, strict=True))
+
+
+def _times(free: Vector, need: Vector) -> int:
+    """How many of ``need`` fit in ``free``."""
+    counts = [f // n for f, n in zip(free, need, strict=True) if n > 0]
+    return max(0, min(counts)) if counts else 1 << 30
+
+
+def _fits(need: Vector, free: Vector) -> bool:
+    return all(n <= f for n, f in zip(need, free, strict=True))
+
+
+class _Plan:
+    def __init__(
+        self, now: float, allocatable: Mapping[str, Resources], holders: Iterable[Holder]
+    ) -> None:
+        self.now = now
+        self.held_list = list(holders)
+        names = sorted(
+            {n for room in allocatable.values() for n in room}
+            | {n for h in self.held_list for n in h.requests}
+        )
+        self.names = names
+        self.zero: Vector = (0,) * len(names)
+        self.nodes = {
+            name: _Node(name, self.vector(room), self.zero) for name, room in allocatable.items()
+        }
+        self.order = sorted(self.nodes)
+        self._holders()
+        #: The cluster's free room after each release (runs aside), for the quick check.
+        releases = sorted(
+            (t, g, node.name)
+            for node in self.nodes.values()
+            for t, g in zip(node.ends, node.given, strict=True)
+        )
+        #: (moment, node) of every release.
+        self.releases = [(t, name) for t, _, name in releases]
+        self.moments = [now, *sorted({t for t, _, _ in releases})]
+        total = self.zero
+        for node in self.nodes.values():
+            total = _add(total, _sub(node.allocatable, node.held[0]))
+        self.release_times = [t for t, _, _ in releases]
+        self.cluster_free = [total]
+        for _, given, _ in releases:
+            total = _add(total, given)
+            self.cluster_free.append(total)
+        self.spent = 0
+
+    def vector(self, room: Resources) -> Vector:
+        return tuple(room.get(name) for name in self.names)
+
+    def _holders(self) -> None:
+        by_node: dict[str, list[Holder]] = {}
+        for holder in self.held_list:
+            if holder.node in self.nodes:
+                by_node.setdefault(holder.node, []).append(holder)
+        for name, node in self.nodes.items():
+            held = by_node.get(name, [])
+            unbounded = self.zero
+            for holder in held:
+                if holder.free_by is None:
+                    unbounded = _add(unbounded, self.vector(holder.requests))
+            bounded = sorted(
+                (h for h in held if h.free_by is not None and h.free_by > self.now),
+                key=lambda h: h.free_by or 0.0,
+            )
+            still = unbounded
+            for holder in bounded:
+                still = _add(still, self.vector(holder.requests))
+            node.held = [still]
+            for holder in bounded:
+                given = self.vector(holder.requests)
+                still = _sub(still, given)
+                node.ends.append(holder.free_by or 0.0)
+                node.given.append(given)
+                node.held.append(still)
+            node.most = _sub(node.allocatable, unbounded)
+            node.holders = [(h.pod, h.free_by) for h in held]
+
+    def place(self, waiter: Waiter) -> Estimate:
+        if self.spent > BUDGET:
+            return Estimate(waiter.key, None, unplanned=True)
+        eligible = [self.nodes[n] for n in self.order if waiter.nodes is None or n in waiter.nodes]
+        members = sorted((self.vector(m) for m in waiter.members), reverse=True)
+        demand = self.zero
+        biggest = self.zero
+        for member in members:
+            demand = _add(demand, member)
+            biggest = _max(biggest, member)
+        # Only nodes that could take the biggest member once every pod with a bound has gone
+        # are looked at; how many of it each takes is kept up to date as the sweep meets the
+        # moments its room changes (a release, a planned run beginning, ending, or coming
+        # within reach of the job's run), and first fit runs once they take every member.
+        usable = {n.name: n for n in eligible if _fits(biggest, n.most)}
+        if not usable:
+            return self._never(waiter, eligible, members)
+        runs = self._run_events(waiter, usable)
+        taken: dict[str, int] = {}
+        total = 0
+        seen_release = seen_run = 0
+        for moment in self.moments:
+            self.spent += 1
+            if self.spent > BUDGET:
+                return Estimate(waiter.key, None, unplanned=True)
+            if not _fits(
+                demand, self.cluster_free[bisect.bisect_right(self.release_times, moment)]
+            ):
+                continue
+            end = waiter.end(moment)
+            release_stop = bisect.bisect_right(self.release_times, moment)
+            run_stop = bisect.bisect_left(runs, (moment, 1, ""))
+            stale: Collection[str]
+            if not taken:
+                stale = usable.keys()
+            else:
+                stale = {
+                    name for _, name in self.releases[seen_release:release_stop] if name in usable
+                } | {name for _, _, name in runs[seen_run:run_stop]}
+                self.spent += release_stop - seen_release
+            seen_release, seen_run = release_stop, run_stop
+            for name in stale:
+                count = _times(usable[name].free(moment, end), biggest)
+                total += count - taken.get(name, 0)
+                taken[name] = count
+            self.spent += len(stale)
+            if total >= len(members):
+                placed, _ = _fit(members, list(usable.values()), moment, end)
+                if placed is not None:
+                    return self._commit(waiter, moment, end, placed)
+        return self._never(waiter, eligible, members)
+
+    def _run_events(
+        self, waiter: Waiter, usable: Mapping[str, _Node]
+    ) -> list[tuple[float, int, str]]:
+        """When the plan's runs change the room of a usable node over the job's run, in order:
+        (time, 0, node) for a change seen from that moment on, (time, 1, node) for one seen
+        only after it (a run beginning at s comes within a run of length d begun after
+        s - d). Releases are the plan's own list, shared by every job."""
+        events: list[tuple[float, int, str]] = []
+        length = waiter.runs_for
+        for name, node in usable.items():
+            for run in node.runs:
+                events.append((run.start, 0, name))
+                if run.end < FOREVER:
+                    events.append((run.end, 0, name))
+                events.append((run.start - length if length is not None else -FOREVER, 1, name))
+        events.sort()
+        return events
+
+    def _commit(
+        self, waiter: Waiter, moment: float, end: float, placed: list[tuple[_Node, Vector]]
+    ) -> Estimate:
+        counts: dict[str, int] = {}
+        for node, used in placed:
+            node.runs.append(_Run(moment, end, used, waiter.key))
+            counts[node.name] = counts.get(node.name, 0) + 1
+        if end < FOREVER:
+            bisect.insort(self.moments, end)
+        waits = sorted(
+            pod
+            for name in counts
+            for pod, free_by in self.nodes[name].holders
+            if free_by is not None and self.now < free_by <= moment
+        )
+        return Estimate(waiter.key, moment, counts, tuple(waits))
+
+    def _never(self, waiter: Waiter, nodes: list[_Node], members: list[Vector]) -> Estimate:
+        """No moment in the plan fits: say what holds the room for ever, or that nothing
+        would."""
+        empty = [
+            _Node(node.name, node.allocatable, node.allocatable, held=[self.zero]) for node in nodes
+        ]
+        if _fit(members, empty, 0.0, 1.0)[0] is None:
+            return Estimate(waiter.key, None, never_fits=True)
+        held = sorted(
+            {pod for node in nodes for pod, free_by in node.holders if free_by is None}
+            | {run.owner for node in nodes for run in node.runs if run.end == FOREVER}
+        )
+        return Estimate(waiter.key, None, held_by=tuple(held))
+
+
+def _fit(
+    members: list[Vector], nodes: list[_Node], start: float, end: float
+) -> tuple[list[tuple[_Node, Vector]] | None, int]:
+    """First fit of the members, largest first, on the room free over [start, end); and how
+    many nodes it looked at."""
+    free: dict[str, Vector] = {}
+    placed: list[tuple[_Node, Vector]] = []
+    for need in members:
+        for node in nodes:
+            if not _fits(need, node.most):
+                continue  # not even once every pod with a bound has gone
+            room = free.get(node.name)
+            if room is None:
+                room = free[node.name] = node.free(start, end)
+            if _fits(need, room):
+                free[node.name] = _sub(room, need)
+                placed.append((node, need))
+                break
+        else:
+            return None, len(free)
+    return placed, len(free)
 
 
 def plan_starts(
@@ -122,87 +345,5 @@ def plan_starts(
     waiters: Sequence[Waiter],
 ) -> list[Estimate]:
     """An estimate for each waiter, in their order."""
-    nodes = _nodes(allocatable, holders)
-    moments = sorted({now, *(t for n in nodes.values() for t in n.ends if t > now)})
-    estimates: list[Estimate] = []
-    for waiter in waiters:
-        estimate = _place(waiter, now, nodes, moments)
-        estimates.append(estimate)
-        if estimate.start is not None and waiter.end(estimate.start) < FOREVER:
-            bisect.insort(moments, waiter.end(estimate.start))
-    return estimates
-
-
-def _nodes(allocatable: Mapping[str, Resources], holders: Iterable[Holder]) -> dict[str, _Node]:
-    nodes = {name: _Node(name, room) for name, room in allocatable.items()}
-    by_node: dict[str, list[Holder]] = {}
-    for holder in holders:
-        if holder.node in nodes:
-            by_node.setdefault(holder.node, []).append(holder)
-    for name, held in by_node.items():
-        node = nodes[name]
-        bounded = sorted((h for h in held if h.free_by is not None), key=lambda h: h.free_by or 0)
-        total = Resources.EMPTY
-        for holder in bounded:
-            total = total + holder.requests
-            node.ends.append(holder.free_by or 0.0)
-            node.freed.append(holder.requests)
-            node.freed_total.append(total)
-        node.bounded = total
-        for holder in held:
-            if holder.free_by is None:
-                node.unbounded = node.unbounded + holder.requests
-        node.holders = [(h.pod, h.free_by) for h in held]
-    return nodes
-
-
-def _place(waiter: Waiter, now: float, nodes: dict[str, _Node], moments: list[float]) -> Estimate:
-    eligible = [n for n in sorted(nodes) if waiter.nodes is None or n in waiter.nodes]
-    members = sorted(waiter.members, key=lambda r: (r.get(CPU), r.get(MEMORY)), reverse=True)
-    for moment in moments[bisect.bisect_left(moments, now) :]:
-        end = waiter.end(moment)
-        placed = _fit(members, [nodes[n] for n in eligible], moment, end)
-        if placed is None:
-            continue
-        for name, requests in placed:
-            nodes[name].runs.append(_Run(moment, end, requests, waiter.key))
-        counts: dict[str, int] = {}
-        for name, _ in placed:
-            counts[name] = counts.get(name, 0) + 1
-        waits = sorted(
-            pod
-            for name in counts
-            for pod, free_by in nodes[name].holders
-            if free_by is not None and now < free_by <= moment
-        )
-        return Estimate(waiter.key, moment, counts, tuple(waits))
-    return _unbounded(waiter, [nodes[n] for n in eligible], members)
-
-
-def _fit(
-    members: list[Resources], nodes: list[_Node], start: float, end: float
-) -> list[tuple[str, Resources]] | None:
-    """First fit of the members, largest first, on the room free over [start, end)."""
-    free = {node.name: node.allocatable - node.peak(start, end) for node in nodes}
-    placed: list[tuple[str, Resources]] = []
-    for requests in members:
-        for node in nodes:
-            if not requests.exceeds(free[node.name]):
-                free[node.name] = free[node.name] - requests
-                placed.append((node.name, requests))
-                break
-        else:
-            return None
-    return placed
-
-
-def _unbounded(waiter: Waiter, nodes: list[_Node], members: list[Resources]) -> Estimate:
-    """No moment in the plan fits: say what holds the room for ever, or that nothing would."""
-    empty = [_Node(node.name, node.allocatable) for node in nodes]
-    if _fit(members, empty, 0.0, 1.0) is None:
-        return Estimate(waiter.key, None, never_fits=True)
-    held = sorted(
-        {pod for node in nodes for pod, free_by in node.holders if free_by is None}
-        | {run.owner for node in nodes for run in node.runs if run.end == FOREVER}
-    )
-    return Estimate(waiter.key, None, held_by=tuple(held))
+    plan = _Plan(now, allocatable, holders)
+    return [plan.place(waiter) for waiter in waiters]

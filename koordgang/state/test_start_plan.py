@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from koordgang.model.resources import Resources
+from koordgang.state import start_plan
 from koordgang.state.start_plan import Holder, Waiter, plan_starts
 
 
@@ -127,3 +130,13 @@ def test_a_deadline_running_while_the_job_waits_ends_its_run_early() -> None:
         [Waiter("job", (cpu(4),), 500, ends_by=150), waiter("next", 4)],
     )
     assert [e.start for e in plan] == [100, 150]
+
+
+def test_jobs_past_the_plans_budget_get_no_estimate_never_a_wrong_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(start_plan, "BUDGET", 3)
+    held = [holder("a", "n1", 4, 100), holder("b", "n2", 4, 200)]
+    first, second = plan_starts(0, nodes("n1", "n2"), held, [waiter("one", 4), waiter("two", 4)])
+    assert first.start == 100
+    assert (second.start, second.unplanned, second.held_by) == (None, True, ())

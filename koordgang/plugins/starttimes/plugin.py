@@ -3,9 +3,10 @@ time limits (``model/time_limits.py``) and nothing of higher priority arrives.
 
 Each job seen failing for lack of room (after preemption and the starvation guard had their
 say: a job they make room for is not waiting) is remembered with the members it still needs.
-At most every ``refresh`` seconds the plan (``state/start_plan.py``) is made again from the
-cycle's snapshot, every remembered job in queue order (priority, then age), and each job's
-pods are told its estimate with their explanation. A job that waits for members, gates or
+At most every ``refresh`` seconds (longer where a plan is costly) the plan
+(``state/start_plan.py``) is made again from the cycle's snapshot, every remembered job in
+queue order (priority, then age), and each job's pods are told its estimate with their
+explanation. A job that waits for members, gates or
 devices gets no estimate: room is not what it waits for.
 """
 
@@ -34,6 +35,9 @@ NAME = "StartTimes"
 EXPECTED_WAIT = "koordgang_expected_wait_seconds"
 #: A job not seen waiting for this long stopped waiting (placed, or gone).
 FORGET_AFTER = 180.0
+#: Plans are made at most this many times their cost apart (a plan of 1.4 s at 5,000 nodes
+#: and 100,000 pods: one every 28 s).
+COST_SHARE = 20.0
 
 _METRICS = (
     MetricSpec(
@@ -52,8 +56,9 @@ class StartTimes:
         self.refresh = refresh
         self._waiting: dict[str, WaitingJob] = {}
         self._estimates: dict[str, Estimate] = {}
-        #: Monotonic seconds of the last plan (None: never made).
+        #: Monotonic seconds of the last plan (None: never made), and what it took.
         self._planned: float | None = None
+        self._cost = 0.0
         self._job_of = job_of(lambda key: handle.stores.jobs.get(key))
 
     # -- PostFilter ------------------------------------------------------------------------------
@@ -74,11 +79,9 @@ class StartTimes:
             tuple(needed),
             now,
         )
-        if (
-            self._planned is None
-            or now - self._planned >= self.refresh
-            or key not in self._estimates
-        ):
+        # A job first seen waits for the next plan: a burst of new ones makes one plan, not
+        # one each.
+        if self._planned is None or now - self._planned >= self._interval():
             self._plan(snapshot, now)
         estimate = self._estimates.get(key)
         limited = any(
@@ -101,6 +104,12 @@ class StartTimes:
         )
         self._estimates = {e.key: e for e in estimates}
         self._planned = now
+        self._cost = self.handle.now() - now
+
+    def _interval(self) -> float:
+        """Seconds between plans: ``refresh``, or longer where a plan is costly (a large
+        cluster), so that planning takes at most 1/``COST_SHARE`` of the loop's time."""
+        return max(self.refresh, COST_SHARE * self._cost)
 
     # -- what others ask -------------------------------------------------------------------------
 
