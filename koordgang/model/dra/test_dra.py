@@ -71,6 +71,11 @@ class TestSlices:
         )
         assert info.unsupported == ""
 
+    def test_a_device_mapping_node_allocatable_resources_names_the_feature(self) -> None:
+        device = {"name": "d", "nodeAllocatableResourceMappings": {"cpu": {"capacityKey": "c"}}}
+        info = parse_resource_slice(slice_obj(devices=[device]))
+        assert "nodeAllocatableResourceMappings" in info.devices[0].unsupported
+
     def test_a_shared_device_is_read_with_its_capacity_and_request_policies(self) -> None:
         device = {
             "name": "d",
