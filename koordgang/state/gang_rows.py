@@ -75,14 +75,14 @@ def _waits(gang: Gang, state: str) -> bool:
 
 
 def _devices(members: list[PodInfo], dra: DraManager) -> dict[str, list[str]]:
-    """The devices each member got through its ResourceClaims (``node: driver/pool/device``),
-    allocated or assumed; members without any are left out."""
+    """The devices each member got through its ResourceClaims (``node: driver/pool/device``,
+    a share with what it consumes), allocated or assumed; members without any are left out."""
     found: dict[str, list[str]] = {}
     for pod in members:
         allocations = dra.allocations_of(pod)
         if allocations:
             found[pod.key] = [
-                f"{allocation.node or '?'}: {device.id}"
+                f"{allocation.node or '?'}: {device.describe()}"
                 for allocation in allocations.values()
                 for device in allocation.devices
             ]

@@ -212,6 +212,15 @@ class AllocatedDevice:
     def id(self) -> DeviceId:
         return DeviceId(self.driver, self.pool, self.device)
 
+    def describe(self) -> str:
+        """``driver/pool/device``, with what a share consumes (``(share: memory 20Gi)``)."""
+        if not self.share_id:
+            return str(self.id)
+        taken = ", ".join(
+            f"{name} {amount}" for name, amount in amounts_to_api(self.consumed).items()
+        )
+        return f"{self.id} (share: {taken})" if taken else f"{self.id} (share)"
+
     @property
     def holds(self) -> bool:
         """Takes the device from everybody else: not given for admin access, not a share."""

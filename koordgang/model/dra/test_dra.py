@@ -272,6 +272,7 @@ class TestClaims:
         assert claim.allocation is not None
         [read] = claim.allocation.devices
         assert (read.share_id, read.consumed) == (share.share_id, share.consumed)
+        assert read.describe() == f"{DRIVER}/p/gpu-0 (share: memory 20Gi)"
         # A share takes the device from nobody: only its capacity counts.
         assert claim.allocation.held_ids() == () and claim.allocation.shares() == (read,)
 

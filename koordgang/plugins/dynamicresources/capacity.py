@@ -23,7 +23,7 @@ from koordgang.model.dra.capacity import Amounts, DeviceCapacity, RequestPolicy
 from koordgang.model.quantity import format_quantity
 from koordgang.state.dra import Device
 
-__all__ = ["CapacityBudget", "consumption", "refusal"]
+__all__ = ["CapacityBudget", "consumption"]
 
 
 def _take(asked: Fraction | None, capacity: DeviceCapacity) -> Fraction:
@@ -93,14 +93,6 @@ def consumption(device: Device, alternative: SubRequest) -> Amounts | str:
             )
         taken.append((name, amount))
     return tuple(taken)
-
-
-def refusal(device: Device, alternative: SubRequest) -> str:
-    """Why ``device`` cannot serve ``alternative`` for its capacities alone ("" if it can)."""
-    if not alternative.capacity:
-        return ""
-    found = consumption(device, alternative)
-    return found if isinstance(found, str) else ""
 
 
 class CapacityBudget:
