@@ -4,9 +4,10 @@ at once (``allowMultipleAllocations``), each taking a share of their memory."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
-from koordgang.model.dra import parse_resource_slice
+from koordgang.model.dra import PodClaimRef, parse_resource_slice
 from koordgang.testing.api import FakeApi
 from koordgang.testing.builders import (
     DRIVER,
@@ -15,6 +16,8 @@ from koordgang.testing.builders import (
     device_class,
     gang_annotations,
     node,
+    parse,
+    pod_json,
     resource_slice,
     shared_gpu_json,
 )
@@ -23,6 +26,7 @@ from koordgang.testing.clock import FakeClock
 from koordgang.testing.harness import MakeScheduler
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+SHARE = "0f5c3f5e-8a39-4bd4-9d8b-2a0a3c8d5e71"
 #: A policy of 10Gi steps from 10Gi, 10Gi unless asked.
 STEPS = {"default": "10Gi", "validRange": {"min": "10Gi", "step": "10Gi"}}
 
@@ -300,3 +304,37 @@ async def test_a_request_naming_a_capacity_the_devices_lack_waits_naming_it(
     await sched.run()
     assert api.binds() == []
     assert "device gpu-0 has no capacity memory" in message(api, "p")
+
+
+async def test_preemption_frees_the_share_of_a_victim_for_a_higher_priority_pod(
+    make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
+) -> None:
+    claims = Claims(
+        api, [capacity_claim_json("low", memory="60Gi"), capacity_claim_json("high", memory="40Gi")]
+    )
+    low = parse(pod_json("low", node_name="n1", phase="Running", priority=0, scheduler="other"))
+    low = replace(low, resource_claims=(PodClaimRef("gpu", "low"),))
+    claims.set_allocation("low", "n1", ["gpu-0"], ["low"])
+    [result] = results(claims, "low")
+    result.update(shareID=SHARE, consumedCapacity={"memory": "60Gi"})
+    sched = make_scheduler()
+    sched.list(
+        nodes=[node("n1", cpu="8")],
+        pods=[low, gpu_pod("high", "high", priority=100)],
+        resource_slices=[shared("n1")],
+        device_classes=[device_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    deleted = [c.path.rsplit("/", 1)[1] for c in api.landed() if c.method == "DELETE"]
+    assert deleted == ["low"]
+    assert api.binds() == []
+    # The victim goes; the resourceclaim controller deallocates its claim: high binds there.
+    sched.intake.on_pod_delete(low.uid)
+    claims.objects["low"]["status"] = {}
+    claims.observe(sched)
+    clock.advance(30)
+    sched.scheduler.signals.request_move()
+    await sched.run()
+    assert api.binds() == [("high", "n1")]
+    assert results(claims, "high")[0]["consumedCapacity"] == {"memory": "40Gi"}
