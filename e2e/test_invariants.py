@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
+from harness.dra import doubly_allocated
 from harness.invariants import (
     AuditLog,
     double_bindings,
     overcommitted,
+    overdrawn_devices,
     pod_deletes_by,
     pods_bound_twice,
     quantity,
@@ -223,3 +225,37 @@ def test_a_retry_to_the_same_node_and_a_name_recreated_are_not_double_bindings()
     # Without the watch's second pod, ns/b would be one pod bound to two nodes.
     merged = {**incarnations, "ns/b": incarnations["ns/b"][:1]}
     assert list(double_bindings(events, merged)) == ["ns/b#uid-b1"]
+
+
+def result(device: str, **extra: Any) -> dict[str, Any]:
+    return {"request": "r", "driver": "d.example.com", "pool": "p", "device": device, **extra}
+
+
+def allocated(*results: dict[str, Any]) -> dict[str, Any]:
+    return {"status": {"allocation": {"devices": {"results": list(results)}}}}
+
+
+def shared_slice(memory: str) -> dict[str, Any]:
+    device = {
+        "name": "gpu-0",
+        "allowMultipleAllocations": True,
+        "capacity": {"memory": {"value": memory}},
+    }
+    return {"spec": {"driver": "d.example.com", "pool": {"name": "p"}, "devices": [device]}}
+
+
+def test_shares_of_a_device_are_no_double_allocation_but_may_not_overdraw_it() -> None:
+    def share(n: int, gib: int) -> dict[str, Any]:
+        return result("gpu-0", shareID=f"s{n}", consumedCapacity={"memory": f"{gib}Gi"})
+
+    four = [allocated(share(n, 20)) for n in range(4)]
+    device = ("d.example.com", "p", "gpu-0")
+    assert doubly_allocated(four) == {}
+    assert overdrawn_devices(four, [shared_slice("80Gi")]) == {}
+    five = [*four, allocated(share(4, 20))]
+    assert overdrawn_devices(five, [shared_slice("80Gi")]) == {
+        device: f"memory: {100 * 2**30} > {80 * 2**30}"
+    }
+    # A share beside a claim holding the device whole is a device given twice.
+    assert doubly_allocated([*four, allocated(result("gpu-0"))]) == {device: 2}
+    assert doubly_allocated([allocated(result("gpu-0")), allocated(result("gpu-0"))]) == {device: 2}

@@ -178,6 +178,34 @@ class Devices:
             )
             self.slices.append(name)
 
+    def publish_shared(
+        self, node: str, *, memory: str = "80Gi", policy: Mapping[str, Any] | None = None
+    ) -> str:
+        """A ResourceSlice of one GPU ``gpu-0`` local to ``node`` that several claims may have
+        at once (``allowMultipleAllocations``), with ``memory`` of capacity ``memory`` taken
+        as its request ``policy`` (JSON) says."""
+        capacity: dict[str, Any] = {"value": memory}
+        if policy is not None:
+            capacity["requestPolicy"] = dict(policy)
+        device = {
+            "name": "gpu-0",
+            "allowMultipleAllocations": True,
+            "capacity": {"memory": capacity},
+        }
+        name = f"{node}-{self.driver}-shared"
+        spec = {
+            "driver": self.driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [device],
+        }
+        body = {"apiVersion": API_VERSION, "kind": "ResourceSlice", "metadata": {"name": name}}
+        self.custom.create_cluster_custom_object(
+            GROUP, VERSION, "resourceslices", {**body, "spec": spec}
+        )
+        self.slices.append(name)
+        return name
+
     def taint(self, name: str, *, pool: str = "", effect: str = "NoSchedule", key: str = "") -> str:
         """A DeviceTaintRule on this driver's devices (of ``pool``, where given), as an admin
         drains them."""
@@ -261,6 +289,14 @@ def claims(cluster: Cluster, namespace: str | None = None) -> list[dict[str, Any
     return items
 
 
+def resource_slices(cluster: Cluster) -> list[dict[str, Any]]:
+    custom = client.CustomObjectsApi(cluster.api_client)
+    items: list[dict[str, Any]] = json_object(
+        custom.list_cluster_custom_object(GROUP, VERSION, "resourceslices")
+    )["items"]
+    return items
+
+
 def claim(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
     return json_object(
         client.CustomObjectsApi(cluster.api_client).get_namespaced_custom_object(
@@ -302,22 +338,50 @@ def claim_of(pod: Any, entry: str = "gpus") -> str | None:
 
 
 def held_devices(obj: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """The devices ``obj``'s allocation holds: a result with ``adminAccess`` holds nothing (a
-    monitor watches a device someone else may be given, as Kubernetes allows)."""
+    """The devices ``obj``'s allocation holds whole: a result with ``adminAccess`` holds
+    nothing (a monitor watches a device someone else may be given, as Kubernetes allows), and
+    one with a ``shareID`` is a share of a device several claims may have at once."""
     allocation = (obj.get("status") or {}).get("allocation") or {}
     return [
         (r["driver"], r["pool"], r["device"])
         for r in (allocation.get("devices") or {}).get("results") or []
-        if not r.get("adminAccess")
+        if not r.get("adminAccess") and not r.get("shareID")
+    ]
+
+
+def shares(obj: Mapping[str, Any]) -> list[tuple[tuple[str, str, str], dict[str, str]]]:
+    """The shares ``obj``'s allocation has of devices several claims may have at once: each
+    device with what the share consumes of its capacities (as written). Admin access takes
+    no share."""
+    allocation = (obj.get("status") or {}).get("allocation") or {}
+    return [
+        ((r["driver"], r["pool"], r["device"]), dict(r.get("consumedCapacity") or {}))
+        for r in (allocation.get("devices") or {}).get("results") or []
+        if r.get("shareID") and not r.get("adminAccess")
+    ]
+
+
+def share_ids(obj: Mapping[str, Any]) -> list[str]:
+    allocation = (obj.get("status") or {}).get("allocation") or {}
+    return [
+        str(r["shareID"])
+        for r in (allocation.get("devices") or {}).get("results") or []
+        if r.get("shareID")
     ]
 
 
 def doubly_allocated(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], int]:
-    """Devices that more than one claim's allocation holds: nobody may be given one twice."""
+    """Devices that more than one claim's allocation holds whole, or that one holds whole while
+    another has a share of it: nobody may be given one twice."""
     counts: Counter[tuple[str, str, str]] = Counter()
+    shared: set[tuple[str, str, str]] = set()
     for obj in objects:
         counts.update(set(held_devices(obj)))
-    return {device: n for device, n in counts.items() if n > 1}
+        shared.update(device for device, _ in shares(obj))
+    found = {device: n for device, n in counts.items() if n > 1}
+    for device in shared & set(counts):
+        found[device] = counts[device] + 1
+    return found
 
 
 def with_claims(pod: dict[str, Any], entries: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from harness.dra import claims, doubly_allocated
+from harness.dra import claims, doubly_allocated, resource_slices, shares
 from harness.kube import SCHEDULER, Cluster, metadata, plain
 from harness.rbac import USERNAME
 
@@ -132,6 +132,38 @@ def unexplained_pending(cluster: Cluster, namespace: str) -> list[str]:
     return missing
 
 
+def overdrawn_devices(
+    claim_objects: Iterable[Mapping[str, Any]], slice_objects: Iterable[Mapping[str, Any]]
+) -> dict[tuple[str, str, str], str]:
+    """Devices several claims have shares of whose shares consume together more of a capacity
+    than the device publishes (``memory: 100Gi > 80Gi``, in bytes), or a capacity the device
+    does not publish at all. Read from the claims' results and the slices alone."""
+    used: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+    for obj in claim_objects:
+        for device, consumed in shares(obj):
+            used[device].update({name: quantity(value) for name, value in consumed.items()})
+    published: dict[tuple[str, str, str], dict[str, Fraction]] = {}
+    for obj in slice_objects:
+        spec = obj.get("spec") or {}
+        pool = (spec.get("pool") or {}).get("name", "")
+        for device in spec.get("devices") or []:
+            capacity = device.get("capacity") or {}
+            published[(spec.get("driver", ""), pool, device.get("name", ""))] = {
+                name: quantity((entry or {}).get("value", "0")) for name, entry in capacity.items()
+            }
+    found: dict[tuple[str, str, str], str] = {}
+    for device, amounts in used.items():
+        capacity = published.get(device)
+        if capacity is None:
+            continue  # its slice is gone: nothing left to check it against
+        for name, amount in sorted(amounts.items()):
+            if name not in capacity:
+                found[device] = f"{name}: {amount} consumed, not a capacity of the device"
+            elif amount > capacity[name]:
+                found[device] = f"{name}: {amount} > {capacity[name]}"
+    return found
+
+
 def kopf_marks_on_pods(cluster: Cluster) -> list[str]:
     """Pods carrying any kopf annotation or finalizer (kopf must never touch pods)."""
     marked = []
@@ -147,8 +179,11 @@ def kopf_marks_on_pods(cluster: Cluster) -> list[str]:
 def assert_invariants(cluster: Cluster, namespace: str) -> None:
     over = overcommitted_nodes(cluster)
     assert not over, f"nodes over-committed: {over}"
-    twice = doubly_allocated(claims(cluster))
+    claim_objects = claims(cluster)
+    twice = doubly_allocated(claim_objects)
     assert not twice, f"devices allocated to more than one claim: {twice}"
+    overdrawn = overdrawn_devices(claim_objects, resource_slices(cluster))
+    assert not overdrawn, f"shared devices allocated beyond their capacity: {overdrawn}"
     marked = kopf_marks_on_pods(cluster)
     assert not marked, f"kopf wrote to pods: {marked}"
     # A pod is told why it waits once it has waited explainAfter (1 s by default): allow that,

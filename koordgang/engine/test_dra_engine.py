@@ -589,27 +589,6 @@ async def test_a_nonstrict_member_held_for_its_gang_holds_its_devices(
     assert claim_writes(api) == []
 
 
-async def test_a_request_for_a_feature_not_implemented_waits_naming_it(
-    make_scheduler: MakeScheduler, api: FakeApi
-) -> None:
-    sched = make_scheduler()
-    sized = resource_claim_json("sized", count=1)
-    sized["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {"requests": {"memory": "1Gi"}}
-    claims = Claims(api, [sized])
-    sched.list(
-        nodes=[node("n0")],
-        pods=[gpu_pod("p", "sized")],
-        resource_slices=[resource_slice("n0")],
-        device_classes=[device_class()],
-        resource_claims=claims.infos(),
-    )
-    await sched.run()
-    condition = api.condition("p")
-    assert condition is not None
-    assert "consumable capacity (capacity.requests)" in condition["message"]
-    assert "koordgang does not allocate yet" in condition["message"]
-
-
 async def test_the_best_node_named_is_one_with_devices_of_the_class(
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:

@@ -13,7 +13,14 @@ from functools import lru_cache
 
 from koordgang.model.errors import ModelError, show
 
-__all__ = ["QuantityError", "QuantityLike", "parse_quantity", "to_int", "to_milli"]
+__all__ = [
+    "QuantityError",
+    "QuantityLike",
+    "format_quantity",
+    "parse_quantity",
+    "to_int",
+    "to_milli",
+]
 
 QuantityLike = str | int | float | Fraction
 
@@ -104,3 +111,25 @@ def to_milli(value: QuantityLike) -> int:
 def to_int(value: QuantityLike) -> int:
     """The value rounded up to a whole unit (bytes, devices, pods)."""
     return math.ceil(parse_quantity(value))
+
+
+_BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+_DECIMAL = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
+
+
+def format_quantity(value: Fraction) -> str:
+    """A quantity as Kubernetes writes one: a whole amount with the largest binary (then
+    decimal) suffix that divides it (``20Gi``, ``3k``, ``7``), a fraction in thousandths or
+    billionths (``1500m``, ``1n``), rounded up to a billionth where it has more digits."""
+    if value.denominator == 1:
+        whole = value.numerator
+        if whole:
+            for table in (_BINARY, _DECIMAL):
+                for suffix, unit in table:
+                    if whole % unit == 0:
+                        return f"{whole // unit}{suffix}"
+        return str(whole)
+    milli = value * 1000
+    if milli.denominator == 1:
+        return f"{milli.numerator}m"
+    return f"{math.ceil(value * 10**9)}n"

@@ -2,7 +2,13 @@ from fractions import Fraction
 
 import pytest
 
-from koordgang.model.quantity import QuantityError, parse_quantity, to_int, to_milli
+from koordgang.model.quantity import (
+    QuantityError,
+    format_quantity,
+    parse_quantity,
+    to_int,
+    to_milli,
+)
 
 
 @pytest.mark.parametrize(
@@ -173,3 +179,22 @@ def test_an_overlong_quantity_is_rejected() -> None:
 def test_quantity_error_is_a_value_error() -> None:
     with pytest.raises(ValueError):
         parse_quantity("nope")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (Fraction(0), "0"),
+        (Fraction(20 * 2**30), "20Gi"),
+        (Fraction(3000), "3k"),
+        (Fraction(1536), "1536"),
+        (Fraction(7), "7"),
+        (Fraction(3, 2), "1500m"),
+        (Fraction(1, 3), "333333334n"),
+    ],
+)
+def test_format_quantity_writes_what_parses_back_at_least_as_large(
+    value: Fraction, text: str
+) -> None:
+    assert format_quantity(value) == text
+    assert parse_quantity(text) >= value

@@ -77,17 +77,17 @@ def _waits(gang: Gang, state: str) -> bool:
 def _devices(
     members: list[PodInfo], cache: SchedulerCache, dra: DraManager
 ) -> dict[str, list[str]]:
-    """The devices each member got through its ResourceClaims (``node: driver/pool/device``),
-    allocated or assumed; members without any are left out. A device of a network-attached
-    pool reaches several nodes and its allocation names none: the member's node is where it
-    is used."""
+    """The devices each member got through its ResourceClaims (``node: driver/pool/device``,
+    a share with what it consumes), allocated or assumed; members without any are left out. A
+    device of a network-attached pool reaches several nodes and its allocation names none:
+    the member's node is where it is used."""
     found: dict[str, list[str]] = {}
     for pod in members:
         allocations = dra.allocations_of(pod)
         if allocations:
             here = cache.node_of(pod.uid) or "?"
             found[pod.key] = [
-                f"{allocation.node or here}: {device.id}"
+                f"{allocation.node or here}: {device.describe()}"
                 for allocation in allocations.values()
                 for device in allocation.devices
             ]

@@ -3,6 +3,7 @@ forked)."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -402,3 +403,127 @@ class TestTaintsAdminAndConsumers:
         assert dra.consumers("ns/c") == 2
         dra.pod_released("b")
         assert dra.consumers("ns/c") == 2
+
+
+def share(node: str, device: str, share_id: str, gib: int) -> AllocatedDevice:
+    return AllocatedDevice(
+        "r", DRIVER, node, device, share_id=share_id, consumed=(("memory", Fraction(gib * GIB)),)
+    )
+
+
+def shared_slice(node: str) -> ResourceSliceInfo:
+    device = {
+        "name": "gpu-0",
+        "allowMultipleAllocations": True,
+        "capacity": {"memory": {"value": "80Gi"}},
+    }
+    return parse_resource_slice(
+        {
+            "metadata": {"name": f"{node}-slice", "resourceVersion": "1"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": [device],
+            },
+        }
+    )
+
+
+GIB = Fraction(2**30)
+
+
+class TestShares:
+    """Shares of a device several claims have at once: never in use as a whole, what they
+    consume summed, in the manager and in snapshots."""
+
+    @pytest.fixture
+    def world(self) -> tuple[SchedulerCache, DraManager]:
+        cache, dra = cache_with_nodes("n1")
+        dra.upsert_slice(shared_slice("n1"))
+        for name in ("a", "b", "c"):
+            dra.upsert_claim(claim(name))
+        return cache, dra
+
+    def test_written_and_assumed_shares_add_up_and_deletion_gives_back(
+        self, world: tuple[SchedulerCache, DraManager]
+    ) -> None:
+        _, dra = world
+        device = gpu("n1", "gpu-0")
+        written = ClaimAllocation.on_node("n1", (share("n1", "gpu-0", "s-a", 20),), ())
+        info = claim("a")
+        dra.upsert_claim(
+            parse_resource_claim(
+                {
+                    "metadata": {"name": "a", "namespace": "ns", "uid": "a"},
+                    "spec": {"devices": {"requests": []}},
+                    "status": {"allocation": written.to_api()},
+                }
+            )
+        )
+        change = dra.assume(
+            "p", {"ns/b": ClaimAllocation.on_node("n1", (share("n1", "gpu-0", "s-b", 30),), ())}
+        )
+        assert change.nodes == {"n1"} and not change.warnings
+        assert not dra.in_use(device)
+        assert dra.consumed(device) == {"memory": 50 * GIB}
+        assert sorted(dra.shares(device)) == ["ns/a", "ns/b"]
+        dra.remove_claim(info.key)
+        assert dra.consumed(device) == {"memory": 30 * GIB}
+        dra.pod_released("p")
+        assert dra.consumed(device) is None
+
+    def test_shares_beyond_the_capacity_are_warned_of(
+        self, world: tuple[SchedulerCache, DraManager]
+    ) -> None:
+        _, dra = world
+        dra.assume(
+            "p", {"ns/a": ClaimAllocation.on_node("n1", (share("n1", "gpu-0", "s-a", 60),), ())}
+        )
+        change = dra.assume(
+            "q", {"ns/b": ClaimAllocation.on_node("n1", (share("n1", "gpu-0", "s-b", 30),), ())}
+        )
+        assert [w for w, _ in change.warnings] == ["shared device allocated beyond its capacity"]
+        assert dra.overdrawn(gpu("n1", "gpu-0"))
+
+    def test_a_snapshot_counts_its_shares_and_a_fork_keeps_its_own(
+        self, world: tuple[SchedulerCache, DraManager]
+    ) -> None:
+        cache, dra = world
+        device = gpu("n1", "gpu-0")
+        snapshot = Snapshot(cache)
+        node = snapshot.node("n1")
+        assert node is not None
+        snapshot.add(pod("p"), node)
+        dra.view(snapshot).allocate(
+            "p", {"ns/a": ClaimAllocation.on_node("n1", (share("n1", "gpu-0", "s-a", 20),), ())}
+        )
+        fork = snapshot.fork()
+        fork.add(pod("q"), node)
+        dra.view(fork).allocate(
+            "q", {"ns/b": ClaimAllocation.on_node("n1", (share("n1", "gpu-0", "s-b", 40),), ())}
+        )
+        assert dra.view(fork).consumed(device) == {"memory": 60 * GIB}
+        assert dra.view(fork).device_free("n1", device)
+        assert dra.view(snapshot).consumed(device) == {"memory": 20 * GIB}
+        fork.remove(pod("q"))
+        assert dra.view(fork).consumed(device) == {"memory": 20 * GIB}
+        assert dra.consumed(device) is None
+        snapshot.remove(pod("p"))
+        assert dra.view(snapshot).consumed(device) is None
+
+    def test_a_removed_pod_frees_its_claims_share_in_the_snapshot(
+        self, world: tuple[SchedulerCache, DraManager]
+    ) -> None:
+        cache, dra = world
+        device = gpu("n1", "gpu-0")
+        cache.upsert_pod(pod("p", "n1"))
+        dra.assume(
+            "p", {"ns/a": ClaimAllocation.on_node("n1", (share("n1", "gpu-0", "s-a", 20),), ())}
+        )
+        snapshot = Snapshot(cache)
+        placed = cache.pod("p")
+        assert placed is not None
+        snapshot.remove(placed)
+        assert dra.view(snapshot).consumed(device) is None
+        assert dra.consumed(device) == {"memory": 20 * GIB}

@@ -270,13 +270,13 @@ def _check_gangs(gangs: GangRegistry, pods: Sequence[PodInfo]) -> None:
 
 def _devices(claims: ClaimView, outcome: CycleOutcome) -> dict[str, list[str]]:
     """The devices each pod placed by the cycle would get through its claims
-    (``node: driver/pool/device``)."""
+    (``node: driver/pool/device``, a share with what it consumes)."""
     found: dict[str, list[str]] = {}
     for placement in (*outcome.bind, *outcome.hold):
         allocations = claims.allocated_for(placement.pod.uid)
         if allocations:
             found[placement.pod.key] = [
-                f"{placement.node_name}: {device.id}"
+                f"{placement.node_name}: {device.describe()}"
                 for allocation in allocations.values()
                 for device in allocation.devices
             ]

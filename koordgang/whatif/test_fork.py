@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from koordgang.model.dra import parse_resource_slice
 from koordgang.model.pod import PodInfo
 from koordgang.plugins.preemption import Preemption
 from koordgang.testing.builders import (
@@ -18,6 +19,7 @@ from koordgang.testing.builders import (
     pod,
     pod_json,
     resource_slice,
+    shared_gpu_json,
 )
 from koordgang.testing.harness import Harness
 from koordgang.whatif.fork import (
@@ -254,6 +256,24 @@ async def test_a_what_if_shows_the_devices_each_member_would_get_and_changes_not
     assert any('request "gpus" wants 2 devices' in note for note in group["notes"]), group
     assert _daemon_view(sched) == before
     assert sched.scheduler.stores.dra.counts()["in_flight"] == 0
+
+
+async def test_a_what_if_shows_shares_of_a_shared_gpu_and_what_is_left(sched: Harness) -> None:
+    sched.list(
+        nodes=[node("n1", cpu="8")],
+        resource_slices=[parse_resource_slice(shared_gpu_json("n1"))],
+        device_classes=[device_class()],
+    )
+    job = DRA_JOB.replace("count: 2}", "count: 1, capacity: {requests: {memory: 20Gi}}}")
+    answer = _ask(sched, job.replace("COUNT", "4"))
+    [group] = answer["groups"]
+    assert group["outcome"] == BIND
+    given = [entry for found in group["devices"].values() for entry in found]
+    assert given == ["n1: gpu.example.com/n1/gpu-0 (share: memory 20Gi)"] * 4
+    answer = _ask(sched, job.replace("COUNT", "5"))
+    [group] = answer["groups"]
+    assert group["outcome"] == PENDING
+    assert any("device gpu-0 has 0 of memory left" in note for note in group["notes"]), group
 
 
 async def test_a_what_if_refuses_a_template_it_was_not_given(sched: Harness) -> None:

@@ -17,6 +17,7 @@ from koordgang.model.dra.base import (
     DeviceId,
     read_selectors,
 )
+from koordgang.model.dra.capacity import Amounts, amounts_to_api, parse_amounts
 from koordgang.model.dra.extended import EXTENDED_CLAIM_ANNOTATION
 from koordgang.model.dra.taints import DeviceToleration, parse_toleration
 from koordgang.model.errors import ModelError, show
@@ -40,6 +41,8 @@ class SubRequest:
     admin_access: bool = False
     #: Why koordgang cannot allocate it ("" if it can): a feature it does not implement yet.
     unsupported: str = ""
+    #: ``capacity.requests``: what it asks of each capacity of a device, by name as written.
+    capacity: Amounts = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +109,7 @@ def _sub_request(raw: Mapping[str, Any], name: str, path: str, admin: bool) -> S
     count = _fields.integer(raw, "count", f"{path}.count", default=1)
     if mode == ALLOCATION_MODE_EXACT and count < 1:
         raise ModelError(f"must be at least 1, got {count}", f"{path}.count")
-    unsupported = ""
-    if raw.get("capacity") is not None:
-        unsupported = "consumable capacity (capacity.requests)"
+    capacity = _fields.mapping(raw, "capacity", f"{path}.capacity")
     tolerations = tuple(
         parse_toleration(t, f"{path}.tolerations[{i}]")
         for i, t in enumerate(_fields.items(raw, "tolerations", f"{path}.tolerations"))
@@ -121,7 +122,7 @@ def _sub_request(raw: Mapping[str, Any], name: str, path: str, admin: bool) -> S
         count=count if mode == ALLOCATION_MODE_EXACT else 0,
         tolerations=tolerations,
         admin_access=admin and raw.get("adminAccess") is True,
-        unsupported=unsupported,
+        capacity=parse_amounts(capacity.get("requests"), f"{path}.capacity.requests"),
     )
 
 
@@ -202,10 +203,28 @@ class AllocatedDevice:
     #: Copied from the device: what must be True (or must not be) before its pods bind.
     binding_conditions: tuple[str, ...] = ()
     binding_failure_conditions: tuple[str, ...] = ()
+    #: For a device allocated to several claims at once: this allocation's share of it (a
+    #: UUID), and what it consumes of the device's capacities.
+    share_id: str = ""
+    consumed: Amounts = ()
 
     @property
     def id(self) -> DeviceId:
         return DeviceId(self.driver, self.pool, self.device)
+
+    def describe(self) -> str:
+        """``driver/pool/device``, with what a share consumes (``(share: memory 20Gi)``)."""
+        if not self.share_id:
+            return str(self.id)
+        taken = ", ".join(
+            f"{name} {amount}" for name, amount in amounts_to_api(self.consumed).items()
+        )
+        return f"{self.id} (share: {taken})" if taken else f"{self.id} (share)"
+
+    @property
+    def holds(self) -> bool:
+        """Takes the device from everybody else: not given for admin access, not a share."""
+        return not self.admin_access and not self.share_id
 
     def to_api(self) -> dict[str, Any]:
         result: dict[str, Any] = {
@@ -222,6 +241,10 @@ class AllocatedDevice:
             result["bindingConditions"] = list(self.binding_conditions)
         if self.binding_failure_conditions:
             result["bindingFailureConditions"] = list(self.binding_failure_conditions)
+        if self.share_id:
+            result["shareID"] = self.share_id
+        if self.consumed:
+            result["consumedCapacity"] = amounts_to_api(self.consumed)
         return result
 
 
@@ -255,8 +278,13 @@ class ClaimAllocation:
 
     def held_ids(self) -> tuple[DeviceId, ...]:
         """The devices the allocation takes from everybody else: all but those given for
-        admin access."""
-        return tuple(d.id for d in self.devices if not d.admin_access)
+        admin access and the shares of devices allocated to several claims at once."""
+        return tuple(d.id for d in self.devices if d.holds)
+
+    def shares(self) -> tuple[AllocatedDevice, ...]:
+        """Its shares of devices allocated to several claims at once (admin access takes
+        none: it consumes nothing others count)."""
+        return tuple(d for d in self.devices if d.share_id and not d.admin_access)
 
     def allows(self, node_name: str, labels: Mapping[str, str]) -> bool:
         return self.node_selector is None or self.node_selector.matches(node_name, labels)
@@ -350,6 +378,8 @@ def _allocation(status: Mapping[str, Any]) -> ClaimAllocation | None:
                 admin_access=entry.get("adminAccess") is True,
                 binding_conditions=_strings(entry, "bindingConditions", path),
                 binding_failure_conditions=_strings(entry, "bindingFailureConditions", path),
+                share_id=_fields.string(entry, "shareID", f"{path}.shareID"),
+                consumed=parse_amounts(entry.get("consumedCapacity"), f"{path}.consumedCapacity"),
             )
         )
     config = tuple(

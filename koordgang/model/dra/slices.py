@@ -4,13 +4,14 @@ that select them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NamedTuple
 
 from koordgang.model import _fields
 from koordgang.model.affinity import parse_node_selector
 from koordgang.model.dra.base import read_selectors, split_qualified
+from koordgang.model.dra.capacity import DeviceCapacity, parse_device_capacity
 from koordgang.model.dra.taints import DeviceTaint, parse_taint
 from koordgang.model.errors import ModelError
 from koordgang.model.quantity import parse_quantity
@@ -68,6 +69,11 @@ class SliceDevice:
     binding_failure_conditions: tuple[str, ...] = ()
     #: Its allocation names the chosen node (``bindsToNode``).
     binds_to_node: bool = False
+    #: ``allowMultipleAllocations``: several claims (and requests) may have it at once, each
+    #: a share of its capacity.
+    multiple: bool = False
+    #: ``capacity``, by name as written: what requests consume of it.
+    capacity: Mapping[str, DeviceCapacity] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -110,8 +116,6 @@ def _attribute_value(raw: Any, path: str) -> AttributeValue | None:
 
 
 def _device_unsupported(raw: Mapping[str, Any]) -> str:
-    if raw.get("allowMultipleAllocations") is True:
-        return "devices shared between claims (allowMultipleAllocations)"
     if raw.get("nodeAllocatableResourceMappings"):
         return "node allocatable resource mappings (nodeAllocatableResourceMappings)"
     return ""
@@ -170,6 +174,8 @@ def parse_resource_slice(obj: Mapping[str, Any]) -> ResourceSliceInfo:
                 binding_conditions=_strings(entry, "bindingConditions", path),
                 binding_failure_conditions=_strings(entry, "bindingFailureConditions", path),
                 binds_to_node=entry.get("bindsToNode") is True,
+                multiple=entry.get("allowMultipleAllocations") is True,
+                capacity=parse_device_capacity(entry, path),
             )
         )
     return ResourceSliceInfo(

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import pytest
 
 from koordgang.model.dra import (
+    AllocatedDevice,
     AttributeValue,
     ClaimAllocation,
     DeviceId,
@@ -14,6 +16,7 @@ from koordgang.model.dra import (
     parse_resource_claim,
     parse_resource_slice,
 )
+from koordgang.model.dra.capacity import CapacityRange, DeviceCapacity, RequestPolicy
 from koordgang.model.errors import ModelError
 from koordgang.model.pod import parse_pod
 
@@ -68,17 +71,61 @@ class TestSlices:
         )
         assert info.unsupported == ""
 
+    def test_a_device_mapping_node_allocatable_resources_names_the_feature(self) -> None:
+        device = {"name": "d", "nodeAllocatableResourceMappings": {"cpu": {"capacityKey": "c"}}}
+        info = parse_resource_slice(slice_obj(devices=[device]))
+        assert "nodeAllocatableResourceMappings" in info.devices[0].unsupported
+
+    def test_a_shared_device_is_read_with_its_capacity_and_request_policies(self) -> None:
+        device = {
+            "name": "d",
+            "allowMultipleAllocations": True,
+            "capacity": {
+                "memory": {
+                    "value": "80Gi",
+                    "requestPolicy": {
+                        "default": "10Gi",
+                        "validRange": {"min": "10Gi", "max": "40Gi", "step": "10Gi"},
+                    },
+                },
+                "example.com/bandwidth": {
+                    "value": "100G",
+                    "requestPolicy": {"default": "10G", "validValues": ["50G", "10G"]},
+                },
+                "cores": {"value": "8"},
+            },
+        }
+        [parsed] = parse_resource_slice(slice_obj(devices=[device])).devices
+        assert parsed.multiple and parsed.unsupported == ""
+        memory = parsed.capacity["memory"]
+        gib, gb = Fraction(2**30), Fraction(10**9)
+        assert memory.value == 80 * gib
+        assert memory.policy == RequestPolicy(
+            10 * gib, (), CapacityRange(10 * gib, 40 * gib, 10 * gib)
+        )
+        bandwidth = parsed.capacity["example.com/bandwidth"].policy
+        assert bandwidth is not None and bandwidth.valid_values == (10 * gb, 50 * gb)
+        assert parsed.capacity["cores"] == DeviceCapacity(Fraction(8))
+
     @pytest.mark.parametrize(
-        ("device", "feature"),
+        ("capacity", "field"),
         [
-            ({"allowMultipleAllocations": True}, "allowMultipleAllocations"),
+            ({"memory": {}}, "capacity[memory].value"),
+            ({"memory": {"value": "lots"}}, "capacity[memory].value"),
+            (
+                {"memory": {"value": "1", "requestPolicy": {"validRange": {"max": "1"}}}},
+                "validRange.min",
+            ),
+            (
+                {"m": {"value": "1", "requestPolicy": {"validRange": {"min": "0", "step": "0"}}}},
+                "validRange.step",
+            ),
         ],
     )
-    def test_devices_with_features_not_implemented_name_the_feature(
-        self, device: dict[str, Any], feature: str
-    ) -> None:
-        info = parse_resource_slice(slice_obj(devices=[{"name": "d", **device}]))
-        assert feature in info.devices[0].unsupported
+    def test_bad_capacity_names_the_field(self, capacity: dict[str, Any], field: str) -> None:
+        with pytest.raises(ModelError) as caught:
+            parse_resource_slice(slice_obj(devices=[{"name": "d", "capacity": capacity}]))
+        assert field in str(caught.value)
 
     def test_binding_conditions_are_read_and_the_device_is_allocatable(self) -> None:
         device = {
@@ -178,7 +225,7 @@ class TestClaims:
         )
         assert one.spec == two.spec and hash(one.spec) == hash(two.spec)
 
-    def test_admin_access_is_read_and_capacity_named_as_not_implemented(self) -> None:
+    def test_admin_access_and_capacity_requests_are_read(self) -> None:
         claim = parse_resource_claim(
             claim_obj(
                 {
@@ -197,7 +244,37 @@ class TestClaims:
         )
         admin = claim.spec.requests[0].alternatives[0]
         assert admin.admin_access and not admin.unsupported
-        assert "capacity" in claim.spec.requests[1].alternatives[0].unsupported
+        asking = claim.spec.requests[1].alternatives[0]
+        assert not asking.unsupported and asking.capacity == (("memory", Fraction(2**30)),)
+
+    def test_a_negative_capacity_request_names_the_field(self) -> None:
+        request = {"deviceClassName": "gpu", "capacity": {"requests": {"memory": "-1Gi"}}}
+        claim = parse_resource_claim(claim_obj({"requests": [{"name": "a", "exactly": request}]}))
+        assert "capacity.requests[memory]" in claim.problem
+
+    def test_a_share_of_a_device_is_read_and_written_back(self) -> None:
+        share = AllocatedDevice(
+            "a",
+            DRIVER,
+            "p",
+            "gpu-0",
+            share_id="0f5c3f5e-8a39-4bd4-9d8b-2a0a3c8d5e71",
+            consumed=(("memory", Fraction(20 * 2**30)),),
+        )
+        allocation = ClaimAllocation.on_node("node-1", (share,), ())
+        written = allocation.to_api()
+        [result] = written["devices"]["results"]
+        assert result["shareID"] == share.share_id
+        assert result["consumedCapacity"] == {"memory": "20Gi"}
+        claim = parse_resource_claim(
+            {**claim_obj({"requests": []}), "status": {"allocation": written}}
+        )
+        assert claim.allocation is not None
+        [read] = claim.allocation.devices
+        assert (read.share_id, read.consumed) == (share.share_id, share.consumed)
+        assert read.describe() == f"{DRIVER}/p/gpu-0 (share: memory 20Gi)"
+        # A share takes the device from nobody: only its capacity counts.
+        assert claim.allocation.held_ids() == () and claim.allocation.shares() == (read,)
 
     def test_an_allocation_is_read_with_its_node_and_consumers(self) -> None:
         allocation = ClaimAllocation.on_node(

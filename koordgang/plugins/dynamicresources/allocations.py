@@ -2,10 +2,13 @@
 results (``<request>`` or ``<request>/<alternative>``), the configuration (each class's once,
 for every request it served, then the claim's own), and the node selector: the node's name
 when a device is local to it, else the requirements of the network-attached devices'
-selectors gathered into one term (none at all when each is on all nodes)."""
+selectors gathered into one term (none at all when each is on all nodes). A share of a shared
+device gets a fresh ``shareID`` (a UUID, as the API server requires) and what it consumes of
+each of the device's capacities."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +31,8 @@ def build(
             admin_access=c.alternative.admin_access,
             binding_conditions=c.device.spec.binding_conditions,
             binding_failure_conditions=c.device.spec.binding_failure_conditions,
+            share_id=str(uuid.uuid4()) if c.device.spec.multiple else "",
+            consumed=c.consumed,
         )
         for c in chosen
     )

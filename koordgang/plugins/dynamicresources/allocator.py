@@ -4,9 +4,12 @@ Every request of every claim is served in order; a ``firstAvailable`` request tr
 alternatives in order; an ``ExactCount`` request takes ``count`` devices, an ``All`` request
 every device of the node that matches. A device serves one request of one claim, and the
 devices of one claim satisfy the claim's constraints (``matchAttribute``: one value for all,
-``distinctAttribute``: a value each). The search backtracks over every choice (alternatives,
-then which devices), so that when an allocation exists it is found: what the first choices
-take can make a later request impossible, and another choice may not.
+``distinctAttribute``: a value each). A shared device (``allowMultipleAllocations``) may serve
+several requests, of one claim or of several, each taking a share of its capacities while
+enough is left (``capacity.py``); one request's devices are still distinct. The search
+backtracks over every choice (alternatives, then which devices), so that when an allocation
+exists it is found: what the first choices take can make a later request impossible, and
+another choice may not.
 
 The search takes devices of a request in the order the node lists them, as combinations (never
 the same set twice in another order), stops a branch as soon as too few candidates are left,
@@ -31,6 +34,8 @@ from koordgang.model.dra import (
     DeviceRequest,
     SubRequest,
 )
+from koordgang.model.dra.capacity import Amounts
+from koordgang.plugins.dynamicresources.capacity import CapacityBudget, consumption
 from koordgang.plugins.dynamicresources.counters import CounterBudget
 from koordgang.state.dra import Device
 
@@ -49,6 +54,8 @@ class Chosen:
     request: DeviceRequest
     alternative: SubRequest
     device: Device
+    #: What its share consumes of the device's capacities (a shared device only).
+    consumed: Amounts = ()
 
     @property
     def result_name(self) -> str:
@@ -100,12 +107,14 @@ def allocate(
     matches: Matcher,
     *,
     counters: CounterBudget | None = None,
+    capacity: CapacityBudget | None = None,
     max_steps: int = MAX_STEPS,
 ) -> Allocation | Shortfall:
     """Devices of ``devices`` (one node's, in its order) for every request of ``claims``, or
     the first request that cannot be served and why. ``counters``: what is left of the counter
-    sets the node's partitionable devices draw on (each device chosen takes its share)."""
-    search = _Search(claims, devices, free, matches, _Budget(max_steps), counters or None)
+    sets the node's partitionable devices draw on (each device chosen takes its share).
+    ``capacity``: what is left of the shared devices' capacities (None: nothing used)."""
+    search = _Search(claims, devices, free, matches, _Budget(max_steps), counters or None, capacity)
     try:
         if search.run():
             return Allocation({key: list(chosen) for key, chosen in search.result.items()})
@@ -131,9 +140,12 @@ class _Search:
         matches: Matcher,
         budget: _Budget,
         counters: CounterBudget | None = None,
+        capacity: CapacityBudget | None = None,
     ) -> None:
         self.claims = claims
         self.counters = counters
+        self.capacity = capacity if capacity is not None else CapacityBudget(lambda _: None)
+        self._amounts: dict[tuple[int, DeviceId], Amounts | str] = {}
         self.devices = devices
         self.free = free
         self.matches = matches
@@ -152,9 +164,32 @@ class _Search:
         """The node's devices that serve ``alternative`` (free or not), in the node's order."""
         known = self._matching.get(id(alternative))
         if known is None:
-            known = [d for d in self.devices if self.matches(d, alternative)]
+            known = [
+                d
+                for d in self.devices
+                if self.matches(d, alternative)
+                and not isinstance(self.amounts(alternative, d), str)
+            ]
             self._matching[id(alternative)] = known
         return known
+
+    def amounts(self, alternative: SubRequest, device: Device) -> Amounts | str:
+        """What ``alternative`` takes of ``device``'s capacities, or why it cannot (only asked
+        of shared devices and requests naming capacities: others take a device whole)."""
+        if not alternative.capacity and not device.spec.multiple:
+            return ()
+        key = (id(alternative), device.id)
+        found = self._amounts.get(key)
+        if found is None:
+            found = self._amounts[key] = consumption(device, alternative)
+        return found
+
+    def _room(self, alternative: SubRequest, device: Device) -> bool:
+        """A shared device has enough left of its capacities for another share."""
+        if not device.spec.multiple:
+            return True
+        amounts = self.amounts(alternative, device)
+        return not isinstance(amounts, str) and self.capacity.fits(device, amounts)
 
     def _free(self, alternative: SubRequest, device_id: DeviceId) -> bool:
         """Free for ``alternative``: in use by no claim, or asked for with admin access (which
@@ -168,6 +203,7 @@ class _Search:
             counters is None
             or not device.spec.consumes
             or alternative.admin_access
+            or (device.spec.multiple and self.capacity.shared(device))
             or counters.fits(device)
         )
 
@@ -255,7 +291,7 @@ class _Search:
                 if self.budget.left < 0:
                     raise GaveUp
                 device = candidates[index]
-                if not self._counted(alternative, device):
+                if not self._counted(alternative, device) or not self._room(alternative, device):
                     if alternative.mode == ALLOCATION_MODE_ALL:
                         return False
                     continue
@@ -264,16 +300,27 @@ class _Search:
                     if alternative.mode == ALLOCATION_MODE_ALL:
                         return False
                     continue
+                shared = device.spec.multiple
+                # A shared device's counters are taken by its first share only.
                 consumes = self.counters is not None and bool(device.spec.consumes)
                 consumes = consumes and not alternative.admin_access
+                consumes = consumes and not (shared and self.capacity.shared(device))
                 if consumes and self.counters is not None:
                     self.counters.take(device)
-                self.used.add(device.id)
-                chosen.append(Chosen(request, alternative, device))
+                amounts = self.amounts(alternative, device) if shared else ()
+                assert not isinstance(amounts, str)
+                if shared:
+                    self.capacity.take(device, amounts)
+                else:
+                    self.used.add(device.id)
+                chosen.append(Chosen(request, alternative, device, amounts))
                 if pick(index + 1, left - 1):
                     return True
                 chosen.pop()
-                self.used.discard(device.id)
+                if shared:
+                    self.capacity.give(device, amounts)
+                else:
+                    self.used.discard(device.id)
                 if consumes and self.counters is not None:
                     self.counters.give(device)
                 self._retract(undo)
@@ -352,7 +399,11 @@ class _Search:
         """Why ``alternative`` cannot be served even alone on this node; None if it can."""
         matching = self.matching(alternative)
         free = sum(
-            1 for d in matching if self._free(alternative, d.id) and self._counted(alternative, d)
+            1
+            for d in matching
+            if self._free(alternative, d.id)
+            and self._counted(alternative, d)
+            and self._room(alternative, d)
         )
         total = len(matching)
         name, device_class = request.name, alternative.device_class

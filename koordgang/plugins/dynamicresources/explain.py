@@ -16,6 +16,7 @@ from koordgang.model.dra import (
     untolerated,
 )
 from koordgang.plugins.dynamicresources.allocator import Shortfall
+from koordgang.plugins.dynamicresources.capacity import CapacityBudget, consumption
 from koordgang.plugins.dynamicresources.counters import CounterBudget
 from koordgang.plugins.dynamicresources.selectors import (
     CelProblem,
@@ -28,6 +29,7 @@ from koordgang.state.dra import Device, Pool
 __all__ = [
     "incomplete_pool",
     "kept_away",
+    "note_capacity",
     "note_counters",
     "problems",
     "short_request",
@@ -91,13 +93,48 @@ def note_counters(
             kept.setdefault(counters.short(device), set()).add(device.id)
 
 
+def note_capacity(
+    kept: dict[str, set[DeviceId]],
+    claims: Sequence[tuple[str, ClaimSpec]],
+    shortfall: Shortfall,
+    devices: Iterable[Device],
+    matches: Callable[[Device, SubRequest], bool],
+    capacity: CapacityBudget | None,
+) -> None:
+    """Devices that would serve the short request but for their capacities: what it asks is
+    more than a device has or its request policy allows, or a shared device's shares have
+    left too little (``device gpu-0 has 10Gi of memory left, the request asks 20Gi``)."""
+    request = short_request(claims, shortfall)
+    if request is None:
+        return
+    for device in devices:
+        for alternative in request.alternatives:
+            if not alternative.capacity and not device.spec.multiple:
+                continue
+            if not matches(device, alternative):
+                continue
+            amounts = consumption(device, alternative)
+            if isinstance(amounts, str):
+                why = amounts
+            elif device.spec.multiple and capacity is not None:
+                why = capacity.short(device, amounts, alternative)
+                why = f"device {why}" if why else ""
+            else:
+                why = ""
+            if why:
+                kept.setdefault(why, set()).add(device.id)
+                break
+
+
 def kept_away(kept: Mapping[str, set[DeviceId]]) -> str:
     """What kept matching devices from the pod (``incomplete_pool``, ``untolerated_taint``),
     with how many devices each kept away."""
     said = []
     for why, devices in sorted(kept.items(), key=lambda item: (-len(item[1]), item[0])):
         said.append(
-            why if why.startswith("pool ") else f"{len(devices)} matching device(s) are {why}"
+            why
+            if why.startswith(("pool ", "device "))
+            else f"{len(devices)} matching device(s) are {why}"
         )
     return "; ".join(said[:3])
 

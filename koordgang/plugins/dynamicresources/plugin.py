@@ -25,6 +25,7 @@ from __future__ import annotations
 import time as _time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import structlog
 
@@ -50,11 +51,13 @@ from koordgang.model.pod import PodInfo
 from koordgang.plugins.dynamicresources import allocations as allocations_of
 from koordgang.plugins.dynamicresources.allocator import Allocation, Shortfall, allocate
 from koordgang.plugins.dynamicresources.binding import ClaimWrites
+from koordgang.plugins.dynamicresources.capacity import CapacityBudget
 from koordgang.plugins.dynamicresources.claims import resolve
 from koordgang.plugins.dynamicresources.counters import CounterBudget
 from koordgang.plugins.dynamicresources.explain import (
     incomplete_pool,
     kept_away,
+    note_capacity,
     note_counters,
     problems,
     untolerated_taint,
@@ -361,12 +364,23 @@ class DynamicResources:
         def free(device_id: DeviceId) -> bool:
             return view.device_free(name, device_id)
 
+        def consumed(device: Device) -> Mapping[str, Fraction] | None:
+            return view.consumed(device.id)
+
+        capacity = None
+        if any(d.spec.multiple for d in devices):
+            capacity = CapacityBudget(consumed)
         budget = None
         if any(d.spec.consumes for d in devices):
-            budget = CounterBudget(devices, lambda d: not free(d.id))
-        result = allocate(claims, devices, free, matches, counters=budget)
-        if budget is not None and isinstance(result, Shortfall):
-            note_counters(prepared.kept, claims, result, devices, matches, budget)
+            # A shared device with a share has taken its counters (once, for all its shares).
+            budget = CounterBudget(
+                devices, lambda d: not free(d.id) or (d.spec.multiple and consumed(d) is not None)
+            )
+        result = allocate(claims, devices, free, matches, counters=budget, capacity=capacity)
+        if isinstance(result, Shortfall):
+            if budget is not None:
+                note_counters(prepared.kept, claims, result, devices, matches, budget)
+            note_capacity(prepared.kept, claims, result, devices, matches, capacity)
         return result
 
     def _matcher(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Iterator, Sequence
+from fractions import Fraction
 
 import pytest
 
@@ -24,12 +25,15 @@ from koordgang.model.dra import (
     DeviceRequest,
     SliceDevice,
     SubRequest,
+    parse_resource_slice,
 )
 from koordgang.plugins.dynamicresources.allocator import (
     Allocation,
     Shortfall,
     allocate,
 )
+from koordgang.plugins.dynamicresources.capacity import CapacityBudget
+from koordgang.plugins.dynamicresources.counters import CounterBudget
 from koordgang.state.dra import Device, Pool
 
 DRIVER = "gpu.example.com"
@@ -340,3 +344,92 @@ def test_random_cases_match_brute_force(seed: int) -> None:
     assert _valid(found, claims, devices, free), found
     # Earlier alternatives and earlier devices first, request by request.
     assert found == first_valid
+
+
+GIB = Fraction(2**30)
+
+
+def shared_gpu(name: str, pool: Pool, gib: int = 80, **extra: object) -> Device:
+    raw = {
+        "name": name,
+        "allowMultipleAllocations": True,
+        "capacity": {"memory": {"value": f"{gib}Gi"}},
+        **extra,
+    }
+    [spec_] = parse_resource_slice(
+        {
+            "metadata": {"name": "s"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": "node-1",
+                "pool": {"name": pool.name},
+                "devices": [raw],
+            },
+        }
+    ).devices
+    return Device(DeviceId(DRIVER, pool.name, name), "node-1", spec_, pool)
+
+
+def asking(name: str, gib: int, count: int = 1) -> DeviceRequest:
+    memory = (("memory", Fraction(gib * GIB)),)
+    return DeviceRequest(name, (SubRequest("", "gpu", count=count, capacity=memory),))
+
+
+class TestSharedDevices:
+    def test_claims_and_requests_share_a_device_while_its_capacity_lasts(self) -> None:
+        gpu = shared_gpu("gpu-0", POOL)
+        claims = [
+            ("ns/a", spec(asking("r", 30), asking("s", 30))),
+            ("ns/b", spec(asking("r", 20))),
+        ]
+        result = allocate(claims, [gpu], lambda d: True, by_class)
+        assert names(result, "ns/a") == ["gpu-0", "gpu-0"] and names(result, "ns/b") == ["gpu-0"]
+        assert isinstance(result, Allocation)
+        assert [c.consumed for c in result.claims["ns/a"]] == [(("memory", 30 * GIB),)] * 2
+        over = allocate([*claims, ("ns/c", spec(asking("r", 1)))], [gpu], lambda d: True, by_class)
+        # Each fits alone; together they ask 81Gi of 80Gi.
+        assert isinstance(over, Shortfall) and "cannot be served together" in over.reason
+
+    def test_one_request_takes_distinct_devices(self) -> None:
+        gpus = [shared_gpu("gpu-0", POOL), shared_gpu("gpu-1", POOL)]
+        result = allocate([("ns/c", spec(asking("r", 10, 2)))], gpus, lambda d: True, by_class)
+        assert names(result) == ["gpu-0", "gpu-1"]
+
+    def test_what_the_view_uses_is_counted(self) -> None:
+        gpu = shared_gpu("gpu-0", POOL)
+        budget = CapacityBudget(lambda d: {"memory": Fraction(70 * GIB)})
+        result = allocate(
+            [("ns/c", spec(asking("r", 20)))], [gpu], lambda d: True, by_class, capacity=budget
+        )
+        assert isinstance(result, Shortfall) and (result.free, result.total) == (0, 1)
+        assert budget.short(gpu, (("memory", Fraction(20 * GIB)),)) == (
+            "gpu-0 has 10Gi of memory left, the request asks 20Gi"
+        )
+
+    def test_the_search_backtracks_to_give_a_later_request_room(self) -> None:
+        """The first request fits either GPU; on the small one it leaves room for the second,
+        which fits only the big one."""
+        small, big = shared_gpu("gpu-0", POOL, 40), shared_gpu("gpu-1-big", POOL, 40)
+        claims = [("ns/c", spec(asking("r", 30), asking("s", 30)))]
+        result = allocate(claims, [small, big], lambda d: True, by_class)
+        assert names(result) == ["gpu-0", "gpu-1-big"]
+
+    def test_a_shared_device_takes_its_counters_once(self) -> None:
+        pool = Pool(
+            DRIVER,
+            "pool",
+            slices={"s": None},  # type: ignore[dict-item]
+            slice_count=1,
+            counter_sets={"gpu": {"memory": Fraction(80 * GIB)}},
+        )
+        consumes = [{"counterSet": "gpu", "counters": {"memory": {"value": "60Gi"}}}]
+        gpu = shared_gpu("gpu-0", pool, consumesCounters=consumes)
+        counters = CounterBudget([gpu], lambda d: False)
+        result = allocate(
+            [("ns/a", spec(asking("r", 10))), ("ns/b", spec(asking("r", 10)))],
+            [gpu],
+            lambda d: True,
+            by_class,
+            counters=counters,
+        )
+        assert names(result, "ns/b") == ["gpu-0"]

@@ -1,6 +1,6 @@
 """The writes of DRA, as data the engine carries out (``framework/prebind.py``): what a claim
 gets before its pods bind, how a claim is given back, and the check that no device given here
-is held by another claim."""
+is held by another claim (nor a shared device's capacity overdrawn)."""
 
 from __future__ import annotations
 
@@ -94,5 +94,18 @@ def conflict(allocations: dict[str, ClaimAllocation], dra: DraManager) -> str:
                 return (
                     f"device {device_id} given to resourceclaim {key} is held by "
                     f"resourceclaim {sorted(others)[0]} now (allocated by another scheduler?)"
+                )
+        for share in allocation.shares():
+            holders = dra.holders(share.id)
+            over = dra.overdrawn(share.id)
+            if holders or over:
+                why = (
+                    f"resourceclaim {sorted(holders)[0]} holds it whole"
+                    if holders
+                    else f"its shares take more than it has ({over})"
+                )
+                return (
+                    f"device {share.id} shared with resourceclaim {key}: {why} now "
+                    "(allocated by another scheduler?)"
                 )
     return ""

@@ -15,16 +15,21 @@ cache.
   an assumed allocation, dropped when the claim shows an allocation, is deleted, or its pod is
   given up). A device held by two claims is a conflict: another scheduler allocated it at the
   same time.
+- **Shared** is a device allocated to several claims at once (``allowMultipleAllocations``):
+  each allocation is a share of it (``shareID``) consuming part of its capacities, and it is
+  never in use as a whole; what its shares consume together must stay within each capacity.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
 from koordgang.model.dra import (
     DEVICE_CLASS_PREFIX,
+    AllocatedDevice,
     ClaimAllocation,
     DeviceClassInfo,
     DeviceId,
@@ -35,7 +40,9 @@ from koordgang.model.dra import (
     pending_key,
 )
 from koordgang.model.pod import PodInfo
+from koordgang.model.quantity import format_quantity
 from koordgang.state.dra.pools import Device, Pool, Pools, Regathered
+from koordgang.state.dra.shares import Shares
 from koordgang.state.store import Store, StoreChange, StoreOf
 
 if TYPE_CHECKING:
@@ -47,6 +54,7 @@ __all__ = ["DraManager"]
 #: How a log line names a pool skipped as invalid, and a device two claims hold.
 INVALID_POOL = "resource pool skipped: invalid"
 DOUBLE_ALLOCATION = "device allocated to more than one claim"
+OVERDRAWN = "shared device allocated beyond its capacity"
 
 
 @dataclass(slots=True, frozen=True)
@@ -64,6 +72,8 @@ class DraManager:
         #: device -> the claims whose allocation (written, or in flight) names it; results
         #: given for admin access hold nothing.
         self._holders: dict[DeviceId, set[str]] = {}
+        #: The shares of shared devices (written, or in flight).
+        self._shares = Shares()
         #: claim key -> the devices its written allocation names for admin access.
         self._admin: dict[str, tuple[DeviceId, ...]] = {}
         #: claim key -> this scheduler's allocation of it, not yet seen written.
@@ -207,7 +217,30 @@ class DraManager:
         return self._holders.get(device_id) or set()
 
     def in_use(self, device_id: DeviceId) -> bool:
+        """A claim holds the device as a whole (a share of a shared device does not)."""
         return bool(self._holders.get(device_id))
+
+    def shares(self, device_id: DeviceId) -> dict[str, tuple[AllocatedDevice, ...]]:
+        """The shares of a shared device, by claim key (written, or in flight)."""
+        return self._shares.of(device_id)
+
+    def consumed(self, device_id: DeviceId) -> dict[str, Fraction] | None:
+        """What the shares of a shared device consume together, by capacity; None while it
+        has none."""
+        return self._shares.consumed(device_id)
+
+    def overdrawn(self, device_id: DeviceId) -> str:
+        """The capacity of a shared device that its shares consume more of than it has
+        (``memory: 100Gi of 80Gi``), "" if none."""
+        consumed = self.consumed(device_id)
+        device = self._pools.device(device_id)
+        if not consumed or device is None:
+            return ""
+        for name, amount in sorted(consumed.items()):
+            capacity = device.spec.capacity.get(name)
+            if capacity is not None and amount > capacity.value:
+                return f"{name}: {format_quantity(amount)} of {format_quantity(capacity.value)}"
+        return ""
 
     def claims_reserving(self, pod_uid: str) -> set[str]:
         return self._reserving.get(pod_uid) or set()
@@ -232,7 +265,7 @@ class DraManager:
         """Sizes for the gauges: devices (in use, held by two claims), claims (allocated,
         in flight), invalid pools."""
         devices = list(self._pools.devices())
-        held = [self._holders.get(d.id) for d in devices]
+        held = [self._holders.get(d.id) or self._shares.shared(d.id) for d in devices]
         allocated = sum(1 for c in self._claims.values() if c.allocation is not None)
         admin = {device_id for ids in self._admin.values() for device_id in ids}
         return {
@@ -240,7 +273,7 @@ class DraManager:
             "tainted": sum(1 for d in devices if any(t.blocks for t in self.taints(d))),
             "admin": len(admin),
             "in_use": sum(1 for h in held if h),
-            "double": sum(1 for h in held if h is not None and len(h) > 1),
+            "double": sum(1 for h in self._holders.values() if len(h) > 1),
             "claims": len(self._claims),
             "allocated": allocated,
             "in_flight": sum(1 for k in self._in_flight if k in self._claims),
@@ -398,6 +431,7 @@ class DraManager:
         if old_devices != new_devices:
             self._release(claim.key, old_devices, change)
             self._hold(claim.key, new_devices, change)
+        self._share(claim.key, self._current_shares(claim.key), change)
         return change
 
     def remove_claim(self, key: str) -> StoreChange:
@@ -410,6 +444,7 @@ class DraManager:
         self._drop_in_flight(key, change)
         if old is not None and old.allocation is not None:
             self._release(key, old.allocation.held_ids(), change)
+        self._share(key, (), change)
         return change
 
     def replace_claims(self, claims: Iterable[ResourceClaimInfo]) -> StoreChange:
@@ -470,6 +505,7 @@ class DraManager:
             self._in_flight[key] = _InFlight(pod_uid, allocation)
             self._in_flight_by_pod.setdefault(pod_uid, []).append(key)
             self._hold(key, allocation.held_ids(), change)
+            self._share(key, allocation.shares(), change)
         return change
 
     def _drop_in_flight(self, key: str, change: StoreChange) -> None:
@@ -486,6 +522,12 @@ class DraManager:
         written = () if claim is None or claim.allocation is None else claim.allocation.held_ids()
         unwritten = tuple(d for d in in_flight.allocation.held_ids() if d not in written)
         self._release(key, unwritten, change)
+        self._share(key, self._current_shares(key), change)
+
+    def _current_shares(self, key: str) -> tuple[AllocatedDevice, ...]:
+        """The claim's shares as its allocation (written, else in flight) has them."""
+        allocation = self.allocation(key)
+        return () if allocation is None else allocation.shares()
 
     # -- holding -------------------------------------------------------------------------------
 
@@ -501,6 +543,17 @@ class DraManager:
                     )
                 )
             self._note(device_id, change, grew=True)
+
+    def _share(self, key: str, shares: tuple[AllocatedDevice, ...], change: StoreChange) -> None:
+        """The claim's shares of shared devices are ``shares`` from now on."""
+        for device_id, fuller in self._shares.set(key, shares):
+            over = self.overdrawn(device_id) if fuller else ""
+            if over:
+                holders = ", ".join(sorted(self._shares.of(device_id)))
+                change.warnings.append(
+                    (OVERDRAWN, {"device": str(device_id), "capacity": over, "claims": holders})
+                )
+            self._note(device_id, change, grew=fuller)
 
     def _release(self, key: str, devices: Iterable[DeviceId], change: StoreChange) -> None:
         for device_id in devices:

@@ -6,15 +6,19 @@ allocated for it. Both are differences from the DRA manager, kept here per claim
 devices, per node; a fork starts with its parent's and copies a node's sets only when it
 changes them. Each change marks its node on the snapshot (``Snapshot.touch``), so that the
 verdicts kept for the node are asked again. A what-if may also add claims that exist in it
-alone (``provisional``: made from the templates of pods not submitted yet).
+alone (``provisional``: made from the templates of pods not submitted yet). Shares of shared
+devices (``allowMultipleAllocations``) are differences too: per device, how many shares this
+view adds (or frees) and what they consume.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from koordgang.model.dra import ClaimAllocation, DeviceId, ResourceClaimInfo
+from koordgang.state.dra.shares import total
 from koordgang.state.store import StoreChange
 
 if TYPE_CHECKING:
@@ -36,6 +40,7 @@ class ClaimView:
         "_owned",
         "_provisional",
         "_reallocated",
+        "_shares",
         "_snapshot",
         "_taken",
     )
@@ -66,6 +71,9 @@ class ClaimView:
             #: placed here consume it (a claim names 256 consumers at most).
             self._consumed: dict[str, tuple[str, ...]] = {}
             self._consumers: dict[str, int] = {}
+            #: Per shared device: shares added here (negative: freed), and what they consume
+            #: (values replaced, never changed in place: a fork shares them).
+            self._shares: dict[DeviceId, tuple[int, dict[str, Fraction]]] = {}
         else:
             self._claims = dict(parent._claims) if parent._claims else {}
             self._claims_of = dict(parent._claims_of) if parent._claims_of else {}
@@ -76,6 +84,7 @@ class ClaimView:
             self._provisional = parent._provisional
             self._consumed = dict(parent._consumed) if parent._consumed else {}
             self._consumers = dict(parent._consumers) if parent._consumers else {}
+            self._shares = dict(parent._shares) if parent._shares else {}
         #: Nodes whose sets belong to this view alone (a fork shares its parent's).
         self._owned: set[str] = set()
 
@@ -127,6 +136,7 @@ class ClaimView:
             allocation = manager.allocation(key)
             if allocation is None:
                 continue
+            self._add_shares(allocation, 1)
             for device_id in allocation.held_ids():
                 device = manager.device(device_id)
                 if device is None:
@@ -197,6 +207,21 @@ class ClaimView:
             if freed is not None and device in freed:
                 return True
         return not self._manager.in_use(device)
+
+    def consumed(self, device: DeviceId) -> dict[str, Fraction] | None:
+        """What the shares of a shared device consume together in this view, by capacity;
+        None while it has none."""
+        known = self._manager.consumed(device)
+        delta = self._shares.get(device)
+        if delta is None:
+            return known
+        count = len([s for shares in self._manager.shares(device).values() for s in shares])
+        if count + delta[0] <= 0:
+            return None
+        found = dict(known or {})
+        for name, amount in delta[1].items():
+            found[name] = found.get(name, Fraction(0)) + amount
+        return found
 
     # -- changes -------------------------------------------------------------------------------
 
@@ -272,6 +297,7 @@ class ClaimView:
             else:
                 allocation = self._claims.pop(key, None)
             if allocation is not None:
+                self._add_shares(allocation, -1)
                 for device_id, node in self._devices_of(allocation):
                     self._own(self._taken, node).discard(device_id)
                     self._touch(node, grew=False)
@@ -286,6 +312,7 @@ class ClaimView:
             self._claims[key] = None
             if allocation is None:
                 continue
+            self._add_shares(allocation, -1)
             for device_id in allocation.held_ids():
                 if manager.holders(device_id) <= freed_here:
                     device = manager.device(device_id)
@@ -294,7 +321,23 @@ class ClaimView:
                     self._own(self._freed, device.node).add(device_id)
                     self._touch(device.node, grew=False)
 
+    def _add_shares(self, allocation: ClaimAllocation, sign: int) -> None:
+        """Counts the allocation's shares of shared devices in (1) or out (-1) of this view."""
+        shares = allocation.shares()
+        if not shares:
+            return
+        for share in shares:
+            count, amounts = self._shares.get(share.id, (0, {}))
+            amounts = dict(amounts)
+            for name, amount in total((share,)).items():
+                amounts[name] = amounts.get(name, Fraction(0)) + sign * amount
+            self._shares[share.id] = (count + sign, amounts)
+            device = self._manager.device(share.id)
+            node = device.node if device is not None else allocation.node
+            self._touch(node, grew=sign > 0)
+
     def _take(self, allocation: ClaimAllocation) -> None:
+        self._add_shares(allocation, 1)
         for device_id, node in self._devices_of(allocation):
             self._own(self._taken, node).add(device_id)
             self._touch(node, grew=True)

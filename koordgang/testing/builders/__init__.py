@@ -4,6 +4,7 @@ same object as its informer parses it; every keyword has a plain default."""
 
 from koordgang.testing.builders.dra import (
     DRIVER,
+    capacity_claim_json,
     device_class,
     device_class_json,
     device_taint_rule,
@@ -15,6 +16,7 @@ from koordgang.testing.builders.dra import (
     resource_claim_json,
     resource_slice,
     resource_slice_json,
+    shared_gpu_json,
 )
 from koordgang.testing.builders.gangs import (
     DEFAULT_WAIT,
@@ -49,6 +51,7 @@ __all__ = [
     "T0",
     "bound",
     "cache_of",
+    "capacity_claim_json",
     "cluster",
     "device_class",
     "device_class_json",
@@ -74,6 +77,7 @@ __all__ = [
     "resource_claim_json",
     "resource_slice",
     "resource_slice_json",
+    "shared_gpu_json",
     "stamp",
     "uid_of",
 ]

@@ -231,3 +231,34 @@ def partitioned_gpu_json(node_name: str, *, driver: str = DRIVER) -> list[dict[s
         "spec": {"driver": driver, "nodeName": node_name, "pool": pool, "devices": devices},
     }
     return [counters, partitions]
+
+
+def shared_gpu_json(
+    node_name: str,
+    *,
+    devices: int = 1,
+    memory: str = "80Gi",
+    policy: Mapping[str, Any] | None = None,
+    driver: str = DRIVER,
+) -> dict[str, Any]:
+    """The slice ``<node>-gpus`` of ``devices`` GPUs ``gpu-<i>`` that several claims may have
+    at once (``allowMultipleAllocations``), each with ``memory`` of capacity ``memory`` under
+    the request ``policy`` given (JSON)."""
+    obj = resource_slice_json(node_name, devices, driver=driver)
+    for device in obj["spec"]["devices"]:
+        capacity: dict[str, Any] = {"value": memory}
+        if policy is not None:
+            capacity["requestPolicy"] = dict(policy)
+        device["allowMultipleAllocations"] = True
+        device["capacity"] = {"memory": capacity}
+    return obj
+
+
+def capacity_claim_json(name: str, *, memory: str | None = None, **kwargs: Any) -> dict[str, Any]:
+    """``resource_claim_json``'s claim of one device asking ``memory`` of its capacity (None:
+    asking nothing); takes its keywords."""
+    obj = resource_claim_json(name, 1, **kwargs)
+    if memory is not None:
+        exactly = obj["spec"]["devices"]["requests"][0]["exactly"]
+        exactly["capacity"] = {"requests": {"memory": memory}}
+    return obj
