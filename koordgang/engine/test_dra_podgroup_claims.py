@@ -14,6 +14,7 @@ from koordgang.model.pod import PodInfo
 from koordgang.testing.api import FakeApi
 from koordgang.testing.builders import (
     NS,
+    bound,
     device_class,
     labels_selector,
     network_slice_json,
@@ -24,6 +25,7 @@ from koordgang.testing.builders import (
     resource_slice,
 )
 from koordgang.testing.claims import Claims, claim_writes
+from koordgang.testing.clock import FakeClock
 from koordgang.testing.harness import Harness, MakeScheduler
 
 PODGROUPS = "podgroups.scheduling.k8s.io"
@@ -232,3 +234,54 @@ async def test_a_podgroup_claim_is_not_reserved_for_a_pod_whose_entry_differs(
     assert api.binds() == [("train-0", "n0")]
     [consumer] = claims.objects[CLAIM]["status"]["reservedFor"]
     assert consumer["resource"] == "pods" and consumer["name"] == "train-0"
+
+
+async def test_a_podgroup_claim_allocated_on_a_node_now_gone_is_given_back_once_and_moves(
+    make_scheduler: MakeScheduler, api: FakeApi, clock: FakeClock
+) -> None:
+    """Written by an earlier attempt on a node that is gone, reserved for the PodGroup alone,
+    no member placed: given back (one write for the gang), then allocated where the gang
+    fits."""
+    sched = make_scheduler()
+    see_podgroup(sched, podgroup(2))
+    claims = Claims(api, [group_claim()])
+    claims.set_allocation(CLAIM, "gone", ["gpu-0", "gpu-1"], [])
+    claims.objects[CLAIM]["status"]["reservedFor"] = [GROUP_CONSUMER]
+    sched.list(
+        nodes=[node("n1", cpu="8")],
+        pods=[member(i) for i in range(2)],
+        resource_slices=[resource_slice("n1")],
+        device_classes=[device_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert api.binds() == []
+    assert len(claim_writes(api)) == 1
+    assert "allocation" not in claims.objects[CLAIM]["status"]
+    claims.observe(sched)
+    clock.advance(30)
+    await sched.run()
+    assert sorted(api.binds()) == [("train-0", "n1"), ("train-1", "n1")]
+    assert claims.objects[CLAIM]["status"]["reservedFor"] == [GROUP_CONSUMER]
+
+
+async def test_a_podgroup_claim_is_kept_while_a_member_runs_on_its_devices(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    see_podgroup(sched, podgroup(1))
+    claims = Claims(api, [group_claim()])
+    claims.set_allocation(CLAIM, "n1", ["gpu-0", "gpu-1"], [])
+    claims.objects[CLAIM]["status"]["reservedFor"] = [GROUP_CONSUMER]
+    running = bound(member(0), "n1")
+    # n1 is full: the new member cannot join its running sibling there.
+    sched.list(
+        nodes=[node("n1", cpu="1"), node("n2", cpu="8")],
+        pods=[running, member(1)],
+        resource_slices=[resource_slice("n1"), resource_slice("n2")],
+        device_classes=[device_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert api.binds() == []
+    assert claim_writes(api) == []

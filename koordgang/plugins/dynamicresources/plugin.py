@@ -70,6 +70,7 @@ from koordgang.plugins.dynamicresources.extended import (
     delete_write,
     stale_claims,
 )
+from koordgang.plugins.dynamicresources.giving_back import gives_back
 from koordgang.plugins.dynamicresources.messages import (
     describe,
     full_reason,
@@ -519,11 +520,14 @@ class DynamicResources:
         self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
     ) -> PostFilterResult:
         """Members that found no node while a claim of theirs is allocated somewhere (it
-        pins them there): a claim reserved for nobody else is given back (its allocation
-        and consumers cleared), so that the next attempt may allocate it anywhere; as
-        kube-scheduler does. A node that is gone, or full, would hold them forever."""
+        pins them there): a claim reserved for nobody else (or for their PodGroup alone, none
+        of whose members is placed) is given back (its allocation and consumers cleared), so
+        that the next attempt may allocate it anywhere; as kube-scheduler does. A node that is
+        gone, or full, would hold them forever."""
         dra = self._dra
+        cache = self._handle.cache
         writes: list[ObjectWrite] = []
+        given: set[str] = set()
         failed = [result for part in plan.parts for result in part.failed]
         for result in failed:
             pod = result.pod
@@ -534,19 +538,14 @@ class DynamicResources:
                 continue
             for pod_claim in resolve(pod, dra.claim, self.group_of).claims:
                 claim = pod_claim.claim
-                if (
-                    claim.allocation is None
-                    or pod_claim.group is not None
-                    or dra.is_in_flight(claim.key)
-                    or pinned_reason(claim.name) not in result.message
-                    or any(c.uid != pod.uid for c in claim.reserved_for)
-                ):
+                if claim.key in given or not gives_back(pod, pod_claim, result.message, dra, cache):
                     continue
                 log.info(
                     "giving back a claim allocated where its pod no longer fits",
                     claim=claim.key,
                     pod=pod.key,
                 )
+                given.add(claim.key)
                 writes.append(give_back(claim, pod))
         if not writes:
             return PostFilterResult(SKIP)
