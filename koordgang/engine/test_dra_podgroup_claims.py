@@ -285,3 +285,31 @@ async def test_a_podgroup_claim_is_kept_while_a_member_runs_on_its_devices(
     await sched.run()
     assert api.binds() == []
     assert claim_writes(api) == []
+
+
+async def test_a_named_claim_of_the_podgroup_is_reserved_for_it_too(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    """A PodGroup may name an existing claim (``resourceClaimName``): members whose entry
+    names it the same way share it, reserved for the PodGroup."""
+    sched = make_scheduler()
+    group = podgroup(2, made=None)
+    group["spec"]["resourceClaims"] = [{"name": "fabric", "resourceClaimName": "channel"}]
+    see_podgroup(sched, group)
+    claims = Claims(api, [resource_claim_json("channel", 1)])
+    members = []
+    for i in range(2):
+        obj = pod_json(f"train-{i}")
+        obj["spec"]["schedulingGroup"] = {"podGroupName": "train"}
+        obj["spec"]["resourceClaims"] = [{"name": "fabric", "resourceClaimName": "channel"}]
+        members.append(parse(obj))
+    sched.list(
+        nodes=[node("n0", cpu="8")],
+        pods=members,
+        resource_slices=[resource_slice("n0")],
+        device_classes=[device_class()],
+        resource_claims=claims.infos(),
+    )
+    await sched.run()
+    assert sorted(api.binds()) == [("train-0", "n0"), ("train-1", "n0")]
+    assert claims.objects["channel"]["status"]["reservedFor"] == [GROUP_CONSUMER]
