@@ -32,6 +32,7 @@ from .nodes import NodeSpec, create_nodes, load_node_specs, wait_nodes_ready
 from .ports import free_loopback_ports
 from .processes import (
     ProcessRecord,
+    arguments,
     executable,
     is_running,
     log_tail,
@@ -47,6 +48,8 @@ APISERVER = "kube-apiserver"
 KWOK = "kwok"
 CONTROLLER_MANAGER = "kube-controller-manager"
 START_ORDER = (ETCD, APISERVER, KWOK, CONTROLLER_MANAGER)
+#: The processes started with the release's feature gates.
+GATED = (APISERVER, CONTROLLER_MANAGER)
 STOP_ORDER = tuple(reversed(START_ORDER))
 
 #: The controllers a user's workloads need here: Jobs, Deployments, StatefulSets, DaemonSets
@@ -638,17 +641,31 @@ class LocalControlPlane:
                 records[name] = record
         return records
 
-    def _health(self) -> tuple[bool, str]:
-        """(healthy, why): every process ours and alive, and each answering its probe."""
+    def _stale_process(self) -> str:
+        """Why a process of this plane may not be reused ("" if none): not running, or
+        started from another build or with other feature gates."""
         records = self._records()
         expected = binary_paths(self.release)
+        wanted = f"--feature-gates={self.release.feature_gates}"
         for name in self.processes:
             if name not in records or not is_running(records[name]):
-                return False, f"{name} is not running"
+                return f"{name} is not running"
             # After a pin changes, a cluster started from the previous build must not be reused.
             running = executable(records[name])
             if running is not None and running != expected[name]:
-                return False, f"{name} runs {running.name}, not the current {expected[name].name}"
+                return f"{name} runs {running.name}, not the current {expected[name].name}"
+            # Nor one started before a feature gate was added: the tests of that feature
+            # would meet a server without it.
+            args = arguments(records[name]) if name in GATED else None
+            if args is not None and wanted not in args:
+                return f"{name} runs without {wanted}"
+        return ""
+
+    def _health(self) -> tuple[bool, str]:
+        """(healthy, why): every process ours and alive, and each answering its probe."""
+        stale = self._stale_process()
+        if stale:
+            return False, stale
         endpoints = Endpoints.load(self.state.cluster_file)
         if endpoints is None or not self.kubeconfig.exists():
             return False, f"{self.state.cluster_file.name} or the kubeconfig is missing"

@@ -124,6 +124,15 @@ def executable(record: ProcessRecord) -> Path | None:
     return None if target.endswith(" (deleted)") else Path(target)
 
 
+def arguments(record: ProcessRecord) -> list[str] | None:
+    """The process's command-line arguments, or None if they cannot be told (no /proc)."""
+    try:
+        raw = Path(f"/proc/{record.pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
 def log_tail(record: ProcessRecord, lines: int = 25) -> str:
     try:
         text = Path(record.log_file).read_text(errors="replace")

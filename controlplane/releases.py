@@ -46,13 +46,17 @@ class KubeRelease:
 #: controller create a Workload and a PodGroup for gang-shaped Jobs and point their pods at the
 #: PodGroup. In 1.37 GenericWorkload is beta but off by default; CompositePodGroup (alpha;
 #: requires TopologyAwareWorkloadScheduling) serves gangs of gangs, PodGroupPreemptionPolicy
-#: (alpha) keeps a PodGroup's spec.preemptionPolicy.
+#: (alpha) keeps a PodGroup's spec.preemptionPolicy. DRAWorkloadResourceClaims (beta in 1.37, off
+#: by default; requires GenericWorkload) serves a PodGroup's spec.resourceClaims and makes the
+#: resourceclaim controller create one claim per PodGroup from its template. 1.36 has it only
+#: as alpha, and the plane there leaves it off.
 RELEASES: dict[str, KubeRelease] = {
     "1.37": KubeRelease(
         name="1.37",
         feature_gates=(
             "GenericWorkload=true,WorkloadWithJob=true,CompositePodGroup=true,"
-            "TopologyAwareWorkloadScheduling=true,PodGroupPreemptionPolicy=true"
+            "TopologyAwareWorkloadScheduling=true,PodGroupPreemptionPolicy=true,"
+            "DRAWorkloadResourceClaims=true"
         ),
         runtime_config="scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true",
         podgroup_version="v1beta1",

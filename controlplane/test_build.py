@@ -68,3 +68,9 @@ def test_go_never_downloads_a_toolchain_nor_rewrites_go_sum() -> None:
     assert env["CGO_ENABLED"] == "0"
     assert env["GOFLAGS"] == "-buildvcs=false"
     assert "GOFLAGS" not in go_env({"GOFLAGS": "-mod=vendor"})
+
+
+def test_podgroup_claims_are_switched_on_for_1_37_alone() -> None:
+    # Beta and off by default in 1.37 (an alpha gate in 1.36, left off there).
+    assert "DRAWorkloadResourceClaims=true" in RELEASES["1.37"].feature_gates.split(",")
+    assert "DRAWorkloadResourceClaims" not in RELEASES["1.36"].feature_gates

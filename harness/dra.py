@@ -329,6 +329,20 @@ def consumers(obj: Mapping[str, Any]) -> list[str]:
     return [c["name"] for c in (obj.get("status") or {}).get("reservedFor") or []]
 
 
+def reservations(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The claim's ``status.reservedFor`` entries, whole (pods, or an upstream PodGroup)."""
+    return [dict(c) for c in (obj.get("status") or {}).get("reservedFor") or []]
+
+
+def owner_of(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(kind, name) of the claim's controlling owner: what the resourceclaim controller made it
+    for (a pod, or an upstream PodGroup)."""
+    for owner in obj["metadata"].get("ownerReferences") or []:
+        if owner.get("controller"):
+            return str(owner["kind"]), str(owner["name"])
+    return None
+
+
 def claim_of(pod: Any, entry: str = "gpus") -> str | None:
     """The claim made for ``pod``'s ``spec.resourceClaims`` entry (the pod's status names it)."""
     for status in (pod.status.resource_claim_statuses or []) if pod.status else []:

@@ -140,6 +140,29 @@ def podgroup_body(
     }
 
 
+def upstream_podgroup_body(
+    name: str,
+    min_count: int,
+    *,
+    resource_claims: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, Any]:
+    """An upstream (``scheduling.k8s.io``) PodGroup in the version the server serves, a gang
+    of ``min_count``; ``resource_claims``: its claims (Kubernetes 1.37's
+    ``DRAWorkloadResourceClaims``), entry name -> ``{"resourceClaimTemplateName": ...}`` or
+    ``{"resourceClaimName": ...}``, shared by the members whose own entries match."""
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if resource_claims:
+        spec["resourceClaims"] = [
+            {"name": entry, **dict(ref)} for entry, ref in resource_claims.items()
+        ]
+    return {
+        "apiVersion": f"{UPSTREAM[0]}/{UPSTREAM[1]}",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
 @dataclass
 class Gang:
     """A gang as the test means it. ``options`` go on the PodGroup's annotations (PodGroup way)

@@ -174,13 +174,15 @@ def _minimum(gang: dict[str, Any]) -> str:
 
 def _device_count(devices: Any) -> str:
     """How many devices the members got, on how many nodes (``8 on 4 nodes``); the JSON
-    (``--output json``) lists them."""
+    (``--output json``) lists them. A device that members share (their PodGroup's claim, a
+    claim they all name) counts once."""
     if not isinstance(devices, dict) or not devices:
         return "-"
     entries = [entry for found in devices.values() if isinstance(found, list) for entry in found]
     nodes = {str(entry).split(":", 1)[0] for entry in entries}
     where = "1 node" if len(nodes) == 1 else f"{len(nodes)} nodes"
-    return f"{len(entries)} on {where}"
+    given = {str(entry).split(": ", 1)[-1] for entry in entries}
+    return f"{len(given)} on {where}"
 
 
 def _expected_start(gang: dict[str, Any]) -> str:

@@ -31,6 +31,8 @@ GANGS: list[dict[str, Any]] = [
         "devices": {
             "default/train-0": ["gpu-1: gpu.example.com/gpu-1/gpu-0", "gpu-1: x/gpu-1/gpu-1"],
             "default/train-1": ["gpu-2: gpu.example.com/gpu-2/gpu-0"],
+            # Shares train-0's claim (their PodGroup's): its devices count once.
+            "default/train-2": ["gpu-1: gpu.example.com/gpu-1/gpu-0"],
         },
         "waitingFor": "gang default/train: 6/8 members placed, min 8",
     },

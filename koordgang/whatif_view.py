@@ -73,6 +73,7 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
         WhatIfError,
         make_claims,
         make_pods,
+        podgroup_claims,
         priority_class_names,
         read_input,
     )
@@ -107,7 +108,7 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
     except (ApiError, ApiUnavailable) as error:
         raise WhatIfFailed(f"cannot read the cluster: {error}") from None
     try:
-        pods = make_pods(parsed.pods, priorities, _now())
+        pods = make_pods(parsed.pods, priorities, _now(), podgroup_claims(parsed))
         claims = make_claims(parsed, pods)
         answer = what_if(
             settings, cluster.state, pods, parsed.gang_objects, claims=claims, held_known=False

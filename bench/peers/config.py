@@ -99,13 +99,15 @@ def _switch_on_job_features(profile: dict[str, Any]) -> None:
 #: it) adds the GangScheduling plugin (PreEnqueue: wait for minCount pods; Permit: hold the
 #: members until minCount are assumed). 1.37 (beta, off by default): GenericWorkload alone
 #: covers gang scheduling and workload-aware preemption (``v1beta1`` PodGroups);
-#: CompositePodGroup (with TopologyAwareWorkloadScheduling) adds gangs of gangs. The API server
-#: serves the objects with the same gates (controlplane/releases.py).
+#: CompositePodGroup (with TopologyAwareWorkloadScheduling) adds gangs of gangs;
+#: DRAWorkloadResourceClaims (beta, off by default) has it allocate a PodGroup's claims once
+#: and reserve them for the PodGroup. The API server serves the objects with the same gates
+#: (controlplane/releases.py).
 KUBE_SCHEDULER_GANG_GATES = {
     "1.36": "GenericWorkload=true,GangScheduling=true",
     "1.37": (
         "GenericWorkload=true,CompositePodGroup=true,TopologyAwareWorkloadScheduling=true,"
-        "PodGroupPreemptionPolicy=true"
+        "PodGroupPreemptionPolicy=true,DRAWorkloadResourceClaims=true"
     ),
 }
 

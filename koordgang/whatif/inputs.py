@@ -30,7 +30,15 @@ from typing import Any
 import yaml
 
 from koordgang.gangapis import GANG_APIS, GangApi
-from koordgang.model.dra import ResourceClaimInfo, parse_resource_claim
+from koordgang.gangapis.kubernetes import API as UPSTREAM_API
+from koordgang.gangapis.kubernetes import GROUP as UPSTREAM_GROUP
+from koordgang.model.dra import (
+    PodClaimRef,
+    PodGroupClaims,
+    ResourceClaimInfo,
+    parse_podgroup_claims,
+    parse_resource_claim,
+)
 from koordgang.model.errors import ModelError
 from koordgang.model.gang import PodGroupInfo
 from koordgang.model.pod import PodInfo, parse_pod
@@ -309,12 +317,40 @@ def _gang_object(api: GangApi, doc: Mapping[str, Any], where: str) -> GangObject
     return GangObject(api, obj, info)
 
 
+def podgroup_claims(parsed: WhatIfInput) -> dict[str, PodGroupClaims]:
+    """The claims of the file's upstream PodGroups that name some, by ``namespace/name``."""
+    found: dict[str, PodGroupClaims] = {}
+    for obj in parsed.gang_objects:
+        if obj.api.name == UPSTREAM_API:
+            group = parse_podgroup_claims(obj.obj)
+            if group.claims:
+                found[group.key] = group
+    return found
+
+
+def _group_entry(
+    pod: Mapping[str, Any], entry: Mapping[str, Any], groups: Mapping[str, PodGroupClaims]
+) -> PodGroupClaims | None:
+    """The file's PodGroup whose claim the pod's template ``entry`` is (same name, same
+    template), as the resourceclaim controller decides it; None: the pod's own."""
+    scheduling = pod["spec"].get("schedulingGroup")
+    name = scheduling.get("podGroupName") if isinstance(scheduling, Mapping) else None
+    group = groups.get(f"{pod['metadata']['namespace']}/{name}") if name else None
+    ref = PodClaimRef(str(entry["name"]), template_name=str(entry["resourceClaimTemplateName"]))
+    return group if group is not None and group.binds(ref) else None
+
+
 def make_pods(
-    pods: Sequence[dict[str, Any]], priorities: Mapping[str, int], now: float
+    pods: Sequence[dict[str, Any]],
+    priorities: Mapping[str, int],
+    now: float,
+    groups: Mapping[str, PodGroupClaims] | None = None,
 ) -> list[PodInfo]:
     """The pods as the scheduler would read them once created now, in file order: uids of
     their own, ``spec.priority`` from their PriorityClass (``priorities``: name -> value; ""
-    is the class a pod without one gets). Raises :class:`WhatIfError` naming the field."""
+    is the class a pod without one gets). ``groups``: the file's PodGroups' claims
+    (``podgroup_claims``), whose members name the claim made for the PodGroup. Raises
+    :class:`WhatIfError` naming the field."""
     made: list[PodInfo] = []
     stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for position, raw in enumerate(pods):
@@ -323,11 +359,12 @@ def make_pods(
         where = f"pod {meta['namespace']}/{meta['name']}"
         meta["uid"] = f"{UID_PREFIX}{position}"
         meta["creationTimestamp"] = stamp
-        made_claims = {
-            entry["name"]: f"{meta['name']}-{entry['name']}-whatif"
-            for entry in spec.get("resourceClaims") or ()
-            if isinstance(entry, Mapping) and entry.get("resourceClaimTemplateName")
-        }
+        made_claims = {}
+        for entry in spec.get("resourceClaims") or ():
+            if isinstance(entry, Mapping) and entry.get("resourceClaimTemplateName"):
+                group = _group_entry(pod, entry, groups or {})
+                owner = meta["name"] if group is None else group.name
+                made_claims[entry["name"]] = f"{owner}-{entry['name']}-whatif"
         if made_claims:
             # As the resourceclaim controller names the claims it made for the pod.
             pod["status"]["resourceClaimStatuses"] = [
@@ -379,9 +416,12 @@ def priorities_of(classes: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 def make_claims(parsed: WhatIfInput, pods: Sequence[PodInfo]) -> list[ResourceClaimInfo]:
     """The file's ResourceClaims, and one claim per pod and template entry, made from the
     file's template as the resourceclaim controller makes it (owned by the pod, named as
-    ``make_pods`` told the pod). Raises :class:`WhatIfError` naming a template the file does
-    not hold, or a claim it cannot read."""
+    ``make_pods`` told the pod; one for a whole PodGroup of the file, owned by it, where the
+    entry is the PodGroup's). Raises :class:`WhatIfError` naming a template the file does not
+    hold, or a claim it cannot read."""
+    groups = podgroup_claims(parsed)
     made: list[ResourceClaimInfo] = []
+    names: set[str] = set()
     for claim in parsed.claims:
         meta = claim["metadata"]
         meta["uid"] = f"{UID_PREFIX}claim-{meta['namespace']}-{meta['name']}"
@@ -399,20 +439,24 @@ def make_claims(parsed: WhatIfInput, pods: Sequence[PodInfo]) -> list[ResourceCl
                     "makes claims from the templates the file holds)"
                 )
             name = pod.claim_statuses.get(ref.name) or f"{pod.name}-{ref.name}-whatif"
+            if name in names:
+                continue  # the PodGroup's, made for an earlier member
+            names.add(name)
+            group = groups.get(f"{pod.namespace}/{pod.scheduling_group}")
+            owner = {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "uid": pod.uid}
+            if group is not None and group.binds(ref):
+                owner = {
+                    "apiVersion": f"{UPSTREAM_GROUP}/v1beta1",
+                    "kind": "PodGroup",
+                    "name": group.name,
+                    "uid": group.uid,
+                }
             claim = {
                 "metadata": {
                     "name": name,
                     "namespace": pod.namespace,
                     "uid": f"{UID_PREFIX}claim-{pod.namespace}-{name}",
-                    "ownerReferences": [
-                        {
-                            "apiVersion": "v1",
-                            "kind": "Pod",
-                            "name": pod.name,
-                            "uid": pod.uid,
-                            "controller": True,
-                        }
-                    ],
+                    "ownerReferences": [{**owner, "controller": True}],
                 },
                 "spec": copy.deepcopy(dict(template.get("spec") or {})),
                 "status": {},

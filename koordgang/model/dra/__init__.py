@@ -48,6 +48,7 @@ from koordgang.model.dra.extended import (
     pending_key,
     requests_and_mappings,
 )
+from koordgang.model.dra.podgroups import PodGroupClaims, parse_podgroup_claims
 from koordgang.model.dra.pods import PodClaimRef, parse_pod_claims
 from koordgang.model.dra.slices import (
     AttributeValue,
@@ -86,6 +87,7 @@ __all__ = [
     "DeviceToleration",
     "ExtendedRequest",
     "PodClaimRef",
+    "PodGroupClaims",
     "RequestMapping",
     "ResourceClaimInfo",
     "ResourceSliceInfo",
@@ -98,6 +100,7 @@ __all__ = [
     "parse_device_class",
     "parse_device_taint_rule",
     "parse_pod_claims",
+    "parse_podgroup_claims",
     "parse_resource_claim",
     "parse_resource_slice",
     "pending_key",

@@ -307,9 +307,16 @@ class ClaimAllocation:
         return ClaimAllocation(devices, config, parse_node_selector(raw), raw, node)
 
 
+#: The API group of upstream PodGroups, which a claim may be reserved for (``reservedFor``
+#: entries with this group and resource ``podgroups``).
+SCHEDULING_GROUP = "scheduling.k8s.io"
+PODGROUPS = "podgroups"
+
+
 @dataclass(frozen=True, slots=True)
 class Consumer:
-    """An entry of a claim's ``status.reservedFor``: a pod, or (alpha) a PodGroup."""
+    """An entry of a claim's ``status.reservedFor``: a pod, or an upstream PodGroup (its
+    claims, Kubernetes 1.37's ``DRAWorkloadResourceClaims``)."""
 
     resource: str
     name: str
@@ -319,6 +326,10 @@ class Consumer:
     @property
     def is_pod(self) -> bool:
         return self.resource == "pods" and not self.api_group
+
+    @property
+    def is_podgroup(self) -> bool:
+        return self.resource == PODGROUPS and self.api_group == SCHEDULING_GROUP
 
     def to_api(self) -> dict[str, Any]:
         result = {"resource": self.resource, "name": self.name, "uid": self.uid}
@@ -340,6 +351,10 @@ class ResourceClaimInfo:
     deleting: bool = False
     #: The uid of the pod the claim was made for (its controlling owner), "" if none.
     owner_pod_uid: str = ""
+    #: The name of the upstream PodGroup the claim was made for (its controlling owner, a
+    #: ``scheduling.k8s.io`` PodGroup: the resourceclaim controller makes one claim per
+    #: PodGroup from its template), "" if none.
+    owner_podgroup: str = ""
     #: The claim the scheduler made for the pod's DRA-backed extended resources (annotated
     #: ``resource.kubernetes.io/extended-resource-claim: "true"``).
     extended: bool = False
@@ -475,6 +490,20 @@ def _owner_pod_uid(metadata: Mapping[str, Any]) -> str:
     return ""
 
 
+def _owner_podgroup(metadata: Mapping[str, Any]) -> str:
+    """The name of the controlling owner when it is an upstream PodGroup (any version of
+    ``scheduling.k8s.io``, as Kubernetes matches it)."""
+    for owner in _fields.items(metadata, "ownerReferences", "metadata.ownerReferences"):
+        if (
+            isinstance(owner, Mapping)
+            and owner.get("controller") is True
+            and owner.get("kind") == "PodGroup"
+            and str(owner.get("apiVersion") or "").startswith(f"{SCHEDULING_GROUP}/")
+        ):
+            return str(owner.get("name") or "")
+    return ""
+
+
 def parse_resource_claim(obj: Mapping[str, Any]) -> ResourceClaimInfo:
     """Raises ModelError naming the field when the object is malformed."""
     metadata = _fields.mapping(obj, "metadata", "metadata")
@@ -506,6 +535,7 @@ def parse_resource_claim(obj: Mapping[str, Any]) -> ResourceClaimInfo:
         finalizers=finalizers,
         deleting=metadata.get("deletionTimestamp") is not None,
         owner_pod_uid=_owner_pod_uid(metadata),
+        owner_podgroup=_owner_podgroup(metadata),
         extended=_fields.string_map(metadata, "annotations", "metadata.annotations").get(
             EXTENDED_CLAIM_ANNOTATION
         )

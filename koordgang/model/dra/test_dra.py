@@ -385,3 +385,44 @@ def test_counter_sets_and_what_devices_consume_of_them_are_read_exactly() -> Non
     assert whole.consumes[0].counters["memory"] == Fraction(80 * 2**30)
     assert [p.consumes[0].counters["memory"] for p in parts] == [Fraction(20 * 2**30)] * 4
     assert all(not d.unsupported for d in partitions.devices)
+
+
+def test_a_podgroups_claims_and_the_claims_made_for_it_are_read() -> None:
+    from koordgang.model.dra import PodGroupClaims, parse_podgroup_claims
+
+    obj = {
+        "metadata": {"name": "train", "namespace": "ns", "uid": "pg-1"},
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": 4}},
+            "resourceClaims": [
+                {"name": "fabric", "resourceClaimTemplateName": "channel"},
+                {"name": "shared", "resourceClaimName": "team"},
+            ],
+        },
+        "status": {"resourceClaimStatuses": [{"name": "fabric", "resourceClaimName": "t-f-1"}]},
+    }
+    group = parse_podgroup_claims(obj)
+    assert group.made == {"fabric": "t-f-1"}
+    assert group.consumer.to_api() == {
+        "apiGroup": "scheduling.k8s.io",
+        "resource": "podgroups",
+        "name": "train",
+        "uid": "pg-1",
+    }
+    # A member's entry is the PodGroup's only when it matches exactly, as Kubernetes matches.
+    assert group.binds(PodClaimRef("fabric", template_name="channel"))
+    assert group.binds(PodClaimRef("shared", claim_name="team"))
+    assert not group.binds(PodClaimRef("fabric", template_name="other"))
+    assert not group.binds(PodClaimRef("fabric", claim_name="t-f-1"))
+    bad = parse_podgroup_claims({**obj, "spec": {"resourceClaims": [{"name": "x"}]}})
+    assert isinstance(bad, PodGroupClaims) and "exactly one of" in bad.problem
+
+
+def test_a_claim_made_for_a_podgroup_names_it_as_owner() -> None:
+    obj = claim_obj({"requests": []})
+    owner = {"kind": "PodGroup", "name": "train", "uid": "pg-1", "controller": True}
+    obj["metadata"]["ownerReferences"] = [{**owner, "apiVersion": "scheduling.k8s.io/v1beta1"}]
+    assert parse_resource_claim(obj).owner_podgroup == "train"
+    # Another API group's PodGroup (scheduler-plugins') makes no claims.
+    obj["metadata"]["ownerReferences"] = [{**owner, "apiVersion": "scheduling.x-k8s.io/v1alpha1"}]
+    assert parse_resource_claim(obj).owner_podgroup == ""

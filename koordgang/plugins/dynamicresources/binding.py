@@ -1,7 +1,8 @@
 """What a batch's claims get written before its pods bind (PreBind), in upstream's order, and
 the check just before the bindings go (verify): the finalizer
 ``resource.kubernetes.io/delete-protection``, then ``status.allocation`` with the pods in
-``status.reservedFor``. Nothing is written for a batch that a claim cannot take (deleted, named
+``status.reservedFor`` (or, for a claim of an upstream PodGroup's, the PodGroup: one entry for
+all its members). Nothing is written for a batch that a claim cannot take (deleted, named
 by 256 consumers, allocated for another batch and not written yet), so the API server never
 refuses a write that would be undone and sent again."""
 
@@ -11,9 +12,9 @@ from collections.abc import Mapping, Sequence
 
 from koordgang.framework.handle import Handle
 from koordgang.framework.prebind import NO_WRITES, ObjectWrite, PreBindPlan, PreBindWait
-from koordgang.model.dra import MAX_RESERVED_FOR, ClaimAllocation, pending_key
+from koordgang.model.dra import MAX_RESERVED_FOR, ClaimAllocation, Consumer, pending_key
 from koordgang.model.pod import PodInfo
-from koordgang.plugins.dynamicresources.claims import resolve
+from koordgang.plugins.dynamicresources.claims import GroupOf, resolve
 from koordgang.plugins.dynamicresources.conditions import BindingConditions, awaited
 from koordgang.plugins.dynamicresources.extended import (
     ExtendedResources,
@@ -32,10 +33,15 @@ __all__ = ["ClaimWrites"]
 
 class ClaimWrites:
     def __init__(
-        self, handle: Handle, extended: ExtendedResources, binding_timeout: float = 600.0
+        self,
+        handle: Handle,
+        extended: ExtendedResources,
+        group_of: GroupOf,
+        binding_timeout: float = 600.0,
     ) -> None:
         self._handle = handle
         self._extended = extended
+        self._group_of = group_of
         self._binding_timeout = binding_timeout
 
     def pre_bind(self, placements: Sequence[Placement]) -> PreBindPlan:
@@ -93,6 +99,8 @@ class ClaimWrites:
         for placement in ours:
             fresh.update(dra.in_flight_for(placement.pod.uid))
         consumers: dict[str, list[PodInfo]] = {}
+        #: Claims reserved for a PodGroup instead of their pods: key -> the PodGroup.
+        groups: dict[str, Consumer] = {}
         refused: dict[str, str] = {}
         for placement in ours:
             pod = placement.pod
@@ -100,30 +108,35 @@ class ClaimWrites:
             if problem:
                 refused[pod.uid] = problem
                 continue
-            for key in keys:
+            for key, group in keys:
                 consumers.setdefault(key, []).append(pod)
+                if group is not None:
+                    groups[key] = group
         if refused:
             if any("held by" in r for r in refused.values()):
                 self._handle.record(CONFLICTS)
             return PreBindPlan((), refused)
-        refused = _unwritable(consumers, fresh, dra)
+        refused = _unwritable(consumers, groups, fresh, dra)
         if refused:
             return PreBindPlan((), refused)
-        writes = self._writes(consumers, fresh)
+        writes = self._writes(consumers, groups, fresh)
         waits = self._waits(fresh, consumers)
         if not writes and not waits:
             return NO_WRITES
         return PreBindPlan(writes, waits=waits)
 
     def _writes(
-        self, consumers: Mapping[str, Sequence[PodInfo]], fresh: Mapping[str, ClaimAllocation]
+        self,
+        consumers: Mapping[str, Sequence[PodInfo]],
+        groups: Mapping[str, Consumer],
+        fresh: Mapping[str, ClaimAllocation],
     ) -> tuple[ObjectWrite, ...]:
         writes: list[ObjectWrite] = []
         for key, pods in consumers.items():
             claim = self._handle.dra.claim(key)
             assert claim is not None
             allocation = fresh.get(key)
-            write = reserve(claim, pods, allocation, self._wall())
+            write = reserve(claim, pods, allocation, self._wall(), groups.get(key))
             if write is not None:
                 writes.append(write)
                 if allocation is not None:
@@ -164,18 +177,19 @@ class ClaimWrites:
         self,
         placement: Placement,
         fresh: Mapping[str, ClaimAllocation],
-    ) -> tuple[str, list[str]]:
-        """The keys of the claims ``placement``'s pod binds with, or why it may not bind: a
-        claim gone or not allocated any more, allocated where its node is not (another writer
-        changed it), or a device of it held by another claim too."""
+    ) -> tuple[str, list[tuple[str, Consumer | None]]]:
+        """The keys of the claims ``placement``'s pod binds with (each with the PodGroup it is
+        reserved for instead of the pod, if any), or why it may not bind: a claim gone or not
+        allocated any more, allocated where its node is not (another writer changed it), or a
+        device of it held by another claim too."""
         pod = placement.pod
         dra = self._handle.dra
-        resolved = resolve(pod, dra.claim)
+        resolved = resolve(pod, dra.claim, self._group_of)
         if resolved.problem:
             return resolved.problem, []
         node = self._handle.cache.node(placement.node_name)
         labels = node.info.labels if node is not None and node.info is not None else {}
-        keys: list[str] = []
+        keys: list[tuple[str, Consumer | None]] = []
         allocations: dict[str, ClaimAllocation] = {}
         for pod_claim in resolved.claims:
             key = pod_claim.key
@@ -189,7 +203,7 @@ class ClaimWrites:
                     [],
                 )
             allocations[key] = allocation
-            keys.append(key)
+            keys.append((key, pod_claim.group))
         return conflict(allocations, dra), keys
 
     def _wall(self) -> float:
@@ -198,6 +212,7 @@ class ClaimWrites:
 
 def _unwritable(
     consumers: Mapping[str, Sequence[PodInfo]],
+    groups: Mapping[str, Consumer],
     fresh: Mapping[str, ClaimAllocation],
     dra: DraManager,
 ) -> dict[str, str]:
@@ -205,6 +220,7 @@ def _unwritable(
     server refuses would be written and undone again and again): a claim deleted, one naming
     the most consumers a claim can, or one allocated for a pod of another batch whose
     allocation is not written yet (the API server takes consumers of an allocated claim only).
+    A claim reserved for a PodGroup takes one consumer, the PodGroup, for all its pods.
     """
     refused: dict[str, str] = {}
     for key, pods in consumers.items():
@@ -220,6 +236,11 @@ def _unwritable(
             refused.update({p.uid: why for p in pods})
             continue
         room = MAX_RESERVED_FOR - len(claim.reserved_for)
+        group = groups.get(key)
+        if group is not None:
+            if room < 1 and not claim.reserved_for_uid(group.uid):
+                refused.update({p.uid: full_reason(claim.name) for p in pods})
+            continue
         new = [p for p in pods if not claim.reserved_for_uid(p.uid)]
         refused.update({p.uid: full_reason(claim.name) for p in new[max(room, 0) :]})
     return refused

@@ -15,9 +15,11 @@
   shows them written.
 - **PreBind** describes the writes, in upstream's order: the finalizer
   ``resource.kubernetes.io/delete-protection``, then ``status.allocation`` (devices, config,
-  node selector) with the pod in ``status.reservedFor``; the engine makes every write of a
-  batch before any binding. A device that another claim holds by then (another scheduler
-  allocated it meanwhile) refuses the batch before the writes and again before the bindings.
+  node selector) with the pod in ``status.reservedFor`` (its upstream PodGroup, for a claim of
+  the PodGroup's: ``DRAWorkloadResourceClaims``, one entry for the whole gang); the engine
+  makes every write of a batch before any binding. A device that another claim holds by then
+  (another scheduler allocated it meanwhile) refuses the batch before the writes and again
+  before the bindings.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time as _time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import structlog
 
@@ -34,17 +37,20 @@ from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
 from koordgang.framework.interfaces import Scope
 from koordgang.framework.prebind import ObjectWrite, PreBindPlan
-from koordgang.framework.report import MetricSpec
+from koordgang.framework.report import MetricSpec, WatchedResource
 from koordgang.framework.results import PostFilterResult
 from koordgang.framework.status import SKIP, SUCCESS, Code, Status
+from koordgang.gangapis.kubernetes import KubernetesApi
 from koordgang.model.dra import (
     MAX_RESERVED_FOR,
     ClaimAllocation,
     ClaimSpec,
     DeviceClassInfo,
     DeviceId,
+    PodGroupClaims,
     ResourceClaimInfo,
     SubRequest,
+    parse_podgroup_claims,
     pending_key,
 )
 from koordgang.model.pod import PodInfo
@@ -67,6 +73,7 @@ from koordgang.plugins.dynamicresources.extended import (
     delete_write,
     stale_claims,
 )
+from koordgang.plugins.dynamicresources.giving_back import gives_back
 from koordgang.plugins.dynamicresources.messages import (
     describe,
     full_reason,
@@ -92,7 +99,7 @@ from koordgang.plugins.dynamicresources.selectors import (
     serves,
 )
 from koordgang.plugins.dynamicresources.writes import give_back
-from koordgang.state.dra import ClaimView, Device, DraManager
+from koordgang.state.dra import ClaimView, Device, DraManager, PodGroupClaimStore
 from koordgang.state.node_state import NodeState
 from koordgang.state.snapshot import Placement, Snapshot
 
@@ -100,6 +107,8 @@ log = structlog.get_logger("koordgang.dra")
 
 #: The namespace label without which the API server refuses claims with admin access.
 ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+#: Upstream PodGroups, whose claims their members share (the version the server serves).
+PODGROUPS = KubernetesApi.resource
 
 
 @dataclass(slots=True)
@@ -110,7 +119,8 @@ class _PodState:
     pinned: list[tuple[str, ClaimAllocation]] = field(default_factory=list)
     #: Claims to allocate, with their spec.
     to_allocate: list[tuple[str, ClaimSpec]] = field(default_factory=list)
-    #: Every claim of the pod, by key: it becomes their consumer.
+    #: The claims of the pod it becomes a consumer of, by key (not its PodGroup's: the
+    #: PodGroup is their consumer).
     keys: list[str] = field(default_factory=list)
     #: The best shortfall seen over the nodes (fewest devices missing), and its node, for
     #: the note.
@@ -138,10 +148,33 @@ class DynamicResources:
         self._handle = handle
         self.selectors = SelectorCache()
         self.extended = ExtendedResources()
-        self._binding = ClaimWrites(handle, self.extended, binding_timeout)
+        self.podgroups = PodGroupClaimStore()
+        self._binding = ClaimWrites(handle, self.extended, self.group_of, binding_timeout)
 
     def metrics(self) -> Sequence[MetricSpec]:
         return METRICS
+
+    # -- PodGroups' claims -------------------------------------------------------------------
+
+    def watches(self) -> Sequence[WatchedResource]:
+        return () if PODGROUPS is None else (PODGROUPS,)
+
+    def on_object(self, kind: str, event: str, obj: Mapping[str, Any]) -> bool:
+        """An upstream PodGroup: which of its members' claims are its own, and its uid. True
+        (pods parked may fit now) when that changed."""
+        if PODGROUPS is None or kind != PODGROUPS.id:
+            return False
+        group = parse_podgroup_claims(obj)
+        if event == "DELETED":
+            return self.podgroups.remove(group.key)
+        return self.podgroups.upsert(group)
+
+    def group_of(self, pod: PodInfo) -> PodGroupClaims | None:
+        """The claims of the pod's upstream PodGroup, None when it names none or it is not
+        seen."""
+        if not pod.scheduling_group:
+            return None
+        return self.podgroups.get(pod.namespace, pod.scheduling_group)
 
     @property
     def _dra(self) -> DraManager:
@@ -202,15 +235,16 @@ class DynamicResources:
         return SUCCESS
 
     def _prepare(self, pod: PodInfo, view: ClaimView) -> _PodState | Status:
-        resolved = resolve(pod, view.claim)
+        resolved = resolve(pod, view.claim, self.group_of)
         if resolved.problem:
             return Status.unresolvable(self.name, resolved.problem)
         prepared = _PodState()
         for pod_claim in resolved.claims:
             key = pod_claim.key
-            prepared.keys.append(key)
+            if pod_claim.group is None:
+                prepared.keys.append(key)
             claim = pod_claim.claim
-            if not claim.reserved_for_uid(pod.uid) and view.consumers(key) >= MAX_RESERVED_FOR:
+            if not pod_claim.reserved_for(pod) and view.consumers(key) >= MAX_RESERVED_FOR:
                 return Status.unresolvable(self.name, full_reason(claim.name))
             allocation = view.allocation(key)
             if allocation is not None:
@@ -500,11 +534,14 @@ class DynamicResources:
         self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
     ) -> PostFilterResult:
         """Members that found no node while a claim of theirs is allocated somewhere (it
-        pins them there): a claim reserved for nobody else is given back (its allocation
-        and consumers cleared), so that the next attempt may allocate it anywhere; as
-        kube-scheduler does. A node that is gone, or full, would hold them forever."""
+        pins them there): a claim reserved for nobody else (or for their PodGroup alone, none
+        of whose members is placed) is given back (its allocation and consumers cleared), so
+        that the next attempt may allocate it anywhere; as kube-scheduler does. A node that is
+        gone, or full, would hold them forever."""
         dra = self._dra
+        cache = self._handle.cache
         writes: list[ObjectWrite] = []
+        given: set[str] = set()
         failed = [result for part in plan.parts for result in part.failed]
         for result in failed:
             pod = result.pod
@@ -513,20 +550,16 @@ class DynamicResources:
                 writes.extend(delete_write(c, pod) for c in stale_claims(pod, dra))
             if not pod.resource_claims:
                 continue
-            for pod_claim in resolve(pod, dra.claim).claims:
+            for pod_claim in resolve(pod, dra.claim, self.group_of).claims:
                 claim = pod_claim.claim
-                if (
-                    claim.allocation is None
-                    or dra.is_in_flight(claim.key)
-                    or pinned_reason(claim.name) not in result.message
-                    or any(c.uid != pod.uid for c in claim.reserved_for)
-                ):
+                if claim.key in given or not gives_back(pod, pod_claim, result.message, dra, cache):
                     continue
                 log.info(
                     "giving back a claim allocated where its pod no longer fits",
                     claim=claim.key,
                     pod=pod.key,
                 )
+                given.add(claim.key)
                 writes.append(give_back(claim, pod))
         if not writes:
             return PostFilterResult(SKIP)

@@ -34,15 +34,22 @@ def reserve(
     pods: Sequence[PodInfo],
     allocation: ClaimAllocation | None,
     wall: float,
+    group: Consumer | None = None,
 ) -> ObjectWrite | None:
     """What ``claim`` gets before ``pods`` bind, in upstream's order: the delete-protection
     finalizer (if missing), then ``allocation`` (when this scheduler allocated it; with the
-    time) with the pods added to ``reservedFor``. None when there is nothing to write (a
-    restart after the writes)."""
+    time) with the pods added to ``reservedFor`` (or ``group``, the upstream PodGroup the
+    claim is reserved for instead, once). None when there is nothing to write (a restart after
+    the writes)."""
     existing = [c.to_api() for c in claim.reserved_for]
-    new = [
-        Consumer("pods", p.name, p.uid).to_api() for p in pods if not claim.reserved_for_uid(p.uid)
-    ]
+    if group is not None:
+        new = [] if claim.reserved_for_uid(group.uid) else [group.to_api()]
+    else:
+        new = [
+            Consumer("pods", p.name, p.uid).to_api()
+            for p in pods
+            if not claim.reserved_for_uid(p.uid)
+        ]
     if allocation is None and not new:
         return None
     steps: list[PatchStep] = []
