@@ -1,0 +1,82 @@
+"""The start plan's cost at scale, in process: a synthetic cluster (nodes of 32 cpu and 128Gi,
+pods filling them, a tenth without a time limit, the rest ending within a day) and jobs
+waiting for room (1 to 8 members of 8 cpu and 32Gi, running 10 minutes to 2 hours).
+
+``python -m bench.start_plan_time [--nodes N --pods P --jobs J]`` prints the CPU seconds of
+one plan (what the daemon spends at most once every 20 times that long) and how many jobs got
+a start time within the plan's budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from koordgang.model.resources import Resources
+from koordgang.state.start_plan import Estimate, Holder, Waiter, plan_starts
+
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class PlanTime:
+    nodes: int
+    pods: int
+    jobs: int
+    cpu_seconds: float
+    #: start, held (no bound), unplanned (budget spent), never (fits nowhere).
+    outcomes: dict[str, int]
+
+
+def _outcome(estimate: Estimate) -> str:
+    if estimate.start is not None:
+        return "start"
+    if estimate.unplanned:
+        return "unplanned"
+    return "held" if estimate.held_by else "never"
+
+
+def measure(nodes: int, pods: int, jobs: int, seed: int = 1) -> PlanTime:
+    rng = random.Random(seed)
+    room = {f"n{i}": Resources({"cpu": 32_000, "memory": 128 * GIB}) for i in range(nodes)}
+    per_node = max(1, pods // nodes)
+    share = Resources({"cpu": 32_000 // per_node, "memory": 128 * GIB // per_node})
+    holders = [
+        Holder(
+            f"p{i}-{j}",
+            f"n{i}",
+            share,
+            None if rng.random() < 0.1 else rng.uniform(0, 86_400),
+        )
+        for i in range(nodes)
+        for j in range(per_node)
+    ]
+    member = Resources({"cpu": 8_000, "memory": 32 * GIB})
+    waiters = [
+        Waiter(f"job-{k}", (member,) * rng.choice((1, 2, 4, 8)), rng.uniform(600, 7_200))
+        for k in range(jobs)
+    ]
+    started = time.process_time()
+    estimates = plan_starts(0.0, room, holders, waiters)
+    spent = time.process_time() - started
+    return PlanTime(nodes, len(holders), jobs, spent, dict(Counter(map(_outcome, estimates))))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=5_000)
+    parser.add_argument("--pods", type=int, default=100_000)
+    parser.add_argument("--jobs", type=int, default=1_000)
+    args = parser.parse_args()
+    result = measure(args.nodes, args.pods, args.jobs)
+    print(
+        f"{result.nodes} nodes, {result.pods} pods, {result.jobs} jobs waiting: "
+        f"{result.cpu_seconds:.2f} CPU s per plan; {result.outcomes}"
+    )
+
+
+if __name__ == "__main__":
+    main()
