@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -628,3 +630,35 @@ spec:
     for text in (gated, _job(5, "2")):
         [group] = _ask(sched, text)["groups"]
         assert group["ties"] == []
+
+
+TIMED_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: w, namespace: ns}
+spec:
+  schedulerName: koord-scheduler
+  activeDeadlineSeconds: 60
+  containers: [{name: main, image: x, resources: {requests: {cpu: "2"}}}]
+"""
+
+
+async def test_a_what_if_says_when_a_job_waiting_for_room_would_start(sched: Harness) -> None:
+    """The pods on its node end by their time limits: the answer says when the file's pod
+    would start, as the daemon would tell it."""
+    wall = sched.clock.wall()
+    holder = replace(
+        bound(pod("r", cpu="4"), "n1"),
+        phase="Running",
+        start_time=wall,
+        active_deadline_seconds=600,
+    )
+    sched.list(nodes=[node("n1", cpu="4")], pods=[holder])
+    await sched.run()
+    [group] = _ask(sched, TIMED_POD)["groups"]
+    assert group["outcome"] == PENDING
+    clock = time.strftime("%H:%M UTC", time.gmtime(wall + 600 + 30 + 10))
+    assert any(
+        f"expected to start by {clock} (an estimate): 1 pod on n1 reaches its time limit" in note
+        for note in group["notes"]
+    ), group["notes"]
