@@ -16,6 +16,7 @@ from koordgang.testing.api import FakeApi
 from koordgang.testing.builders import bound, gang, node, pod
 from koordgang.testing.harness import Harness, MakeScheduler
 
+LATE = "koordgang_start_later_than_expected_total"
 #: Grace period (the default) and the allowance for the kubelet's and controller's lag.
 AFTER_DEADLINE = 30 + 10
 
@@ -153,3 +154,78 @@ async def test_a_later_job_is_planned_after_the_earlier_one_it_would_delay(
     assert f"expected to start by {utc(wall + 100 + AFTER_DEADLINE)}" in message(api, "big-0")
     after = wall + 100 + AFTER_DEADLINE + 1000 + AFTER_DEADLINE
     assert f"expected to start by {utc(after)}" in message(api, "small")
+
+
+def late_starts(sched: Harness) -> list[str]:
+    text = sched.scheduler.metrics.render().decode()
+    return [line for line in text.splitlines() if line.startswith(LATE + "{")]
+
+
+async def bind_all(sched: Harness) -> None:
+    """The pods given room are tried again past their backoff, and their bindings seen."""
+    sched.clock.advance(11)
+    sched.scheduler.signals.request_move()
+    await sched.run()
+    sched.observe_binds()
+    await sched.run()
+
+
+async def test_a_job_started_by_the_time_told_is_not_counted_late(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    wall = sched.clock.wall()
+    holder = running("r1", "n1", "4", started=wall - 100, limit=600)
+    sched.list(nodes=[node("n1", cpu="4")], pods=[holder, limited(pod("w", cpu="2"), 60)])
+    await sched.run()
+    assert "expected to start by" in message(api, "w")
+    sched.clock.advance(100)
+    sched.intake.on_pod_delete(holder.uid)
+    await bind_all(sched)
+    assert dict(api.binds()) == {"w": "n1"}
+    assert late_starts(sched) == []
+
+
+async def test_a_job_waiting_for_a_pod_that_outlived_its_bound_is_counted_late(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    wall = sched.clock.wall()
+    holder = running("r1", "n1", "4", started=wall - 100, limit=600)
+    sched.list(nodes=[node("n1", cpu="4")], pods=[holder, limited(pod("w", cpu="2"), 60)])
+    await sched.run()
+    # Told 540 s from now; the holder is still there 700 s from now.
+    sched.clock.advance(700)
+    await next_plan(sched)
+    sched.intake.on_pod_delete(holder.uid)
+    await bind_all(sched)
+    assert dict(api.binds()) == {"w": "n1"}
+    assert late_starts(sched) == [LATE + '{reason="outlived_bound"} 1.0']
+
+
+async def test_a_job_a_higher_priority_one_overtook_is_counted_late_and_says_so(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    wall = sched.clock.wall()
+    holder = running("r1", "n1", "4", started=wall - 100, limit=600)
+    sched.list(nodes=[node("n1", cpu="4")], pods=[holder, limited(pod("w", cpu="4"), 60)])
+    await sched.run()
+    assert f"expected to start by {utc(wall + 540)}" in message(api, "w")
+    # A more important job arrives; it waits rather than preempt, and comes first.
+    vip = replace(
+        limited(pod("vip", cpu="4", priority=10, preemption_policy="Never"), 1000),
+        creation_timestamp=wall + 10,
+    )
+    sched.clock.advance(10)
+    sched.add(vip)
+    await next_plan(sched)
+    assert f"expected to start by {utc(wall + 540 + 1040)}" in message(api, "w")
+    sched.clock.advance(600)
+    sched.intake.on_pod_delete(holder.uid)
+    await bind_all(sched)
+    assert dict(api.binds()) == {"vip": "n1"}
+    sched.intake.on_pod_delete(vip.uid)
+    await bind_all(sched)
+    assert dict(api.binds())["w"] == "n1"
+    assert late_starts(sched) == [LATE + '{reason="higher_priority"} 1.0']

@@ -23,9 +23,11 @@ from koordgang.framework.results import PostFilterResult
 from koordgang.framework.status import SKIP
 from koordgang.model.job import JobInfo
 from koordgang.model.node import NodeInfo
+from koordgang.model.pod import PodInfo
 from koordgang.model.time import format_rfc3339
 from koordgang.plugins.starttimes.inputs import WaitingJob, holders, job_of, room, waiter
 from koordgang.plugins.starttimes.messages import describe
+from koordgang.plugins.starttimes.promises import Promises
 from koordgang.state.snapshot import Snapshot
 from koordgang.state.start_plan import Estimate, plan_starts
 
@@ -33,6 +35,7 @@ __all__ = ["StartTimes"]
 
 NAME = "StartTimes"
 EXPECTED_WAIT = "koordgang_expected_wait_seconds"
+LATE_STARTS = "koordgang_start_later_than_expected"
 #: A job not seen waiting for this long stopped waiting (placed, or gone).
 FORGET_AFTER = 180.0
 #: Plans are made at most this many times their cost apart (a plan of 1.4 s at 5,000 nodes
@@ -40,6 +43,12 @@ FORGET_AFTER = 180.0
 COST_SHARE = 20.0
 
 _METRICS = (
+    MetricSpec(
+        LATE_STARTS,
+        "Jobs that started later than they were first told, by why their start slipped.",
+        "counter",
+        label="reason",
+    ),
     MetricSpec(
         EXPECTED_WAIT,
         "Seconds until the first job in the queue with an expected start starts.",
@@ -60,6 +69,9 @@ class StartTimes:
         self._planned: float | None = None
         self._cost = 0.0
         self._job_of = job_of(lambda key: handle.stores.jobs.get(key))
+        #: uid of a member still to place -> its job's key.
+        self._member_of: dict[str, str] = {}
+        self._promises = Promises()
 
     # -- PostFilter ------------------------------------------------------------------------------
 
@@ -72,13 +84,15 @@ class StartTimes:
         key = group.job_name()
         now = self.handle.now()
         members = list(group.members())
-        self._waiting[key] = WaitingJob(
+        job = self._waiting[key] = WaitingJob(
             key,
             min(p.priority for p in members),
             min(p.creation_timestamp for p in members),
             tuple(needed),
             now,
         )
+        for pod in needed:
+            self._member_of[pod.uid] = key
         # A job first seen waits for the next plan: a burst of new ones makes one plan, not
         # one each.
         if self._planned is None or now - self._planned >= self._interval():
@@ -90,11 +104,13 @@ class StartTimes:
         note = describe(estimate, self.handle.wall(), limited=limited) if estimate else ""
         if not note:
             return PostFilterResult(SKIP)
+        if estimate is not None:
+            self._promises.told(job, estimate, self.handle.wall())
         return PostFilterResult(SKIP, notes={pod.uid: note for pod in members})
 
     def _plan(self, snapshot: Snapshot, now: float) -> None:
         for key in [k for k, w in self._waiting.items() if now - w.seen > FORGET_AFTER]:
-            del self._waiting[key]
+            self._forget(key)
         wall = self.handle.wall()
         nodes: list[NodeInfo] = [n.info for n in snapshot.nodes if n.info is not None]
         queue = sorted(self._waiting.values(), key=lambda w: (-w.priority, w.created, w.key))
@@ -103,8 +119,30 @@ class StartTimes:
             wall, room(snapshot), holders(snapshot, self._job_of, wall), waiters
         )
         self._estimates = {e.key: e for e in estimates}
+        self._promises.planned(queue, self._estimates, {n.name for n in nodes})
         self._planned = now
         self._cost = self.handle.now() - now
+
+    def _forget(self, key: str) -> None:
+        job = self._waiting.pop(key, None)
+        self._estimates.pop(key, None)
+        self._promises.forget(key)
+        for pod in job.members if job is not None else ():
+            self._member_of.pop(pod.uid, None)
+
+    # -- a job starts --------------------------------------------------------------------------
+
+    def on_pod_left_pending(self, pod: PodInfo, gone: bool) -> None:
+        """A member bound: its job started (counted if later than first told); a member gone:
+        the job waits no more (it comes back, told again, if it still waits)."""
+        key = self._member_of.pop(pod.uid, None)
+        if key is None:
+            return
+        if not gone and pod.node_name:
+            late = self._promises.started(key, self.handle.wall())
+            if late is not None:
+                self.handle.record(LATE_STARTS, 1.0, late)
+        self._forget(key)
 
     def _interval(self) -> float:
         """Seconds between plans: ``refresh``, or longer where a plan is costly (a large
