@@ -3,7 +3,7 @@ pods filling them, a tenth without a time limit, the rest ending within a day) a
 waiting for room (1 to 8 members of 8 cpu and 32Gi, running 10 minutes to 2 hours).
 
 ``python -m bench.start_plan_time [--nodes N --pods P --jobs J]`` prints the CPU seconds of
-one plan (what the daemon spends at most once every 20 times that long) and how many jobs got
+one plan (what the daemon spends at most once every 50 times that long) and how many jobs got
 a start time within the plan's budget.
 """
 

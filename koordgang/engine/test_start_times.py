@@ -43,7 +43,7 @@ def message(api: FakeApi, name: str) -> str:
 async def next_plan(sched: Harness) -> None:
     """Jobs first seen after a plan in its interval wait for the next: let it come, and the
     pods be tried again."""
-    sched.clock.advance(6)
+    sched.clock.advance(11)
     sched.scheduler.signals.request_move()
     await sched.run()
 

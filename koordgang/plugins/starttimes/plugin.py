@@ -39,8 +39,8 @@ LATE_STARTS = "koordgang_start_later_than_expected"
 #: A job not seen waiting for this long stopped waiting (placed, or gone).
 FORGET_AFTER = 180.0
 #: Plans are made at most this many times their cost apart (a plan of 1.4 s at 5,000 nodes
-#: and 100,000 pods: one every 28 s).
-COST_SHARE = 20.0
+#: and 100,000 pods: one every 70 s).
+COST_SHARE = 50.0
 
 _METRICS = (
     MetricSpec(
@@ -60,7 +60,7 @@ _METRICS = (
 class StartTimes:
     name = NAME
 
-    def __init__(self, handle: Handle, *, refresh: float = 5.0) -> None:
+    def __init__(self, handle: Handle, *, refresh: float = 10.0) -> None:
         self.handle = handle
         self.refresh = refresh
         self._waiting: dict[str, WaitingJob] = {}
