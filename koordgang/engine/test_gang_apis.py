@@ -704,3 +704,22 @@ async def test_a_preempted_podgroup_says_so_in_its_disruption_target_condition(
     [target] = [c for c in status["conditions"] if c["type"] == "DisruptionTarget"]
     assert (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
     assert "ns/urgent" in target["message"]
+
+
+async def test_a_member_the_kubelet_refused_is_said_in_the_podgroups_disruption_target(
+    sched: Harness, api: FakeApi, clock: FakeClock
+) -> None:
+    sched.intake.on_object(UPSTREAM, "ADDED", policy_group("train", 2))
+    members = [upstream_member(f"train-{i}", group="train") for i in range(2)]
+    sched.list(nodes=[node("n1", cpu="4")], pods=members)
+    await sched.run()
+    assert sorted(api.binds()) == [("train-0", "n1"), ("train-1", "n1")]
+    sched.observe_binds()
+    [placed] = [p for p in sched.cache.pods() if p.name == "train-1"]
+    sched.add(replace(placed, phase="Failed", failure_reason="OutOfcpu", resource_version="9"))
+    await sched.run()
+    await publish(sched, clock)
+    [*_, status] = status_patches(api, "scheduling.k8s.io/v1beta1", "train")
+    [target] = [c for c in status["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (target["status"], target["reason"]) == ("True", "AdmissionRefused")
+    assert "the kubelet refused member train-1 on node n1: OutOfcpu" in target["message"]

@@ -55,6 +55,9 @@ UNSCHEDULABLE = "Unschedulable"
 #: What a PodGroup some of whose members were preempted says (as kube-scheduler 1.37 writes it).
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTED = "PreemptionByScheduler"
+#: A member the kubelet refused at admission after the gang was placed (another scheduler's
+#: pod took the room first).
+ADMISSION_REFUSED = "AdmissionRefused"
 #: The largest priority a user may give (Kubernetes' HighestUserDefinablePriority).
 _MAX_PRIORITY = 1_000_000_000
 
@@ -127,6 +130,13 @@ class KubernetesApi:
                 "True",
                 PREEMPTED,
                 f"{preemptor} preempted members of the group",
+            )
+        elif gang.last_refusal:
+            wanted[DISRUPTION_TARGET] = (
+                "True",
+                ADMISSION_REFUSED,
+                f"the kubelet refused member {gang.last_refusal}; its replacement is placed as "
+                "the group's member",
             )
         return with_conditions(conditions, wanted, now)
 
