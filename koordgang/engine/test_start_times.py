@@ -170,14 +170,20 @@ async def bind_all(sched: Harness) -> None:
     await sched.run()
 
 
-async def test_a_job_started_by_the_time_told_is_not_counted_late(
-    make_scheduler: MakeScheduler, api: FakeApi
-) -> None:
-    sched = make_scheduler()
+async def waiting_behind_r1(sched: Harness) -> PodInfo:
+    """n1 full until 540 s from now (r1's limit, grace and lag), and w, limited, told so."""
     wall = sched.clock.wall()
     holder = running("r1", "n1", "4", started=wall - 100, limit=600)
     sched.list(nodes=[node("n1", cpu="4")], pods=[holder, limited(pod("w", cpu="2"), 60)])
     await sched.run()
+    return holder
+
+
+async def test_a_job_started_by_the_time_told_is_not_counted_late(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler()
+    holder = await waiting_behind_r1(sched)
     assert "expected to start by" in message(api, "w")
     sched.clock.advance(100)
     sched.intake.on_pod_delete(holder.uid)
@@ -190,10 +196,7 @@ async def test_a_job_waiting_for_a_pod_that_outlived_its_bound_is_counted_late(
     make_scheduler: MakeScheduler, api: FakeApi
 ) -> None:
     sched = make_scheduler()
-    wall = sched.clock.wall()
-    holder = running("r1", "n1", "4", started=wall - 100, limit=600)
-    sched.list(nodes=[node("n1", cpu="4")], pods=[holder, limited(pod("w", cpu="2"), 60)])
-    await sched.run()
+    holder = await waiting_behind_r1(sched)
     # Told 540 s from now; the holder is still there 700 s from now.
     sched.clock.advance(700)
     await next_plan(sched)
