@@ -79,13 +79,15 @@ class RoundFigures:
     bound_koordgang: int
     bound_kube_scheduler: int
     seconds: float
+    #: koordgang's members whose binding the re-check gave up (the gang placed again).
+    refused: int = 0
 
     def line(self) -> str:
         return (
             f"{self.variant}: {len(self.overcommitted)} over-committed nodes, "
             f"{len(self.partial)} gangs below their minimum, bound {self.bound_koordgang} "
             f"(koordgang) + {self.bound_kube_scheduler} (kube-scheduler) of {self.pods} "
-            f"in {self.seconds:.1f} s"
+            f"in {self.seconds:.1f} s; {self.refused} members refused at the re-check"
         )
 
 
@@ -95,6 +97,7 @@ def round_figures(
     nodes: Iterable[Mapping[str, Any]],
     pods: Sequence[Mapping[str, Any]],
     seconds: float,
+    refused: int = 0,
 ) -> RoundFigures:
     """What the API server's final state of one round shows."""
     over = overcommitted(nodes, pods)
@@ -108,6 +111,7 @@ def round_figures(
         bound_koordgang=ours,
         bound_kube_scheduler=len(bound) - ours,
         seconds=seconds,
+        refused=refused,
     )
 
 
@@ -126,6 +130,7 @@ def sum_up(rounds: Sequence[RoundFigures], result: ScenarioResult) -> None:
         result.notes[f"{variant}_per_1000_pods"] = round(1000 * over / pods, 2) if pods else None
         result.notes[f"{variant}_per_round"] = [len(r.overcommitted) for r in mine]
         result.notes[f"{variant}_partial_gangs"] = sum(len(r.partial) for r in mine)
+        result.notes[f"{variant}_refused_members"] = sum(r.refused for r in mine)
         result.notes[f"{variant}_bound_koordgang_mean"] = round(
             sum(r.bound_koordgang for r in mine) / len(mine), 1
         )
@@ -152,9 +157,9 @@ def coexist_lines(results: Sequence[ScenarioResult]) -> list[str]:
         lines += [
             f"{run.summary}",
             "| koordgang's nominations and re-check | rounds | pods | over-committed nodes "
-            "| per 1,000 pods | per round | gangs below minimum | bound a round "
-            "(koordgang + kube-scheduler) |",
-            "|---|---|---|---|---|---|---|---|",
+            "| per 1,000 pods | per round | gangs below minimum | members refused at the "
+            "re-check | bound a round (koordgang + kube-scheduler) |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for variant in VARIANTS:
             if f"{variant}_rounds" not in notes:
@@ -165,6 +170,7 @@ def coexist_lines(results: Sequence[ScenarioResult]) -> list[str]:
                 f"| {notes[f'{variant}_overcommitted_nodes']} "
                 f"| {_num(notes.get(f'{variant}_per_1000_pods'))} | {per_round} "
                 f"| {notes[f'{variant}_partial_gangs']} "
+                f"| {notes.get(f'{variant}_refused_members', '-')} "
                 f"| {notes[f'{variant}_bound_koordgang_mean']} + "
                 f"{notes[f'{variant}_bound_kube_scheduler_mean']} |"
             )

@@ -25,6 +25,9 @@ from harness.clients.kube_scheduler import KubeScheduler
 
 #: How often a round looks at the bindings.
 POLL_SECONDS = 0.5
+#: Members whose binding was given up before it was sent: with nothing to write first, only
+#: the re-check of the gang's nodes refuses them.
+REFUSED = "koordgang_binds{result=prebind}"
 
 
 class CoexistDaemon(BenchDaemon):
@@ -93,18 +96,21 @@ async def _round(
     try:
         async with aiohttp.ClientSession() as session:
             await daemon.wait_ready(session)
-        began = time.monotonic()
-        await cluster.create_pods(namespace, workload.pods, f"round {index + 1} {variant}: pods")
-        await _wait_quiet(cluster, namespace, plan)
-        seconds = time.monotonic() - began
-        daemon.check_alive()
+            began = time.monotonic()
+            label = f"round {index + 1} {variant}: pods"
+            await cluster.create_pods(namespace, workload.pods, label)
+            await _wait_quiet(cluster, namespace, plan)
+            seconds = time.monotonic() - began
+            daemon.check_alive()
+            counters = await daemon.counters(session)
     finally:
         code = await daemon.stop()
     if code not in (0, None):
         print(f"koordgang ({variant}) exited with {code}; log {daemon.log_path}", file=sys.stderr)
     nodes, _ = await cluster.list_all("/api/v1/nodes")
     pods, _ = await cluster.list_all(f"/api/v1/namespaces/{namespace}/pods")
-    return round_figures(variant, workload, nodes, pods, seconds)
+    refused = int(counters.get(REFUSED, 0))
+    return round_figures(variant, workload, nodes, pods, seconds, refused)
 
 
 async def _wait_quiet(cluster: BenchCluster, namespace: str, plan: CoexistPlan) -> None:

@@ -65,7 +65,7 @@ def test_a_round_counts_overcommitted_nodes_and_partial_gangs() -> None:
     assert result.notes["on_per_1000_pods"] == 0.0
     assert len(result.problems) == 1
     table = coexist_lines([result])
-    assert any(line.startswith("| off | 1 | 4 | 1 | 250.00 | 1 |") for line in table), table
+    assert any(line.startswith("| off | 1 | 4 | 1 | 250.00 | 1 | 1 | 0 |") for line in table), table
 
 
 def test_off_ignores_other_schedulers_nominations_and_skips_the_recheck(
