@@ -94,7 +94,7 @@ e2e-plane: $(STAMP) build-controlplane
 	@$(PY) -m pytest e2e -q -m "not clients" $(PYTEST_ARGS)
 
 e2e-clients: $(STAMP) build-controlplane
-	@echo "==> building the real clients the e2e tests run (training-operator, MPI operator, KubeRay, Kueue, Karpenter; about 8 minutes the first time)"
+	@echo "==> building the real clients the e2e tests run (training-operator, MPI operator, KubeRay, Kueue, Karpenter, kube-scheduler; about 11 minutes the first time)"
 	@$(PY) -m harness.clients.build
 	@echo "==> e2e tests of the real clients in front of koordgang"
 	@$(PY) -m pytest e2e -q -m clients $(PYTEST_ARGS)

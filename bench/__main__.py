@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import report, report_features, simulate
+from bench import coexist, report, report_features, simulate
 from bench.ceiling import SWEEP, measure_ceiling
 from bench.cluster import CRDS, BenchCluster
 from bench.console import say
@@ -30,6 +30,7 @@ from bench.peers.build import KOORD_SCHEDULER, PeerFiles
 from bench.peers.build import prepare as prepare_peers
 from bench.results import KOORDGANG
 from bench.scenarios import (
+    COEXIST_SCENARIOS,
     COMPOSITE_SCENARIOS,
     DRA_SCENARIOS,
     GROUPS,
@@ -72,7 +73,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         f"{', '.join(s.name for s in DRA_SCENARIOS)}: devices and a ResourceClaim per pod, "
         "beside kube-scheduler; "
         f"{', '.join(s.name for s in COMPOSITE_SCENARIOS)}: gangs of gangs (Kubernetes 1.37), "
-        "beside kube-scheduler (these only by name; default: all)",
+        "beside kube-scheduler; "
+        f"{', '.join(s.name for s in COEXIST_SCENARIOS)}: koordgang and kube-scheduler filling "
+        "the same nodes at once, over-committed nodes with koordgang's safeguards on and off "
+        "(these only by name; default: all)",
     )
     parser.add_argument(
         "--scale",
@@ -414,6 +418,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     starvation = report.starvation_lines(results)
     if starvation:
         lines += ["starvation guard (with and without --reserve-after):", *starvation, ""]
+    beside = coexist.coexist_lines(results)
+    if beside:
+        lines += ["koordgang beside kube-scheduler (scenario coexist):", *beside, ""]
     dra = report.dra_lines(results)
     if dra:
         lines += ["Dynamic Resource Allocation (scenario dra):", *dra, ""]

@@ -23,7 +23,7 @@ from typing import Any
 
 import aiohttp
 
-from bench import apiserver_stats, dra_check, dry_run, gather_time, starvation_run
+from bench import apiserver_stats, coexist_run, dra_check, dry_run, gather_time, starvation_run
 from bench.apiserver_profile import GC_KEY, SAMPLED_KEY, ApiServerProfiler, summarise
 from bench.checks import check_cluster
 from bench.console import Ticker, say
@@ -102,6 +102,8 @@ async def run_scenario(ctx: RunContext, scenario: Scenario, skip: str = "") -> S
     try:
         if scenario.starvation is not None:
             await starvation_run.measure(ctx, scenario, workload, result)
+        elif scenario.coexist is not None:
+            await coexist_run.measure(ctx, scenario, workload, result)
         elif scenario.repeats > 1:
             await _measure_repeated(ctx, scenario, workload, result)
         else:

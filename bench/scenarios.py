@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bench.coexist import CoexistPlan, coexist_workload
 from bench.dra import POD_REQUESTS, dra_plan, with_claim
 from bench.gang_api import GangApi
 from bench.peers.build import KOORD_SCHEDULER, KUBE_SCHEDULER
@@ -93,6 +94,9 @@ class Scenario:
     #: The gang API every scheduler that runs it declares its gangs in (None: each its own):
     #: gangs of gangs exist in upstream's API only.
     gang_api: GangApi | None = None
+    #: koordgang beside kube-scheduler, rounds with its safeguards on and off
+    #: (``coexist_run.py`` drives it).
+    coexist: CoexistPlan | None = None
 
 
 # -- gangs of gangs ---------------------------------------------------------------------------
@@ -518,6 +522,24 @@ LARGE_SCENARIOS: Sequence[Scenario] = (
 # -- in process: ``--scenarios simulate-50k`` -------------------------------------------------
 
 
+# -- beside kube-scheduler: ``--scenarios coexist`` ----------------------------------------------
+
+COEXIST = CoexistPlan()
+COEXIST_SCENARIOS: Sequence[Scenario] = (
+    Scenario(
+        "coexist",
+        f"koordgang ({COEXIST.pods_each} pods in gangs of {COEXIST.gang_size}) and kube-scheduler "
+        f"({COEXIST.pods_each} plain pods) at once, 1 cpu each, created interleaved onto "
+        f"{COEXIST.nodes} nodes of {COEXIST.node_cpu} cpu; {COEXIST.rounds} rounds with "
+        "koordgang's nominations and re-check on, as many off",
+        lambda scale: coexist_workload(COEXIST, scale),
+        gangs=True,
+        koordgang_only="it runs kube-scheduler beside koordgang itself",
+        coexist=COEXIST,
+    ),
+)
+
+
 def _simulated(scale: float) -> Workload:
     raise TypeError("a simulated scenario creates nothing on a cluster")
 
@@ -557,6 +579,7 @@ def select(names: str) -> list[Scenario]:
             *SIMULATED_SCENARIOS,
             *DRA_SCENARIOS,
             *COMPOSITE_SCENARIOS,
+            *COEXIST_SCENARIOS,
         ]
     }
     unknown = [n for n in wanted if n not in by_name]

@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from controlplane import LocalControlPlane
 from controlplane.crds import install_crds
 from controlplane.kubeconfig import api_client_from
+from harness.clients.kube_scheduler import KubeScheduler
 from harness.clients.process import ClientProcess
 from harness.daemon import Daemon, DaemonFactory, DeploymentDaemon, LocalDaemon
 from harness.disruptions import DisruptionWatch
@@ -259,6 +260,20 @@ def clients(request: pytest.FixtureRequest) -> Iterator[list[ClientProcess]]:
     if report is not None and report.failed:
         for process in started:
             print(f"--- {process.name} log ({process.log_path}) ---\n{process.log_tail(8000)}")
+
+
+@pytest.fixture
+def kube_scheduler(kubeconfig: str, clients: list[ClientProcess], tmp_path: Path) -> KubeScheduler:
+    """kube-scheduler of the pinned release beside koordgang (its default profile, client QPS
+    raised), started for the test and stopped after it; its log printed if the test failed.
+    Skipped on a cluster given by KOORDGANG_E2E_KUBECONFIG: its own kube-scheduler would race
+    ours for the same pods."""
+    if os.environ.get("KOORDGANG_E2E_KUBECONFIG"):
+        pytest.skip("runs kube-scheduler of its own; the given cluster has one")
+    process = KubeScheduler(kubeconfig, tmp_path / "kube-scheduler.log")
+    process.start()
+    clients.append(process)
+    return process
 
 
 @pytest.fixture

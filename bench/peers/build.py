@@ -10,15 +10,12 @@ from pathlib import Path
 
 from controlplane.build import BuildError, GoBinary, ensure_built, go_env
 from controlplane.progress import Reporter
-from controlplane.releases import selected_release
+from harness.clients.build import KUBE_SCHEDULER as KUBE_SCHEDULER
 
 GOMOD = Path(__file__).resolve().parent / "gomod"
 
-#: The release of the plane the bench runs on (``KUBE``): kube-scheduler is pinned per release,
-#: like kube-apiserver (``gomod/v<release>/kube-scheduler``).
-KUBE_SCHEDULER = GoBinary(
-    "kube-scheduler", "main.go", ".", "k8s.io/kubernetes", GOMOD / f"v{selected_release().name}"
-)
+# KUBE_SCHEDULER: the release of the plane the bench runs on (``KUBE``), pinned per release
+# like kube-apiserver (``gomod/v<release>/kube-scheduler``); the e2e tests run it too.
 COSCHEDULING = GoBinary("coscheduling", "main.go", ".", "sigs.k8s.io/scheduler-plugins", GOMOD)
 KOORD_SCHEDULER = GoBinary(
     "koord-scheduler", "main.go", ".", "github.com/koordinator-sh/koordinator", GOMOD

@@ -1,7 +1,8 @@
 """Build the clients (cached outside the checkout like the control plane's binaries, rebuilt only
 when a pin changes) and find the files their releases ship, read from the Go module cache:
-their CRDs and webhook configurations, and the PodGroup CRDs of the gang APIs they write.
-The first build of all five takes about 8 minutes on two cores; later runs reuse them.
+their CRDs and webhook configurations, and the PodGroup CRDs of the gang APIs they write; and
+kube-scheduler, run beside koordgang. The first build of the five operators takes about 8
+minutes on two cores, kube-scheduler's 3 more; later runs reuse them.
 
     python -m harness.clients.build          # build (or reuse) every client, print the paths
 """
@@ -17,8 +18,12 @@ from pathlib import Path
 
 from controlplane.build import BuildError, GoBinary, ensure_built, go_env
 from controlplane.progress import Reporter
+from controlplane.releases import selected_release
 
 GOMOD = Path(__file__).resolve().parent / "gomod"
+#: kube-scheduler is pinned per release, like kube-apiserver, in the module the bench built it
+#: from first (``bench/peers/gomod/v<release>/kube-scheduler``): one pin, one cached binary.
+KUBE_SCHEDULER_GOMOD = Path(__file__).resolve().parents[2] / "bench" / "peers" / "gomod"
 
 TRAINING_OPERATOR = GoBinary(
     "training-operator",
@@ -45,12 +50,21 @@ KUEUE = GoBinary("kueue", "tools.go", "sigs.k8s.io/kueue/cmd/kueue", "sigs.k8s.i
 KARPENTER = GoBinary(
     "karpenter-kwok", "tools.go", "sigs.k8s.io/karpenter/kwok", "sigs.k8s.io/karpenter", GOMOD
 )
+#: The release of the plane the tests run on (``KUBE``).
+KUBE_SCHEDULER = GoBinary(
+    "kube-scheduler",
+    "main.go",
+    ".",
+    "k8s.io/kubernetes",
+    KUBE_SCHEDULER_GOMOD / f"v{selected_release().name}",
+)
 CLIENT_BINARIES: tuple[GoBinary, ...] = (
     TRAINING_OPERATOR,
     MPI_OPERATOR,
     RAY_OPERATOR,
     KUEUE,
     KARPENTER,
+    KUBE_SCHEDULER,
 )
 
 # The scheduler-plugins release whose API the operator links (its go.mod requires it, so the
