@@ -3,6 +3,8 @@ whole over one snapshot.
 
     PreFilter(group) --rejected--> every member waits, with the reason
         |
+    Backfill(group): held room it may use (free in the fork it is placed on)
+        |
     group placement (Filter and Score per member, on a fork of the snapshot)
         |-- not all placed --> PostFilter(group): make room (preemption), or give up (Strict)
         |
@@ -144,8 +146,14 @@ def _run(
         }
         return outcome
 
-    # A pod alone needs no fork: whatever it does not keep, it did not place.
-    work = snapshot if not group.key and group.size == 1 else snapshot.fork()
+    # Held room the group may use (backfill: it is done with it before the room is needed)
+    # is free in the fork it is placed on, not for PostFilter: preemption and the starvation
+    # guard plan on the room as held.
+    lent = framework.backfill_room(state, group)
+    # A pod alone needs no fork otherwise: whatever it does not keep, it did not place.
+    work = snapshot if not group.key and group.size == 1 and not lent else snapshot.fork()
+    if lent:
+        work.pass_over_held(lent)
     plan = framework.run_group_placement(state, group, work)
     outcome.plan = plan
     _take_back_extras(plan, work)

@@ -18,6 +18,7 @@ from koordgang.framework.group import GroupPlan, PartPlan, Placer, PodResult, Sc
 from koordgang.framework.handle import Handle, Services
 from koordgang.framework.interfaces import (
     AssignPlugin,
+    BackfillPlugin,
     ClusterScorePlugin,
     FilterPlugin,
     GangFactsPlugin,
@@ -113,6 +114,7 @@ class Framework:
         self.group_pre_filters: list[GroupPreFilterPlugin] = _of(plugins, GroupPreFilterPlugin)
         self.group_placements: list[GroupPlacementPlugin] = _of(plugins, GroupPlacementPlugin)
         self.post_filters: list[PostFilterPlugin] = _of(plugins, PostFilterPlugin)
+        self.backfillers: list[BackfillPlugin] = _of(plugins, BackfillPlugin)
         self.provisioners: list[ProvisioningPlugin] = _of(plugins, ProvisioningPlugin)
         self.hold_previewers: list[HoldPreviewPlugin] = _of(plugins, HoldPreviewPlugin)
         self.reserves: list[ReservePlugin] = _of(plugins, ReservePlugin)
@@ -237,6 +239,16 @@ class Framework:
         plan.need = group.need
         plan.settled = group.settled
         return plan
+
+    def backfill_room(self, state: CycleState, group: SchedulingGroup) -> list[Placement]:
+        """The nominations (pod and node) whose held room ``group`` may use in this cycle."""
+        lent: dict[str, Placement] = {}
+        for plugin in self.backfillers:
+            for uid in plugin.backfill_room(state, group):
+                nomination = self.nominations.get(uid)
+                if nomination is not None:
+                    lent[uid] = Placement(nomination.pod, nomination.node)
+        return list(lent.values())
 
     def reclaimable(self, group: SchedulingGroup, snapshot: Snapshot) -> dict[str, int]:
         total: dict[str, int] = {}

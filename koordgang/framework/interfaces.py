@@ -189,6 +189,15 @@ class ReclaimPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class BackfillPlugin(Plugin, Protocol):
+    def backfill_room(self, state: CycleState, group: SchedulingGroup) -> Sequence[str]:
+        """Pods nominated to nodes (room held for them, ``Handle.nominations``) whose room
+        ``group`` may use in this cycle, because it is done with it before they need it
+        (their uids); empty when none. The room is free for the group's placement alone, not
+        for PostFilter. A plugin may note in ``state`` what it lent, for its Reserve."""
+
+
+@runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
         self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot

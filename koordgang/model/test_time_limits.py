@@ -11,7 +11,7 @@ from koordgang.model.errors import ModelError
 from koordgang.model.job import JobInfo, parse_job
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.model.time import format_rfc3339
-from koordgang.model.time_limits import free_by
+from koordgang.model.time_limits import free_by, free_by_if_started
 
 
 def pod(
@@ -94,3 +94,15 @@ def test_malformed_limits_name_their_field() -> None:
         parse_job({"metadata": {"name": "j"}, "spec": {"suspend": "yes"}})
     with pytest.raises(ModelError, match=r"spec\.activeDeadlineSeconds"):
         parse_job({"metadata": {"name": "j"}, "spec": {"activeDeadlineSeconds": [1]}})
+
+
+def test_a_pending_pods_job_runs_its_clock_before_its_start_is_seen() -> None:
+    """The Job controller writes startTime after it made the pods: a Job with pods started
+    by now (unless suspended, when nothing runs)."""
+    pending = pod(phase="Pending")
+    assert free_by_if_started(pending, job(300, None), now=1100) == 1100 + 300 + 30 + 10
+    assert free_by_if_started(pending, job(300, 1000), now=1100) == 1000 + 300 + 30 + 10
+    assert free_by_if_started(pending, job(300, None, suspended=True), now=1100) is None
+    assert (
+        free_by_if_started(pod(deadline=60, phase="Pending"), None, now=1100) == 1100 + 60 + 30 + 10
+    )

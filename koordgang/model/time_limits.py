@@ -15,6 +15,7 @@ guesses otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from koordgang.model import _fields
@@ -23,7 +24,14 @@ if TYPE_CHECKING:
     from koordgang.model.job import JobInfo
     from koordgang.model.pod import PodInfo
 
-__all__ = ["DEFAULT_GRACE_SECONDS", "LAG_SECONDS", "free_by", "parse_time_limit"]
+__all__ = [
+    "DEFAULT_GRACE_SECONDS",
+    "LAG_SECONDS",
+    "free_by",
+    "free_by_if_started",
+    "job_key",
+    "parse_time_limit",
+]
 
 #: ``terminationGracePeriodSeconds`` when a pod does not say.
 DEFAULT_GRACE_SECONDS = 30
@@ -46,6 +54,12 @@ def parse_time_limit(spec: Mapping[str, Any]) -> tuple[int | None, int]:
         DEFAULT_GRACE_SECONDS,
     )
     return deadline, max(grace, 0)
+
+
+def job_key(pod: PodInfo) -> str | None:
+    """``namespace/name`` of the Job whose time limit bounds ``pod`` (its controlling owner),
+    None when a Job does not own it."""
+    return pod.owner if pod.owner_kind == "Job" and pod.owner else None
 
 
 def free_by(pod: PodInfo, job: JobInfo | None, now: float) -> float | None:
@@ -71,3 +85,13 @@ def free_by(pod: PodInfo, job: JobInfo | None, now: float) -> float | None:
     if not ends:
         return None
     return max(min(ends), now) + pod.grace_seconds + LAG_SECONDS
+
+
+def free_by_if_started(pod: PodInfo, job: JobInfo | None, now: float) -> float | None:
+    """When a pending ``pod``'s room would be free at the latest if it started now, or None
+    when nothing would bound it. Its Job's clock runs even when the Job's ``status.startTime``
+    has not been seen yet: the Job controller sets it before it makes the Job's pods and
+    writes it after, so a Job with pods started by now."""
+    if job is not None and job.start_time is None and not job.suspended:
+        job = replace(job, start_time=now)
+    return free_by(pod, job, now)

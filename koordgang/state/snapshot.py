@@ -292,7 +292,7 @@ class Snapshot:
             self.cache.touch_nodes(view.commit(placements))
         return placements
 
-    # -- other schedulers' nominations ---------------------------------------------------------
+    # -- room passed over: other schedulers' nominations, held room lent --------------------------
 
     def pass_over(self, below: int) -> None:
         """Room nominated to pods of other schedulers with a priority under ``below`` is free
@@ -301,15 +301,28 @@ class Snapshot:
         what it passed over again."""
         self.check()
         for pod, name in self.cache.nominated_for_others():
-            uid = pod.uid
-            if pod.priority >= below or uid in self._passed or uid in self._node_of:
-                continue
-            delta = self._delta(name)
-            delta.removed[uid] = pod
-            delta.change(pod.requests, -1, pod.host_ports)
-            self._node_of[uid] = None
-            self._passed[uid] = Placement(pod, name)
-            self._changed(name, grew=False)
+            if pod.priority < below:
+                self._pass(pod, name)
+
+    def pass_over_held(self, held: Iterable[Placement]) -> None:
+        """Room held for pods of ours not bound yet (nominations: assumed pods in the cache)
+        is free in this view (and its forks): the group planned in it is done with that room
+        before the pods it is held for need it. A fork's commit counts it again."""
+        self.check()
+        for placement in held:
+            if self.cache.node_of(placement.pod.uid) == placement.node_name:
+                self._pass(placement.pod, placement.node_name)
+
+    def _pass(self, pod: PodInfo, name: str) -> None:
+        uid = pod.uid
+        if uid in self._passed or uid in self._node_of:
+            return
+        delta = self._delta(name)
+        delta.removed[uid] = pod
+        delta.change(pod.requests, -1, pod.host_ports)
+        self._node_of[uid] = None
+        self._passed[uid] = Placement(pod, name)
+        self._changed(name, grew=False)
 
     def _count_again(self, uid: str) -> None:
         placement = self._passed.pop(uid)

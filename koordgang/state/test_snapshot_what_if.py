@@ -675,3 +675,27 @@ def test_passing_over_lower_priority_nominations_lasts_as_long_as_the_view() -> 
     root.pass_over(6)
     assert root.free(state, "cpu") == 4000
     assert root.commit() == []
+
+
+def test_held_room_lent_to_a_group_is_free_in_the_fork_alone() -> None:
+    """Room held for a pod of ours not bound yet (a nomination, assumed in the cache) is free
+    in the view it was lent in; the parent sees it held again after the fork's commit, and
+    what the fork placed on it stays."""
+    cache = SchedulerCache(own_schedulers=("koord-scheduler",))
+    cache.upsert_node(make_node("n1", cpu="4"))
+    held = make_pod("held", cpu="3")
+    cache.assume(held, "n1")
+    state = cache.node("n1")
+    assert state is not None
+    root = Snapshot(cache)
+    fork = root.fork()
+    fork.pass_over_held([Placement(held, "n1"), Placement(held, "n2")])  # not on n2: ignored
+    assert fork.free(state, "cpu") == 4000
+    assert fork.node_of(held.uid) is None
+    short = make_pod("short", cpu="2")
+    fork.add(short, state)
+    fork.commit()
+    assert root.node_of(held.uid) == "n1"
+    assert root.free(state, "cpu") == 4000 - 3000 - 2000
+    assert [p.pod.name for p in root.commit()] == ["short"]
+    assert cache.node_of(held.uid) == "n1" and cache.node_of(short.uid) == "n1"

@@ -32,7 +32,9 @@ class Fit:
 
     Just before a batch binds (a gang), its nodes are checked again on the latest cache
     (``verify``): a pod of another scheduler may have been bound there since the cycle
-    decided. A node that no longer holds them all refuses the whole batch."""
+    decided. A node that no longer holds them all refuses the whole batch. Room held there
+    for pods of ours not bound yet does not count in that check: what was placed beside it
+    was placed counting it, unless the room was lent to the batch (backfill)."""
 
     name = "NodeResourcesFit"
     scope = Scope.NODE
@@ -85,6 +87,8 @@ class Fit:
             other = nomination.pod
             if other.uid == pod.uid or other.priority < pod.priority:
                 continue
+            if snapshot.node_of(other.uid) is None:
+                continue  # lent to the pod's group: free in this view already
             holder = holder or str(nomination.group) or other.key
             for name, amount in other.requests.items():
                 held[name] = held.get(name, 0) + amount
@@ -110,6 +114,10 @@ class Fit:
         wanted: dict[str, set[str]] = {}
         for placement in placements:
             wanted.setdefault(placement.node_name, set()).update(placement.pod.requests.names())
+        # Room held for pods of ours not bound yet is a promise, not what runs: a batch let
+        # into it (backfill, ending before they need it) is checked against what runs there.
+        held = self._handle.nominations.on_nodes(set(wanted))
+        view.pass_over_held(Placement(n.pod, n.node) for n in held)
         full: list[str] = []
         for name in sorted(wanted):
             short = _overcommitted(view, name, wanted[name], self._through_dra)

@@ -11,7 +11,7 @@ from koordgang.model.node import NodeInfo
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import Resources
 from koordgang.model.taints import first_untolerated
-from koordgang.model.time_limits import LAG_SECONDS, free_by
+from koordgang.model.time_limits import LAG_SECONDS, free_by, job_key
 from koordgang.state.snapshot import Snapshot
 from koordgang.state.start_plan import Holder, Waiter
 
@@ -36,7 +36,8 @@ class WaitingJob:
 
 def job_of(jobs: Callable[[str], JobInfo | None]) -> JobOf:
     def find(pod: PodInfo) -> JobInfo | None:
-        return jobs(pod.owner) if pod.owner_kind == "Job" and pod.owner else None
+        key = job_key(pod)
+        return jobs(key) if key is not None else None
 
     return find
 

@@ -13,7 +13,10 @@ being the pods that may leave) but waits for them instead of evicting:
 - the job is planned again on every attempt, on the same nodes while they still do, and binds,
   whole, once they have room for it; a higher-priority job may take the room (preemption
   counts lower-priority nominations as gone), and the reserving job then plans again;
-- nothing is ever evicted for a reservation.
+- nothing is ever evicted for a reservation;
+- backfill into held room (``backfill.py``): a group whose time limits end before the job
+  starts by the time limits of the pods it waits for may use the held room; the job then
+  waits for what it let in too (which ends first, so it starts no later for it).
 
 Bounds: at most ``max_reserving`` jobs hold room at a time (a higher-priority job takes the
 place of a lower one); a reservation ends when the job binds, is deleted, or has held room for
@@ -32,12 +35,16 @@ from koordgang.framework.diagnosis import plural
 from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
 from koordgang.framework.report import MetricSpec
-from koordgang.framework.results import HoldPreview, PostFilterResult
-from koordgang.framework.status import SKIP, SUCCESS
+from koordgang.framework.results import HoldPreview, PostFilterResult, UnreserveReason
+from koordgang.framework.status import SKIP, SUCCESS, Status
+from koordgang.model.group_key import GroupKey
+from koordgang.model.job import JobInfo
 from koordgang.model.pod import PodInfo
+from koordgang.model.time_limits import job_key
 from koordgang.plugins.preemption.dry_run import DryRun, plan_room
 from koordgang.plugins.preemption.victims import CostModel
-from koordgang.state.snapshot import Snapshot
+from koordgang.plugins.starvationguard.backfill import ends_by, starts_by
+from koordgang.state.snapshot import Placement, Snapshot
 
 NAME = "StarvationGuard"
 RESERVING_JOBS = "koordgang_reserving_jobs"
@@ -45,6 +52,8 @@ RESERVED_NODES = "koordgang_reserved_nodes"
 RESERVATION_WAIT = "koordgang_reservation_wait_seconds"
 #: A job not seen failing for this long stopped waiting (it was placed, or it is gone).
 FORGET_AFTER = 180.0
+#: The cycle state's record of the reservations (keys) whose room a group was lent.
+LENT = "starvationguard/lent"
 
 _METRICS = (
     MetricSpec(RESERVING_JOBS, "Jobs holding nodes while the pods there finish.", "gauge"),
@@ -73,24 +82,35 @@ class Reservation:
     nominations: dict[str, str] = field(default_factory=dict)
     #: pod uid -> node: the pods of ours that must finish before the job fits.
     blockers: dict[str, str] = field(default_factory=dict)
+    #: pod uid -> node: pods placed on its room because they end before it starts (backfill);
+    #: the job waits for them too.
+    let_in: dict[str, str] = field(default_factory=dict)
 
     @property
     def nodes(self) -> set[str]:
         return set(self.nominations.values())
 
+    def waits_for(self) -> dict[str, str]:
+        """pod uid -> node: every pod that must be gone before the job starts."""
+        return {**self.blockers, **self.let_in}
+
     def describe(self) -> str:
         """``holding 10 nodes for default/big since 14:03:05: 6/10 have room, waiting for 9
-        pods to finish``."""
+        pods to finish, let in 2 pods that end before it starts``."""
         nodes = self.nodes
-        busy = set(self.blockers.values())
-        ready = len(nodes - busy)
+        waits = self.waits_for()
+        ready = len(nodes - set(waits.values()))
         clock = time.strftime("%H:%M:%S", time.gmtime(self.since_wall))
         text = (
             f"holding {plural(len(nodes), 'node')} for {self.job} since {clock}: "
             f"{ready}/{len(nodes)} have room"
         )
-        if self.blockers:
-            text += f", waiting for {plural(len(self.blockers), 'pod')} to finish"
+        if waits:
+            text += f", waiting for {plural(len(waits), 'pod')} to finish"
+        if self.let_in:
+            count = len(self.let_in)
+            end = "ends" if count == 1 else "end"
+            text += f", let in {plural(count, 'pod')} that {end} before it starts"
         return text
 
 
@@ -180,10 +200,12 @@ class StarvationGuard:
             self._waiting.pop(key, None)
 
     def on_pod_gone(self, pod: PodInfo) -> None:
-        """When the last pod a reservation waits for is gone, its members are tried at once
-        (not after their backoff): the room is theirs now."""
+        """When the last pod a reservation waits for is gone (those it let in too), its
+        members are tried at once (not after their backoff): the room is theirs now."""
         for reservation in self._reservations.values():
-            if reservation.blockers.pop(pod.uid, None) is not None and not reservation.blockers:
+            blocked = reservation.blockers.pop(pod.uid, None) is not None
+            blocked = reservation.let_in.pop(pod.uid, None) is not None or blocked
+            if blocked and not reservation.blockers and not reservation.let_in:
                 cache = self.handle.cache
                 members = [p for uid in reservation.nominations if (p := cache.pod(uid))]
                 self.handle.activate(members)
@@ -201,6 +223,62 @@ class StarvationGuard:
             return {}
         below = min(p.priority for p in group.members())
         return snapshot.requested_by(lambda pod: self._may_wait_for(pod, below))
+
+    # -- Backfill into held room, and Reserve: what it let in -----------------------------------
+
+    def backfill_room(self, state: CycleState, group: SchedulingGroup) -> Sequence[str]:
+        """The members of reservations whose held room ``group`` may use: it is done with it
+        by the time the job starts at the latest (the latest bound of the pods the job waits
+        for). Only a group whose every member has a time limit, and only where every pod the
+        job waits for has one."""
+        if not self._reservations:
+            return ()
+        own = str(group.key) or group.trigger.uid
+        now = self.handle.wall()
+        ends: float | None = None
+        lent: list[str] = []
+        keys: list[str] = []
+        for key, reservation in self._reservations.items():
+            if key == own or not reservation.nominations:
+                continue
+            if ends is None:
+                waiting = _waiting_time(group, self._default_waiting_time)
+                ends = ends_by(group, self._job_of, now, waiting)
+                if ends is None:
+                    return ()
+            start = starts_by(reservation.waits_for(), self.handle.cache.pod, self._job_of, now)
+            if start is not None and ends <= start:
+                keys.append(key)
+                lent.extend(reservation.nominations)
+        if keys:
+            state.write(LENT, tuple(keys))
+        return lent
+
+    def reserve(
+        self, state: CycleState, group: SchedulingGroup, placements: Sequence[Placement]
+    ) -> Status:
+        """Placements on a reservation's nodes in a cycle it lent its room to: the job waits
+        for them as for the pods it held the room for (they end before it starts)."""
+        for key in state.read(LENT, tuple) or ():
+            reservation = self._reservations.get(key)
+            if reservation is None:
+                continue
+            nodes = reservation.nodes
+            for placement in placements:
+                if placement.node_name in nodes:
+                    reservation.let_in[placement.pod.uid] = placement.node_name
+        return SUCCESS
+
+    def unreserve(
+        self, group_key: GroupKey, placements: Sequence[Placement], reason: UnreserveReason
+    ) -> None:
+        for reservation in self._reservations.values():
+            for placement in placements:
+                reservation.let_in.pop(placement.pod.uid, None)
+
+    def _job_of(self, pod: PodInfo) -> JobInfo | None:
+        key = job_key(pod)
+        return self.handle.stores.jobs.get(key) if key is not None else None
 
     # -- PostFilter ----------------------------------------------------------------------------
 
@@ -369,7 +447,10 @@ class StarvationGuard:
 
     def _may_wait_for(self, pod: PodInfo, below: int) -> bool:
         """Pods of ours that run, not above the job's priority, and will end by themselves
-        (a DaemonSet's or a static pod would come back)."""
+        (a DaemonSet's or a static pod would come back); and the pods a reservation let in
+        (bound, or still binding)."""
+        if any(pod.uid in r.let_in for r in self._reservations.values()):
+            return True
         return (
             bool(pod.node_name)
             and pod.scheduler_name in self._scheduler_names

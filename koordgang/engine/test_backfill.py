@@ -1,0 +1,208 @@
+"""Backfill into held room through the engine: while a starving job holds nodes, a pod or gang
+whose time limits end before the job starts (by the time limits of the pods it waits for) runs
+on them; one that ends later, or has no limit, does not, nor does anything while a pod the job
+waits for has no limit; the job waits for what it let in, says so, and binds whole once those
+are gone too."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from koordgang.model.job import parse_job
+from koordgang.model.pod import PodInfo
+from koordgang.model.time import format_rfc3339
+from koordgang.testing.api import FakeApi
+from koordgang.testing.builders import bound, gang, node, pod
+from koordgang.testing.harness import Harness, MakeScheduler
+
+RESERVE_AFTER = 30.0
+#: The blockers' time limit (seconds from their start): the job starts by then, plus their
+#: grace period (30 s, the default) and the lag allowance (10 s).
+BLOCKER_LIMIT = 600
+SHORT = 60
+LONG = 3600
+
+
+@pytest.fixture
+async def guarded(make_scheduler: MakeScheduler) -> Harness:
+    return make_scheduler(reserve_after=RESERVE_AFTER)
+
+
+def running(name: str, node_name: str, *, started: float, limit: int | None) -> PodInfo:
+    """A one-cpu pod of ours running on ``node_name`` since ``started`` (wall clock)."""
+    info = bound(pod(name), node_name)
+    return replace(info, phase="Running", start_time=started, active_deadline_seconds=limit)
+
+
+def limited(info: PodInfo, seconds: int | None) -> PodInfo:
+    return replace(info, active_deadline_seconds=seconds)
+
+
+def message(api: FakeApi, name: str) -> str:
+    condition = api.condition(name)
+    assert condition is not None, f"{name} was told nothing"
+    return str(condition["message"])
+
+
+def bound_to(api: FakeApi, prefix: str) -> dict[str, str]:
+    return {name: where for name, where in api.binds() if name.startswith(prefix)}
+
+
+async def retry(sched: Harness, seconds: float = 11) -> None:
+    sched.clock.advance(seconds)
+    sched.scheduler.signals.request_move()
+    await sched.run()
+
+
+async def hold(sched: Harness, api: FakeApi, limits: tuple[int | None, int | None]) -> list[Any]:
+    """Two 8-cpu nodes, each with one running pod of ours (with these time limits, started
+    now); the big job (2 x 8 cpu) waits past reserveAfter and holds both. Returns the
+    blockers."""
+    wall = sched.clock.wall()
+    blockers = [
+        running(f"blocker-{i}", f"n{i}", started=wall, limit=limit)
+        for i, limit in zip((1, 2), limits, strict=True)
+    ]
+    members = gang("big", 2, 2, cpu="8")
+    sched.list(nodes=[node("n1", cpu="8"), node("n2", cpu="8")], pods=blockers + members)
+    await sched.run()
+    await retry(sched, RESERVE_AFTER + 1)
+    assert message(api, "big-0").startswith("holding 2 nodes for ns/big since "), message(
+        api, "big-0"
+    )
+    return blockers
+
+
+async def test_a_pod_that_ends_before_the_job_starts_runs_on_held_room(
+    guarded: Harness, api: FakeApi
+) -> None:
+    await hold(guarded, api, (BLOCKER_LIMIT, BLOCKER_LIMIT))
+    guarded.add(limited(pod("short", cpu="4"), SHORT))
+    await guarded.run()
+    assert set(bound_to(api, "short").values()) <= {"n1", "n2"}
+    assert "short" in bound_to(api, "short")
+    # The reservation says what it let in (on the members, when they are tried again, and in
+    # the gangs view at once).
+    facts = guarded.framework.gang_facts("ns/big")
+    assert facts["waitingFor"].endswith(
+        "waiting for 3 pods to finish, let in 1 pod that ends before it starts"
+    ), facts["waitingFor"]
+    await retry(guarded)
+    assert message(api, "big-0").startswith("holding 2 nodes for ns/big since "), message(
+        api, "big-0"
+    )
+    assert "let in 1 pod that ends before it starts" in message(api, "big-0")
+
+
+async def test_a_gang_that_ends_before_the_job_starts_runs_on_held_room_whole(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """Both members on held room, past the last check of a gang before it binds."""
+    await hold(guarded, api, (BLOCKER_LIMIT, BLOCKER_LIMIT))
+    guarded.add(*(limited(m, SHORT) for m in gang("pair", 2, 2, cpu="6")))
+    await guarded.run()
+    assert sorted(bound_to(api, "pair-").values()) == ["n1", "n2"]
+
+
+async def test_a_pod_that_would_end_after_the_job_starts_is_kept_off(
+    guarded: Harness, api: FakeApi
+) -> None:
+    await hold(guarded, api, (BLOCKER_LIMIT, BLOCKER_LIMIT))
+    guarded.add(limited(pod("long", cpu="4"), LONG))
+    await guarded.run()
+    assert bound_to(api, "long") == {}
+    assert "2 node(s) held for ns/big" in message(api, "long")
+    guarded.add(limited(pod("short", cpu="4"), SHORT))
+    await guarded.run()
+    assert "short" in bound_to(api, "short")
+    assert bound_to(api, "long") == {}
+
+
+async def test_a_pods_job_ends_it_when_its_deadline_comes_first(
+    guarded: Harness, api: FakeApi
+) -> None:
+    await hold(guarded, api, (BLOCKER_LIMIT, BLOCKER_LIMIT))
+    # A pod with a long limit of its own, whose Job ends sooner, goes with its Job (the Job's
+    # clock runs from the Job's start): it ends before the job starts.
+    wall = guarded.clock.wall()
+    trainer = {
+        "metadata": {"name": "train", "namespace": "ns"},
+        "spec": {"activeDeadlineSeconds": SHORT},
+        "status": {"startTime": format_rfc3339(wall - 10)},
+    }
+    guarded.intake.kind("jobs").upsert(parse_job(trainer))
+    member = replace(limited(pod("train-0", cpu="4"), LONG), owner="ns/train", owner_kind="Job")
+    guarded.add(member)
+    await guarded.run()
+    assert "train-0" in bound_to(api, "train-0")
+    # The Job controller writes a Job's startTime after it made its pods: a pod may come
+    # before it does, and its Job's clock runs all the same.
+    fresh = {
+        "metadata": {"name": "fresh", "namespace": "ns"},
+        "spec": {"activeDeadlineSeconds": SHORT},
+        "status": {},
+    }
+    guarded.intake.kind("jobs").upsert(parse_job(fresh))
+    guarded.add(replace(pod("fresh-0", cpu="2"), owner="ns/fresh", owner_kind="Job"))
+    await guarded.run()
+    assert "fresh-0" in bound_to(api, "fresh-0")
+
+
+async def test_a_pod_without_a_time_limit_is_kept_off(guarded: Harness, api: FakeApi) -> None:
+    await hold(guarded, api, (BLOCKER_LIMIT, BLOCKER_LIMIT))
+    guarded.add(pod("endless", cpu="4"), limited(pod("short", cpu="4"), SHORT))
+    await guarded.run()
+    assert bound_to(api, "endless") == {}
+    assert "2 node(s) held for ns/big" in message(api, "endless")
+    assert "short" in bound_to(api, "short")
+
+
+async def test_a_pod_the_job_waits_for_without_a_time_limit_lets_nothing_in(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """The job's start is unknown while it waits for a pod that may run for ever: nothing can
+    be said to end before it. Once that pod is gone, the start is known again."""
+    blockers = await hold(guarded, api, (BLOCKER_LIMIT, None))
+    guarded.add(limited(pod("short", cpu="4"), SHORT))
+    await guarded.run()
+    assert bound_to(api, "short") == {}
+    assert "2 node(s) held for ns/big" in message(api, "short")
+    guarded.intake.on_pod_delete(blockers[1].uid)
+    await guarded.run()
+    await retry(guarded)
+    assert "short" in bound_to(api, "short")
+
+
+async def test_the_job_binds_whole_once_the_pods_it_waits_for_and_let_in_are_gone(
+    guarded: Harness, api: FakeApi
+) -> None:
+    blockers = await hold(guarded, api, (BLOCKER_LIMIT, BLOCKER_LIMIT))
+    guarded.add(limited(pod("short", cpu="4"), SHORT))
+    await guarded.run()
+    [where] = bound_to(api, "short").values()
+    guarded.intake.on_pod_upsert(
+        replace(bound(limited(pod("short", cpu="4"), SHORT), where), phase="Running")
+    )
+    await guarded.run()
+    # The pods it held the room for finish first: the job starts when the pod it let in is
+    # gone, so a pod that ends before that may come in too.
+    for blocker in blockers:
+        guarded.intake.on_pod_delete(blocker.uid)
+    guarded.add(limited(pod("shorter", cpu="4"), SHORT // 3))
+    await guarded.run()
+    assert "shorter" in bound_to(api, "shorter")
+    await retry(guarded)
+    assert bound_to(api, "big-") == {}
+    assert message(api, "big-0").endswith(
+        "waiting for 2 pods to finish, let in 2 pods that end before it starts"
+    ), message(api, "big-0")
+    guarded.intake.on_pod_delete(pod("short").uid)
+    await retry(guarded, 1)
+    assert bound_to(api, "big-") == {}
+    guarded.intake.on_pod_delete(pod("shorter").uid)
+    await retry(guarded, 1)
+    assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]
+    assert [c for c in api.landed() if c.method == "DELETE"] == []
