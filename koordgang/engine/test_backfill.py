@@ -6,6 +6,7 @@ are gone too."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -79,17 +80,23 @@ async def hold(sched: Harness, api: FakeApi, limits: tuple[int | None, int | Non
 async def test_a_pod_that_ends_before_the_job_starts_runs_on_held_room(
     guarded: Harness, api: FakeApi
 ) -> None:
-    await hold(guarded, api, (BLOCKER_LIMIT, BLOCKER_LIMIT))
+    blockers = await hold(guarded, api, (BLOCKER_LIMIT, BLOCKER_LIMIT))
     guarded.add(limited(pod("short", cpu="4"), SHORT))
     await guarded.run()
     assert set(bound_to(api, "short").values()) <= {"n1", "n2"}
     assert "short" in bound_to(api, "short")
     # The reservation says what it let in (on the members, when they are tried again, and in
-    # the gangs view at once).
+    # the gangs view at once), and keeps the start it promised as it began to hold room.
+    promised = blockers[0].start_time + BLOCKER_LIMIT + 30 + 10
+    by = time.strftime("%H:%M:%S", time.gmtime(promised))
     facts = guarded.framework.gang_facts("ns/big")
     assert facts["waitingFor"].endswith(
-        "waiting for 3 pods to finish, let in 1 pod that ends before it starts"
+        "waiting for 3 pods to finish, let in 1 pod that ends before it starts; "
+        f"promised to start by {by} UTC"
     ), facts["waitingFor"]
+    assert (facts["expectedStart"], facts["promised"]) == (format_rfc3339(promised), True)
+    # A job that holds room has the guard's promise, not an estimate from before it held.
+    assert "startWaitsFor" not in facts
     await retry(guarded)
     assert message(api, "big-0").startswith("holding 2 nodes for ns/big since "), message(
         api, "big-0"
@@ -196,8 +203,9 @@ async def test_the_job_binds_whole_once_the_pods_it_waits_for_and_let_in_are_gon
     assert "shorter" in bound_to(api, "shorter")
     await retry(guarded)
     assert bound_to(api, "big-") == {}
-    assert message(api, "big-0").endswith(
-        "waiting for 2 pods to finish, let in 2 pods that end before it starts"
+    assert (
+        "waiting for 2 pods to finish, let in 2 pods that end before it starts; promised "
+        in message(api, "big-0")
     ), message(api, "big-0")
     guarded.intake.on_pod_delete(pod("short").uid)
     await retry(guarded, 1)

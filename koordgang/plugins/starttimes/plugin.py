@@ -113,7 +113,10 @@ class StartTimes:
             self._forget(key)
         wall = self.handle.wall()
         nodes: list[NodeInfo] = [n.info for n in snapshot.nodes if n.info is not None]
-        queue = sorted(self._waiting.values(), key=lambda w: (-w.priority, w.created, w.key))
+        queue = sorted(
+            (w for w in self._waiting.values() if not self._made_room_for(w)),
+            key=lambda w: (-w.priority, w.created, w.key),
+        )
         waiters = [waiter(job, nodes, self._job_of) for job in queue]
         estimates = plan_starts(
             wall, room(snapshot), holders(snapshot, self._job_of, wall), waiters
@@ -152,7 +155,16 @@ class StartTimes:
     # -- what others ask -------------------------------------------------------------------------
 
     def estimate(self, key: str) -> Estimate | None:
-        return self._estimates.get(key) if key in self._waiting else None
+        job = self._waiting.get(key)
+        if job is None or self._made_room_for(job):
+            return None
+        return self._estimates.get(key)
+
+    def _made_room_for(self, job: WaitingJob) -> bool:
+        """Room is being made or held for it (preemption, the starvation guard): it waits
+        for no estimate, and its nominated members hold room in the plan."""
+        nominations = self.handle.nominations
+        return any(pod.uid in nominations for pod in job.members)
 
     def gang_facts(self, gang_key: str) -> Mapping[str, Any]:
         """The gangs view's expected start (RFC 3339), and the pods it waits for."""

@@ -40,6 +40,7 @@ from koordgang.framework.status import SKIP, SUCCESS, Status
 from koordgang.model.group_key import GroupKey
 from koordgang.model.job import JobInfo
 from koordgang.model.pod import PodInfo
+from koordgang.model.time import format_rfc3339
 from koordgang.model.time_limits import job_key
 from koordgang.plugins.preemption.dry_run import DryRun, plan_room
 from koordgang.plugins.preemption.victims import CostModel
@@ -85,6 +86,10 @@ class Reservation:
     #: pod uid -> node: pods placed on its room because they end before it starts (backfill);
     #: the job waits for them too.
     let_in: dict[str, str] = field(default_factory=dict)
+    #: When it was promised, as it began, to start at the latest (wall clock): once the pods
+    #: it waits for reach their time limits, if nothing of higher priority comes and no pod
+    #: outlives its bound. None where one has no limit.
+    promised: float | None = None
 
     @property
     def nodes(self) -> set[str]:
@@ -111,6 +116,9 @@ class Reservation:
             count = len(self.let_in)
             end = "ends" if count == 1 else "end"
             text += f", let in {plural(count, 'pod')} that {end} before it starts"
+        if self.promised is not None and waits:
+            by = time.strftime("%H:%M:%S", time.gmtime(self.promised))
+            text += f"; promised to start by {by} UTC"
         return text
 
 
@@ -168,7 +176,14 @@ class StarvationGuard:
         reservation = self.reservation_of(gang_key)
         if reservation is None:
             return {}
-        return {"reserved": sorted(reservation.nodes), "waitingFor": reservation.describe()}
+        facts: dict[str, Any] = {
+            "reserved": sorted(reservation.nodes),
+            "waitingFor": reservation.describe(),
+        }
+        if reservation.promised is not None and reservation.waits_for():
+            facts["expectedStart"] = format_rfc3339(reservation.promised)
+            facts["promised"] = True
+        return facts
 
     def metrics(self) -> Sequence[MetricSpec]:
         return _METRICS
@@ -334,6 +349,11 @@ class StarvationGuard:
             self._member_of.pop(uid, None)
         reservation.nominations = dict(run.nominations)
         reservation.blockers = {p.pod.uid: p.node_name for p in run.victims}
+        if current is None:
+            # The promise is made once, as it begins to hold room: the pods it waits for then.
+            reservation.promised = starts_by(
+                reservation.waits_for(), self.handle.cache.pod, self._job_of, self.handle.wall()
+            )
         for uid in reservation.nominations:
             self._member_of[uid] = key
         self._reservations[key] = reservation
