@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 import urllib.error
 import urllib.request
@@ -201,6 +202,7 @@ def _expected_start(gang: dict[str, Any]) -> str:
         moment = parse_rfc3339(start)
     except ModelError:
         return "?"
+    moment = math.ceil(moment / 60) * 60  # to the minute, never earlier than planned
     today = time.gmtime()[:3] == time.gmtime(moment)[:3]
     return time.strftime("%H:%M UTC" if today else "%Y-%m-%d %H:%M UTC", time.gmtime(moment))
 

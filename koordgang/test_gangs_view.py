@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import threading
@@ -160,8 +161,12 @@ def test_the_expected_start_reads_as_a_time_none_or_a_dash() -> None:
     """A gang waiting for room shows when it starts (UTC, with the day when not today),
     ``none`` when room it needs is held without a time limit, ``-`` without an estimate."""
     later = time.time() + 2 * 86400
+    soon = 60 * (time.time() // 60) + 30  # half past a minute: shown as the next one
     rows: list[dict[str, Any]] = [
-        {"gang": "ns/soon", "expectedStart": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+        {
+            "gang": "ns/soon",
+            "expectedStart": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(soon)),
+        },
         {
             "gang": "ns/later",
             "expectedStart": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(later)),
@@ -171,6 +176,6 @@ def test_the_expected_start_reads_as_a_time_none_or_a_dash() -> None:
     ]
     column = render_table(rows).splitlines()[0].index("EXPECTED START")
     starts = [line[column:].split("  ")[0].strip() for line in render_table(rows).splitlines()]
-    assert starts[1] == time.strftime("%H:%M UTC", time.gmtime())
-    assert starts[2] == time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(later))
+    assert starts[1] == time.strftime("%H:%M UTC", time.gmtime(soon + 30))
+    assert starts[2] == time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(math.ceil(later / 60) * 60))
     assert starts[3:] == ["none", "-"]

@@ -4,12 +4,14 @@ metric say the same, and room held without a limit is named instead of a time.""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 from typing import Any
 
 from koordgang.model.job import parse_job
 from koordgang.model.pod import PodInfo
+from koordgang.model.resources import Resources
 from koordgang.model.time import format_rfc3339
 from koordgang.plugins.starttimes import StartTimes
 from koordgang.testing.api import FakeApi
@@ -31,7 +33,8 @@ def limited(info: PodInfo, seconds: int) -> PodInfo:
 
 
 def utc(moment: float) -> str:
-    return time.strftime("%H:%M UTC", time.gmtime(moment))
+    """As the pods are told it: to the minute, rounded up (never earlier than planned)."""
+    return time.strftime("%H:%M UTC", time.gmtime(math.ceil(moment / 60) * 60))
 
 
 def message(api: FakeApi, name: str) -> str:
@@ -232,3 +235,21 @@ async def test_a_job_a_higher_priority_one_overtook_is_counted_late_and_says_so(
     await bind_all(sched)
     assert dict(api.binds())["w"] == "n1"
     assert late_starts(sched) == [LATE + '{reason="higher_priority"} 1.0']
+
+
+async def test_a_gpu_job_of_a_device_plugin_waits_for_room_and_hears_its_start(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    """GPUs a device plugin serves (node allocatable, no DeviceClass) are room like cpu."""
+    sched = make_scheduler()
+    wall = sched.clock.wall()
+    holder = replace(
+        running("r1", "n1", "1", started=wall, limit=600),
+        requests=Resources({"cpu": 1000, "nvidia.com/gpu": 1}),
+    )
+    waiting = limited(pod("w", cpu="1", requests={"nvidia.com/gpu": "1"}), 60)
+    sched.list(nodes=[node("n1", cpu="4", gpus=1)], pods=[holder, waiting])
+    await sched.run()
+    assert f"expected to start by {utc(wall + 600 + AFTER_DEADLINE)}" in message(api, "w"), message(
+        api, "w"
+    )

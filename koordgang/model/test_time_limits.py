@@ -106,3 +106,7 @@ def test_a_pending_pods_job_runs_its_clock_before_its_start_is_seen() -> None:
     assert (
         free_by_if_started(pod(deadline=60, phase="Pending"), None, now=1100) == 1100 + 60 + 30 + 10
     )
+
+
+def test_a_pod_stuck_terminating_past_its_deletion_is_free_a_lag_from_now() -> None:
+    assert free_by(pod(started=1000, deleting=2000), None, now=3000) == 3010

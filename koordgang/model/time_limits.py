@@ -68,8 +68,9 @@ def free_by(pod: PodInfo, job: JobInfo | None, now: float) -> float | None:
     if pod.is_terminal:
         return now
     if pod.deletion_timestamp is not None:
-        # The API server sets it to the deletion's time plus the grace period.
-        return pod.deletion_timestamp + LAG_SECONDS
+        # The API server sets it to the deletion's time plus the grace period; one still here
+        # past it (a finalizer, a node gone quiet) is free a lag from now at the earliest.
+        return max(pod.deletion_timestamp, now) + LAG_SECONDS
     ends: list[float] = []
     if pod.active_deadline_seconds is not None:
         # A pod not started yet starts now at the earliest, and its clock with it.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 from typing import Any
@@ -657,7 +658,7 @@ async def test_a_what_if_says_when_a_job_waiting_for_room_would_start(sched: Har
     await sched.run()
     [group] = _ask(sched, TIMED_POD)["groups"]
     assert group["outcome"] == PENDING
-    clock = time.strftime("%H:%M UTC", time.gmtime(wall + 600 + 30 + 10))
+    clock = time.strftime("%H:%M UTC", time.gmtime(math.ceil((wall + 600 + 30 + 10) / 60) * 60))
     assert any(
         f"expected to start by {clock} (an estimate): 1 pod on n1 reaches its time limit" in note
         for note in group["notes"]

@@ -3,20 +3,29 @@ there is none."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 
 from koordgang.framework.diagnosis import plural
 from koordgang.state.start_plan import Estimate
 
-__all__ = ["clock", "describe"]
+__all__ = ["by_minute", "clock", "describe"]
 
 #: Names shown before "and N more".
 SHOWN = 3
 
 
+def by_minute(moment: float) -> float:
+    """``moment`` rounded up to its minute: a start shown to the minute is never earlier than
+    planned."""
+    return float(math.ceil(moment / 60) * 60)
+
+
 def clock(moment: float, now: float) -> str:
-    """``14:20 UTC``; with the day when it is not today's (``2026-12-07 14:20 UTC``)."""
+    """``14:20 UTC`` (rounded up to the minute); with the day when it is not today's
+    (``2026-12-07 14:20 UTC``)."""
+    moment = by_minute(moment)
     same_day = time.gmtime(moment)[:3] == time.gmtime(now)[:3]
     return time.strftime("%H:%M UTC" if same_day else "%Y-%m-%d %H:%M UTC", time.gmtime(moment))
 

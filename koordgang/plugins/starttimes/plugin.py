@@ -21,6 +21,7 @@ from koordgang.framework.handle import Handle
 from koordgang.framework.report import MetricSpec
 from koordgang.framework.results import PostFilterResult
 from koordgang.framework.status import SKIP
+from koordgang.model.dra.extended import may_be_extended
 from koordgang.model.job import JobInfo
 from koordgang.model.node import NodeInfo
 from koordgang.model.pod import PodInfo
@@ -28,6 +29,7 @@ from koordgang.model.time import format_rfc3339
 from koordgang.plugins.starttimes.inputs import WaitingJob, holders, job_of, room, waiter
 from koordgang.plugins.starttimes.messages import describe
 from koordgang.plugins.starttimes.promises import Promises
+from koordgang.state.dra import DraManager
 from koordgang.state.snapshot import Snapshot
 from koordgang.state.start_plan import Estimate, plan_starts
 
@@ -79,7 +81,7 @@ class StartTimes:
         self, state: CycleState, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
     ) -> PostFilterResult:
         needed = plan.needed()
-        if plan.satisfied or not needed or _waits_for_more_than_room(plan, needed):
+        if plan.satisfied or not needed or _waits_for_more_than_room(plan, needed, self.handle.dra):
             return PostFilterResult(SKIP)
         key = group.job_name()
         now = self.handle.now()
@@ -195,10 +197,19 @@ def _has_deadline(job: JobInfo | None) -> bool:
     return job is not None and job.active_deadline_seconds is not None
 
 
-def _waits_for_more_than_room(plan: GroupPlan, needed: Sequence[Any]) -> bool:
-    """Members still to be made, or devices to be found: room alone does not start it."""
+def _waits_for_more_than_room(plan: GroupPlan, needed: Sequence[PodInfo], dra: DraManager) -> bool:
+    """Members still to be made, or devices to be found (claims, or extended resources a
+    DeviceClass serves through DRA; those a device plugin serves are room like any other):
+    room alone does not start it."""
     for part_plan in plan.parts:
         part = part_plan.part
         if len(part.pending) < part.minimum - part.counted:
             return True
-    return any(pod.resource_claims or pod.extended_containers for pod in needed)
+    return any(
+        pod.resource_claims
+        or any(
+            may_be_extended(name) and dra.extended_class(name) is not None
+            for name in pod.requests.names()
+        )
+        for pod in needed
+    )

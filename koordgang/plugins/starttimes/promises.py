@@ -16,6 +16,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from koordgang.plugins.starttimes.inputs import WaitingJob
+from koordgang.plugins.starttimes.messages import by_minute
 from koordgang.state.start_plan import Estimate
 
 __all__ = ["Promises"]
@@ -40,10 +41,10 @@ class Promises:
 
     def told(self, job: WaitingJob, estimate: Estimate, now: float) -> None:
         """``job``'s pods are told ``estimate`` at ``now`` (wall clock); the first start told
-        is the one it is held to."""
+        (to the minute, as shown) is the one it is held to."""
         if job.key not in self._told and estimate.start is not None:
             self._told[job.key] = _Told(
-                estimate.start,
+                by_minute(estimate.start),
                 now,
                 job.priority,
                 frozenset(estimate.nodes),
