@@ -127,7 +127,8 @@ async def test_room_held_without_a_limit_is_named_to_a_job_with_one(
     await sched.run()
     await next_plan(sched)
     assert message(api, "w").endswith(
-        "; no start time can be given: room it needs is held without a time limit by ns/endless"
+        "; no start time can be given: room it needs is held with no known end (no time "
+        "limit, or not started yet) by ns/endless"
     ), message(api, "w")
     # A pod without a limit of its own is told nothing of start times it cannot have.
     assert "time limit" not in message(api, "plain")
@@ -253,3 +254,30 @@ async def test_a_gpu_job_of_a_device_plugin_waits_for_room_and_hears_its_start(
     assert f"expected to start by {utc(wall + 600 + AFTER_DEADLINE)}" in message(api, "w"), message(
         api, "w"
     )
+
+
+async def test_room_held_for_a_reserving_job_has_no_known_end(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    """The starvation guard holds n1 for big (its members nominated, not started): a job
+    behind it is not told a start from big's time limit counted from now."""
+    sched = make_scheduler(reserve_after=30)
+    wall = sched.clock.wall()
+    sched.list(
+        nodes=[node("n1", cpu="8")],
+        pods=[
+            running("r1", "n1", "1", started=wall, limit=600),
+            *(limited(m, 3600) for m in gang("big", 1, 1, cpu="8")),
+        ],
+    )
+    await sched.run()
+    sched.clock.advance(31)
+    sched.scheduler.signals.request_move()
+    await sched.run()
+    assert message(api, "big-0").startswith("holding 1 node for ns/big"), message(api, "big-0")
+    sched.add(limited(pod("w", cpu="8"), 60))
+    await next_plan(sched)
+    assert message(api, "w").endswith(
+        "no start time can be given: room it needs is held with no known end (no time limit, "
+        "or not started yet) by ns/big-0"
+    ), message(api, "w")

@@ -50,13 +50,18 @@ def room(snapshot: Snapshot) -> dict[str, Resources]:
     }
 
 
-def holders(snapshot: Snapshot, jobs: JobOf, now: float) -> list[Holder]:
-    """Every pod counted on a node, with when its room is free at the latest (a nominated pod
-    not yet bound is taken to run from now)."""
+def holders(
+    snapshot: Snapshot, jobs: JobOf, now: float, nominated: Callable[[str], bool]
+) -> list[Holder]:
+    """Every pod counted on a node, with when its room is free at the latest. A pod
+    nominated there and not bound yet (preemption's, the starvation guard's) starts when its
+    room is made, which this plan does not know: its room has no known end. One placed by a
+    cycle and about to bind starts now."""
     held: list[Holder] = []
     for node in snapshot.nodes:
         for pod in snapshot.pods_on(node):
-            held.append(Holder(pod.key, node.name, pod.requests, free_by(pod, jobs(pod), now)))
+            end = None if not pod.node_name and nominated(pod.uid) else free_by(pod, jobs(pod), now)
+            held.append(Holder(pod.key, node.name, pod.requests, end))
     return held
 
 

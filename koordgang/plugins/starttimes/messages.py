@@ -52,7 +52,8 @@ def describe(estimate: Estimate, now: float, *, limited: bool) -> str:
         return text
     if estimate.held_by and limited:
         return (
-            "no start time can be given: room it needs is held without a time limit by "
+            "no start time can be given: room it needs is held with no known end (no time "
+            "limit, or not started yet) by "
             f"{names(estimate.held_by)}"
         )
     return ""

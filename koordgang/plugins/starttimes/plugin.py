@@ -121,7 +121,10 @@ class StartTimes:
         )
         waiters = [waiter(job, nodes, self._job_of) for job in queue]
         estimates = plan_starts(
-            wall, room(snapshot), holders(snapshot, self._job_of, wall), waiters
+            wall,
+            room(snapshot),
+            holders(snapshot, self._job_of, wall, self.handle.nominations.__contains__),
+            waiters,
         )
         self._estimates = {e.key: e for e in estimates}
         self._promises.planned(queue, self._estimates, {n.name for n in nodes})
