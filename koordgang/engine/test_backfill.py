@@ -14,6 +14,7 @@ import pytest
 
 from koordgang.model.job import parse_job
 from koordgang.model.pod import PodInfo
+from koordgang.model.resources import Resources
 from koordgang.model.time import format_rfc3339
 from koordgang.testing.api import FakeApi
 from koordgang.testing.builders import bound, gang, node, pod
@@ -214,3 +215,43 @@ async def test_the_job_binds_whole_once_the_pods_it_waits_for_and_let_in_are_gon
     await retry(guarded, 1)
     assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]
     assert [c for c in api.landed() if c.method == "DELETE"] == []
+
+
+async def test_a_pod_is_not_let_in_where_the_job_fits_sooner_than_the_pods_it_waits_for_end(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """n1 (12 cpu) holds a (ends 140 s from now) and b (ends 640 s from now); big needs 8.
+    The dry run waits for b, but big fits as soon as a goes: a pod of 400 s would delay it."""
+    wall = guarded.clock.wall()
+    early = running("a", "n1", started=wall - 500, limit=600)
+    late = running("b", "n1", started=wall, limit=600)
+    early, late = (replace(p, requests=Resources({"cpu": 4000})) for p in (early, late))
+    guarded.list(nodes=[node("n1", cpu="12")], pods=[early, late, *gang("big", 1, 1, cpu="8")])
+    await guarded.run()
+    await retry(guarded, RESERVE_AFTER + 1)
+    assert message(api, "big-0").startswith("holding 1 node for ns/big"), message(api, "big-0")
+    promised = wall - 500 + 600 + 30 + 10
+    assert guarded.framework.gang_facts("ns/big")["expectedStart"] == format_rfc3339(promised)
+    guarded.add(limited(pod("p", cpu="4"), 400))
+    await guarded.run()
+    assert bound_to(api, "p") == {}
+    assert "held for ns/big" in message(api, "p")
+
+
+async def test_a_terminating_pod_on_the_held_node_counts_in_the_promise(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """A pod deleted with an hour's grace period holds its room until then: the job is not
+    promised a start before."""
+    wall = guarded.clock.wall()
+    leaving = replace(
+        running("t", "n1", started=wall - 10, limit=None),
+        requests=Resources({"cpu": 4000}),
+        deletion_timestamp=wall + 3600,
+    )
+    short = replace(running("b", "n1", started=wall, limit=100), requests=Resources({"cpu": 4000}))
+    guarded.list(nodes=[node("n1", cpu="8")], pods=[leaving, short, *gang("big", 1, 1, cpu="8")])
+    await guarded.run()
+    await retry(guarded, RESERVE_AFTER + 1)
+    facts = guarded.framework.gang_facts("ns/big")
+    assert facts["expectedStart"] == format_rfc3339(wall + 3600 + 10), facts

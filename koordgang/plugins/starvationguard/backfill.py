@@ -9,12 +9,14 @@ without a time limit, which nothing here guesses), and unbounded never lends or 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 
 from koordgang.framework.group import SchedulingGroup
 from koordgang.model.job import JobInfo
 from koordgang.model.pod import PodInfo
+from koordgang.model.resources import Resources
 from koordgang.model.time_limits import free_by, free_by_if_started
+from koordgang.state.cache import SchedulerCache
 
 __all__ = ["ends_by", "starts_by"]
 
@@ -23,21 +25,61 @@ JobOf = Callable[[PodInfo], JobInfo | None]
 
 
 def starts_by(
-    waits_for: Iterable[str], pod_of: Callable[[str], PodInfo | None], jobs: JobOf, now: float
+    nominations: Mapping[str, str], cache: SchedulerCache, jobs: JobOf, now: float
 ) -> float | None:
-    """When a reserving job has its room at the latest: once every pod it waits for (by uid;
-    those gone count no more) has reached its bound. None when one of them has none; ``now``
-    when it waits for nobody (it is about to bind: nothing ends before that)."""
+    """When a reserving job has its room at the latest: on each node it holds, the first
+    moment the pods there (all of them, not only those it planned to wait for: one that ends
+    sooner may make the room first; terminating ones until their deletion) have left enough
+    for its members nominated there, by their bounds. It binds whole, so its start is the
+    latest of its nodes'. None when a node's room needs a pod without a bound to go."""
+    needed: dict[str, Resources] = {}
+    for uid, node in nominations.items():
+        member = cache.pod(uid)
+        if member is not None:
+            needed[node] = needed.get(node, Resources.EMPTY) + member.requests
     start = now
-    for uid in waits_for:
-        pod = pod_of(uid)
-        if pod is None:
+    for node, wanted in needed.items():
+        at = _room_by(node, wanted, nominations, cache, jobs, now)
+        if at is None:
+            return None
+        start = max(start, at)
+    return start
+
+
+def _room_by(
+    node: str,
+    wanted: Resources,
+    members: Mapping[str, str],
+    cache: SchedulerCache,
+    jobs: JobOf,
+    now: float,
+) -> float | None:
+    state = cache.node(node)
+    if state is None or state.info is None:
+        return None
+    used = Resources.EMPTY
+    ends: list[tuple[float, Resources]] = []
+    endless = Resources.EMPTY
+    for uid in state.pods:
+        pod = cache.pod(uid)
+        if pod is None or uid in members:
             continue
+        used = used + pod.requests
         end = free_by(pod, jobs(pod), now)
         if end is None:
-            return None
-        start = max(start, end)
-    return start
+            endless = endless + pod.requests
+        else:
+            ends.append((end, pod.requests))
+    room = state.info.allocatable
+    if not (used + wanted).exceeds(room):
+        return now
+    if (endless + wanted).exceeds(room):
+        return None
+    for end, requests in sorted(ends, key=lambda e: e[0]):
+        used = used - requests
+        if not (used + wanted).exceeds(room):
+            return end
+    return None
 
 
 def ends_by(group: SchedulingGroup, jobs: JobOf, now: float, waiting_time: float) -> float | None:

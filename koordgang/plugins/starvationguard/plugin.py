@@ -261,7 +261,7 @@ class StarvationGuard:
                 ends = ends_by(group, self._job_of, now, waiting)
                 if ends is None:
                     return ()
-            start = starts_by(reservation.waits_for(), self.handle.cache.pod, self._job_of, now)
+            start = starts_by(reservation.nominations, self.handle.cache, self._job_of, now)
             if start is not None and ends <= start:
                 keys.append(key)
                 lent.extend(reservation.nominations)
@@ -350,9 +350,9 @@ class StarvationGuard:
         reservation.nominations = dict(run.nominations)
         reservation.blockers = {p.pod.uid: p.node_name for p in run.victims}
         if current is None:
-            # The promise is made once, as it begins to hold room: the pods it waits for then.
+            # The promise is made once, as it begins to hold room: by the pods there then.
             reservation.promised = starts_by(
-                reservation.waits_for(), self.handle.cache.pod, self._job_of, self.handle.wall()
+                reservation.nominations, self.handle.cache, self._job_of, self.handle.wall()
             )
         for uid in reservation.nominations:
             self._member_of[uid] = key
