@@ -132,8 +132,8 @@ def _min(a: Vector, b: Vector) -> Vector:
     return tuple(x if x < y else y for x, y in zip(a, b, strict=True))
 
 
-def _max(a: Vector, b: Vector) -> Vector:
-    return tuple(x if x > y else y for x, y in zip(a, b, strict=True))
+def _floor(a: Vector) -> Vector:
+    return tuple(x if x > 0 else 0 for x in a)
 
 
 def _times(free: Vector, need: Vector) -> int:
@@ -172,13 +172,23 @@ class _Plan:
         #: (moment, node) of every release.
         self.releases = [(t, name) for t, _, name in releases]
         self.moments = [now, *sorted({t for t, _, _ in releases})]
+        # Each node's free room counts from 0 up: an over-committed node (a nomination beside
+        # the pods it waits for) hides no room of the others.
+        free = {
+            name: _floor(_sub(node.allocatable, node.held[0])) for name, node in self.nodes.items()
+        }
         total = self.zero
-        for node in self.nodes.values():
-            total = _add(total, _sub(node.allocatable, node.held[0]))
+        for room in free.values():
+            total = _add(total, room)
         self.release_times = [t for t, _, _ in releases]
         self.cluster_free = [total]
-        for _, given, _ in releases:
-            total = _add(total, given)
+        index = {name: 0 for name in self.nodes}
+        for _, _, name in releases:
+            node = self.nodes[name]
+            index[name] += 1
+            room = _floor(_sub(node.allocatable, node.held[index[name]]))
+            total = _add(total, _sub(room, free[name]))
+            free[name] = room
             self.cluster_free.append(total)
         self.spent = 0
 
@@ -219,15 +229,16 @@ class _Plan:
         eligible = [self.nodes[n] for n in self.order if waiter.nodes is None or n in waiter.nodes]
         members = sorted((self.vector(m) for m in waiter.members), reverse=True)
         demand = self.zero
-        biggest = self.zero
+        smallest = members[0]
         for member in members:
             demand = _add(demand, member)
-            biggest = _max(biggest, member)
-        # Only nodes that could take the biggest member once every pod with a bound has gone
+            smallest = _min(smallest, member)
+        # Only nodes that could take the smallest member once every pod with a bound has gone
         # are looked at; how many of it each takes is kept up to date as the sweep meets the
         # moments its room changes (a release, a planned run beginning, ending, or coming
-        # within reach of the job's run), and first fit runs once they take every member.
-        usable = {n.name: n for n in eligible if _fits(biggest, n.most)}
+        # within reach of the job's run), and first fit runs once they take as many as the
+        # job has members (for members all alike, exactly when they all fit).
+        usable = {n.name: n for n in eligible if _fits(smallest, n.most)}
         if not usable:
             return self._never(waiter, eligible, members)
         runs = self._run_events(waiter, usable)
@@ -255,7 +266,7 @@ class _Plan:
                 self.spent += release_stop - seen_release
             seen_release, seen_run = release_stop, run_stop
             for name in stale:
-                count = _times(usable[name].free(moment, end), biggest)
+                count = _times(usable[name].free(moment, end), smallest)
                 total += count - taken.get(name, 0)
                 taken[name] = count
             self.spent += len(stale)

@@ -140,3 +140,22 @@ def test_jobs_past_the_plans_budget_get_no_estimate_never_a_wrong_one(
     first, second = plan_starts(0, nodes("n1", "n2"), held, [waiter("one", 4), waiter("two", 4)])
     assert first.start == 100
     assert (second.start, second.unplanned, second.held_by) == (None, True, ())
+
+
+def test_a_gang_of_unlike_members_fits_where_its_biggest_alone_would_not_twice() -> None:
+    """n1 empty, n2 with 3 of its 4 cores held for ever: 4 cores and 1 core fit now."""
+    held = [holder("endless", "n2", 3, None)]
+    [job] = plan_starts(0, nodes("n1", "n2"), held, [waiter("job", 4, 1)])
+    assert (job.start, dict(job.nodes)) == (0, {"n1": 1, "n2": 1})
+
+
+def test_an_over_committed_node_hides_no_room_of_the_others() -> None:
+    """n1 holds twice its room (a pod and a nomination without a bound); n2 is empty, n3 free
+    at 100: a pair of whole nodes starts at 100 on n2 and n3."""
+    held = [
+        holder("blocker", "n1", 8, 1000),
+        holder("big-0", "n1", 8, None),
+        holder("c", "n3", 8, 100),
+    ]
+    [pair] = plan_starts(0, nodes("n1", "n2", "n3", cores=8), held, [waiter("pair", 8, 8)])
+    assert (pair.start, dict(pair.nodes)) == (100, {"n2": 1, "n3": 1})
