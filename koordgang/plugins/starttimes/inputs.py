@@ -3,8 +3,9 @@ pods holding it with their time bounds, and the jobs waiting for it with theirs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from koordgang.model.job import JobInfo
 from koordgang.model.node import NodeInfo
@@ -15,7 +16,7 @@ from koordgang.model.time_limits import LAG_SECONDS, free_by, job_key
 from koordgang.state.snapshot import Snapshot
 from koordgang.state.start_plan import Holder, Waiter
 
-__all__ = ["WaitingJob", "holders", "job_of", "room", "waiter"]
+__all__ = ["Eligible", "WaitingJob", "holders", "job_of", "room", "waiter"]
 
 #: The Job a pod belongs to, if the daemon knows it.
 JobOf = Callable[[PodInfo], JobInfo | None]
@@ -65,7 +66,7 @@ def holders(
     return held
 
 
-def waiter(job: WaitingJob, nodes: Sequence[NodeInfo], jobs: JobOf) -> Waiter:
+def waiter(job: WaitingJob, eligible: Eligible, jobs: JobOf) -> Waiter:
     """The plan's view of a waiting job: its members' requests, the nodes every member may go
     to, and when its room is free again once it starts. A member ends at its own deadline
     (counted from its start) or its Job's (whose clock already runs), whichever comes first;
@@ -91,27 +92,46 @@ def waiter(job: WaitingJob, nodes: Sequence[NodeInfo], jobs: JobOf) -> Waiter:
         job.key,
         tuple(p.requests for p in job.members),
         max(own) if len(own) == count else None,
-        _eligible(job.members, nodes),
+        eligible.nodes_for(job.members),
         max(by_job) if len(by_job) == count else None,
     )
 
 
-def _eligible(members: Iterable[PodInfo], nodes: Sequence[NodeInfo]) -> frozenset[str] | None:
-    """The nodes every member may go to as far as their labels, taints and state go (room
-    aside); None when that is every node."""
-    names = {
-        node.name
-        for node in nodes
-        if node.ready and not node.unschedulable and all(_may_go(p, node) for p in members)
-    }
-    return None if len(names) == len(nodes) else frozenset(names)
+class Eligible:
+    """The nodes a pod may go to as far as its labels, taints and the nodes' state go (room
+    aside), worked out once per plan for each kind of constraint: most pods of a queue share
+    theirs (none), and a node looked at for each member of each job was most of a plan."""
+
+    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+        self._nodes = nodes
+        self._known: dict[Hashable, frozenset[str]] = {}
+
+    def nodes_for(self, members: Iterable[PodInfo]) -> frozenset[str] | None:
+        """The nodes every member may go to; None when that is every node."""
+        names: frozenset[str] | None = None
+        for kind in {_constraints(pod) for pod in members}:
+            found = self._known.get(kind)
+            if found is None:
+                found = self._known[kind] = frozenset(
+                    node.name
+                    for node in self._nodes
+                    if node.ready and not node.unschedulable and _may_go(kind, node)
+                )
+            names = found if names is None else names & found
+        return None if names is None or len(names) == len(self._nodes) else names
 
 
-def _may_go(pod: PodInfo, node: NodeInfo) -> bool:
-    if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+_Constraints = tuple[tuple[tuple[str, str], ...], Any, tuple[Any, ...]]
+
+
+def _constraints(pod: PodInfo) -> _Constraints:
+    return (tuple(sorted(pod.node_selector.items())), pod.required_affinity, pod.tolerations)
+
+
+def _may_go(kind: _Constraints, node: NodeInfo) -> bool:
+    selector, affinity, tolerations = kind
+    if any(node.labels.get(k) != v for k, v in selector):
         return False
-    if pod.required_affinity is not None and not pod.required_affinity.matches(
-        node.name, node.labels
-    ):
+    if affinity is not None and not affinity.matches(node.name, node.labels):
         return False
-    return first_untolerated(node.scheduling_taints, pod.tolerations) is None
+    return first_untolerated(node.scheduling_taints, tolerations) is None

@@ -26,7 +26,14 @@ from koordgang.model.job import JobInfo
 from koordgang.model.node import NodeInfo
 from koordgang.model.pod import PodInfo
 from koordgang.model.time import format_rfc3339
-from koordgang.plugins.starttimes.inputs import WaitingJob, holders, job_of, room, waiter
+from koordgang.plugins.starttimes.inputs import (
+    Eligible,
+    WaitingJob,
+    holders,
+    job_of,
+    room,
+    waiter,
+)
 from koordgang.plugins.starttimes.messages import describe
 from koordgang.plugins.starttimes.promises import Promises
 from koordgang.state.dra import DraManager
@@ -119,7 +126,8 @@ class StartTimes:
             (w for w in self._waiting.values() if not self._made_room_for(w)),
             key=lambda w: (-w.priority, w.created, w.key),
         )
-        waiters = [waiter(job, nodes, self._job_of) for job in queue]
+        eligible = Eligible(nodes)
+        waiters = [waiter(job, eligible, self._job_of) for job in queue]
         estimates = plan_starts(
             wall,
             room(snapshot),
