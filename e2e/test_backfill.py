@@ -92,8 +92,11 @@ def test_a_short_job_runs_on_held_room_and_a_long_one_does_not(
     if isinstance(daemon, LocalDaemon):  # the in-cluster Deployment's port is not ours
         with urllib.request.urlopen(f"http://127.0.0.1:{daemon.port}/gangs", timeout=5) as reply:
             rows: dict[str, Any] = {g["gang"]: g for g in json.loads(reply.read())["gangs"]}
-        waiting = rows[f"{namespace}/big"]["waitingFor"]
-        assert waiting.endswith("let in 1 pod that ends before it starts"), waiting
+        row = rows[f"{namespace}/big"]
+        waiting = row["waitingFor"]
+        assert "let in 1 pod that ends before it starts; promised to start by " in waiting, waiting
+        # The promise, made as it began to hold the node, is in the view too.
+        assert row["promised"] is True and row["expectedStart"], row
 
     # The Job controller ends the short Job at its time limit; the long one still waits.
     wait_until(
