@@ -198,6 +198,9 @@ class Intake(EnginePart):
             self._framework.on_pod(old, pod)
             self._waiting.update(pod)
             self.enqueue(pod)
+        if old is not None and pod.is_terminal and not old.is_terminal:
+            # Finished (a Job's pods stay as objects): its room is free as if it were gone.
+            self._framework.on_pod_gone(pod)
         if counted is not None and counted != self._cache.node_of(pod.uid):
             # It left the node it counted on (ended, or another scheduler's nomination was
             # cleared or moved): room there is free, parked pods may fit.

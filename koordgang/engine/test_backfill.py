@@ -255,3 +255,28 @@ async def test_a_terminating_pod_on_the_held_node_counts_in_the_promise(
     await retry(guarded, RESERVE_AFTER + 1)
     facts = guarded.framework.gang_facts("ns/big")
     assert facts["expectedStart"] == format_rfc3339(wall + 3600 + 10), facts
+
+
+async def test_a_pod_let_in_that_succeeds_is_no_longer_waited_for(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """A Job's pod that completes stays as an object (phase Succeeded): its room is free, and
+    the job is tried at once, as when a pod it waits for is deleted."""
+    blockers = await hold(guarded, api, (BLOCKER_LIMIT, BLOCKER_LIMIT))
+    guarded.add(limited(pod("short", cpu="4"), SHORT))
+    await guarded.run()
+    [where] = bound_to(api, "short").values()
+    let_in = replace(bound(limited(pod("short", cpu="4"), SHORT), where), phase="Running")
+    guarded.intake.on_pod_upsert(let_in)
+    await guarded.run()
+    for blocker in blockers:
+        guarded.intake.on_pod_delete(blocker.uid)
+    await retry(guarded, 1)
+    assert bound_to(api, "big-") == {}
+    assert "waiting for 1 pod to finish" in guarded.framework.gang_facts("ns/big")["waitingFor"]
+    guarded.asked.activated.clear()
+    guarded.intake.on_pod_upsert(replace(let_in, phase="Succeeded", resource_version="3"))
+    assert sorted(guarded.asked.activated) == ["big-0", "big-1"]
+    assert "waiting for" not in guarded.framework.gang_facts("ns/big")["waitingFor"]
+    await retry(guarded, 1)
+    assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]

@@ -262,7 +262,9 @@ class PreBindPlugin(Plugin, Protocol):
 @runtime_checkable
 class PodGonePlugin(Plugin, Protocol):
     def on_pod_gone(self, pod: PodInfo) -> None:
-        """Any pod (ours or not) was deleted: preemption learns that a victim is gone."""
+        """Any pod (ours or not) was deleted, or finished (Succeeded or Failed: its room is
+        free, though its object stays): preemption learns that a victim is gone. May come
+        twice for one pod (finished, then deleted)."""
 
 
 @runtime_checkable
