@@ -280,3 +280,18 @@ async def test_a_pod_let_in_that_succeeds_is_no_longer_waited_for(
     assert "waiting for" not in guarded.framework.gang_facts("ns/big")["waitingFor"]
     await retry(guarded, 1)
     assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]
+
+
+async def test_nothing_is_let_in_while_a_pod_the_job_waits_for_outlives_its_bound(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """The blockers' bound has passed and they are still there (a kubelet late to act): the
+    job's start is not known any more, and a short pod is kept off rather than let in on a
+    start that keeps sliding."""
+    await hold(guarded, api, (100, 100))
+    # Due by 140 s from their start (100 s, grace, lag); it is 141 s later.
+    guarded.clock.advance(141 - RESERVE_AFTER - 1)
+    # 1 s and no grace period: it would end well within what the overdue pods' grace is.
+    guarded.add(replace(limited(pod("short", cpu="4"), 1), grace_seconds=0))
+    await guarded.run()
+    assert bound_to(api, "short") == {}

@@ -11,7 +11,7 @@ from koordgang.model.errors import ModelError
 from koordgang.model.job import JobInfo, parse_job
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.model.time import format_rfc3339
-from koordgang.model.time_limits import free_by, free_by_if_started
+from koordgang.model.time_limits import free_by, free_by_if_started, overdue
 
 
 def pod(
@@ -110,3 +110,13 @@ def test_a_pending_pods_job_runs_its_clock_before_its_start_is_seen() -> None:
 
 def test_a_pod_stuck_terminating_past_its_deletion_is_free_a_lag_from_now() -> None:
     assert free_by(pod(started=1000, deleting=2000), None, now=3000) == 3010
+
+
+def test_a_pod_past_its_bound_is_overdue_one_within_it_or_without_one_is_not() -> None:
+    # Started at 1000 for 600 s, 30 s of grace, 10 s of lag: due by 1640.
+    assert not overdue(pod(deadline=600, started=1000), None, now=1640)
+    assert overdue(pod(deadline=600, started=1000), None, now=1641)
+    assert overdue(pod(started=1000), job(300, 900), now=1241)
+    assert not overdue(pod(started=1000), None, now=99_999)
+    assert overdue(pod(started=1000, deleting=2000), None, now=2011)
+    assert not overdue(pod(deadline=10, started=0, phase="Succeeded"), None, now=99_999)

@@ -30,6 +30,7 @@ __all__ = [
     "free_by",
     "free_by_if_started",
     "job_key",
+    "overdue",
     "parse_time_limit",
 ]
 
@@ -86,6 +87,26 @@ def free_by(pod: PodInfo, job: JobInfo | None, now: float) -> float | None:
     if not ends:
         return None
     return max(min(ends), now) + pod.grace_seconds + LAG_SECONDS
+
+
+def overdue(pod: PodInfo, job: JobInfo | None, now: float) -> bool:
+    """``pod`` is still here past its bound, grace and lag included (its kubelet or Job
+    controller is late, a finalizer holds it): when it goes is not known any more."""
+    if pod.is_terminal:
+        return False
+    if pod.deletion_timestamp is not None:
+        return pod.deletion_timestamp + LAG_SECONDS < now
+    ends: list[float] = []
+    if pod.active_deadline_seconds is not None and pod.start_time is not None:
+        ends.append(pod.start_time + pod.active_deadline_seconds)
+    if (
+        job is not None
+        and job.active_deadline_seconds is not None
+        and job.start_time is not None
+        and not job.suspended
+    ):
+        ends.append(job.start_time + job.active_deadline_seconds)
+    return bool(ends) and min(ends) + pod.grace_seconds + LAG_SECONDS < now
 
 
 def free_by_if_started(pod: PodInfo, job: JobInfo | None, now: float) -> float | None:

@@ -15,7 +15,7 @@ from koordgang.framework.group import SchedulingGroup
 from koordgang.model.job import JobInfo
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import Resources
-from koordgang.model.time_limits import free_by, free_by_if_started
+from koordgang.model.time_limits import free_by, free_by_if_started, overdue
 from koordgang.state.cache import SchedulerCache
 
 __all__ = ["ends_by", "starts_by"]
@@ -58,7 +58,8 @@ def _room_by(
     if state is None or state.info is None:
         return None
     used = Resources.EMPTY
-    ends: list[tuple[float, Resources]] = []
+    # (end, requests, overdue): a pod past its bound has no known end any more.
+    ends: list[tuple[float, Resources, bool]] = []
     endless = Resources.EMPTY
     for uid in state.pods:
         pod = cache.pod(uid)
@@ -69,13 +70,15 @@ def _room_by(
         if end is None:
             endless = endless + pod.requests
         else:
-            ends.append((end, pod.requests))
+            ends.append((end, pod.requests, overdue(pod, jobs(pod), now)))
     room = state.info.allocatable
     if not (used + wanted).exceeds(room):
         return now
     if (endless + wanted).exceeds(room):
         return None
-    for end, requests in sorted(ends, key=lambda e: e[0]):
+    for end, requests, late in sorted(ends, key=lambda e: e[0]):
+        if late:
+            return None
         used = used - requests
         if not (used + wanted).exceeds(room):
             return end
