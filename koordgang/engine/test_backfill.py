@@ -21,6 +21,7 @@ from koordgang.testing.builders import bound, gang, node, pod
 from koordgang.testing.harness import Harness, MakeScheduler
 
 RESERVE_AFTER = 30.0
+LATE = "koordgang_start_later_than_expected_total"
 #: The blockers' time limit (seconds from their start): the job starts by then, plus their
 #: grace period (30 s, the default) and the lag allowance (10 s).
 BLOCKER_LIMIT = 600
@@ -295,3 +296,43 @@ async def test_nothing_is_let_in_while_a_pod_the_job_waits_for_outlives_its_boun
     guarded.add(replace(limited(pod("short", cpu="4"), 1), grace_seconds=0))
     await guarded.run()
     assert bound_to(api, "short") == {}
+
+
+def nominated(api: FakeApi, name: str) -> str:
+    """The node the pod's last status patch nominated it to."""
+    path = f"/api/v1/namespaces/ns/pods/{name}/status"
+    patches = [
+        c.body["status"]["nominatedNodeName"]
+        for c in api.landed()
+        if c.method == "PATCH" and c.path == path and "nominatedNodeName" in c.body["status"]
+    ]
+    assert patches, f"{name} was never nominated"
+    return str(patches[-1])
+
+
+def late_starts(sched: Harness) -> list[str]:
+    text = sched.scheduler.metrics.render().decode()
+    return [line for line in text.splitlines() if line.startswith(LATE + "{")]
+
+
+@pytest.mark.parametrize(
+    ("gone_after", "late"), [(50, []), (200, ['{reason="outlived_bound"} 1.0'])]
+)
+async def test_a_job_that_binds_after_its_promise_is_counted_late(
+    guarded: Harness, api: FakeApi, gone_after: float, late: list[str]
+) -> None:
+    """Promised 140 s from its blockers' start (100 s, grace, lag); they go at ``gone_after``."""
+    blockers = await hold(guarded, api, (100, 100))
+    # The informer shows the members nominated, as the API server has them now.
+    for member in [p for p in guarded.cache.pods() if p.name.startswith("big-")]:
+        guarded.intake.on_pod_upsert(
+            replace(member, nominated_node_name=nominated(api, member.name), resource_version="5")
+        )
+    guarded.clock.advance(gone_after - RESERVE_AFTER - 1)
+    for blocker in blockers:
+        guarded.intake.on_pod_delete(blocker.uid)
+    await retry(guarded, 1)
+    guarded.observe_binds()
+    await guarded.run()
+    assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]
+    assert late_starts(guarded) == [LATE + line for line in late]

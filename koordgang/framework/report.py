@@ -147,6 +147,12 @@ class WatchedResource:
         return f"{prefix}/{self.version}/{self.plural}"
 
 
+#: Jobs that started later than they were told, by why (``higher_priority``, ``node_gone``,
+#: ``outlived_bound``, ``room_taken``): declared by StartTimes, which tells estimates, and fed
+#: by the starvation guard too, which makes promises.
+LATE_STARTS = "koordgang_start_later_than_expected"
+
+
 @dataclass(frozen=True, slots=True)
 class MetricSpec:
     """A metric a plugin registers: the engine makes it, and the plugin feeds it by ``name``

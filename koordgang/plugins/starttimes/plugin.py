@@ -18,7 +18,7 @@ from typing import Any
 from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
-from koordgang.framework.report import MetricSpec
+from koordgang.framework.report import LATE_STARTS, MetricSpec
 from koordgang.framework.results import PostFilterResult
 from koordgang.framework.status import SKIP
 from koordgang.model.dra.extended import may_be_extended
@@ -44,7 +44,6 @@ __all__ = ["StartTimes"]
 
 NAME = "StartTimes"
 EXPECTED_WAIT = "koordgang_expected_wait_seconds"
-LATE_STARTS = "koordgang_start_later_than_expected"
 #: A job not seen waiting for this long stopped waiting (placed, or gone).
 FORGET_AFTER = 180.0
 #: Plans are made at most this many times their cost apart (a plan of 1.4 s at 5,000 nodes
@@ -122,10 +121,15 @@ class StartTimes:
             self._forget(key)
         wall = self.handle.wall()
         nodes: list[NodeInfo] = [n.info for n in snapshot.nodes if n.info is not None]
-        queue = sorted(
-            (w for w in self._waiting.values() if not self._made_room_for(w)),
-            key=lambda w: (-w.priority, w.created, w.key),
-        )
+        queue = []
+        for job in self._waiting.values():
+            if self._made_room_for(job):
+                # Room is made or held for it now: what it was told before is superseded
+                # (the starvation guard keeps its own promise).
+                self._promises.forget(job.key)
+            else:
+                queue.append(job)
+        queue.sort(key=lambda w: (-w.priority, w.created, w.key))
         eligible = Eligible(nodes)
         waiters = [waiter(job, eligible, self._job_of) for job in queue]
         estimates = plan_starts(
@@ -147,6 +151,15 @@ class StartTimes:
             self._member_of.pop(pod.uid, None)
 
     # -- a job starts --------------------------------------------------------------------------
+
+    def on_pod(self, old: PodInfo | None, pod: PodInfo | None) -> None:
+        """A member nominated to a node (room is made or held for its job: preemption, the
+        starvation guard): what its job was told before is superseded, and the guard keeps
+        its own promise."""
+        if pod is not None and pod.nominated_node_name and not pod.node_name:
+            key = self._member_of.get(pod.uid)
+            if key is not None:
+                self._promises.forget(key)
 
     def on_pod_left_pending(self, pod: PodInfo, gone: bool) -> None:
         """A member bound: its job started (counted if later than first told); a member gone:

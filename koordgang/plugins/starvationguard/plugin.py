@@ -34,7 +34,7 @@ from koordgang.framework.cycle_state import CycleState
 from koordgang.framework.diagnosis import plural
 from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
-from koordgang.framework.report import MetricSpec
+from koordgang.framework.report import LATE_STARTS, MetricSpec
 from koordgang.framework.results import HoldPreview, PostFilterResult, UnreserveReason
 from koordgang.framework.status import SKIP, SUCCESS, Status
 from koordgang.model.group_key import GroupKey
@@ -211,6 +211,11 @@ class StarvationGuard:
         if not reservation.nominations:
             if not gone:
                 self.handle.record(RESERVATION_WAIT, self.handle.now() - reservation.since)
+                promised = reservation.promised
+                if promised is not None and self.handle.wall() > promised:
+                    # A higher priority would have taken its room (the reservation ends); it
+                    # bound, late: a pod it waited for outlived its bound.
+                    self.handle.record(LATE_STARTS, 1.0, "outlived_bound")
             self._end(key)
             self._waiting.pop(key, None)
 
