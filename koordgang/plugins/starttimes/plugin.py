@@ -104,7 +104,9 @@ class StartTimes:
         # A job first seen waits for the next plan: a burst of new ones makes one plan, not
         # one each.
         if self._planned is None or now - self._planned >= self._interval():
-            self._plan(snapshot, now)
+            # From the cache as it stands, not the cycle's snapshot: that one passes over other
+            # schedulers' nominations below this group's priority, which other jobs must not.
+            self._plan(Snapshot(self.handle.cache), now)
         estimate = self._estimates.get(key)
         limited = any(
             p.active_deadline_seconds is not None or _has_deadline(self._job_of(p)) for p in needed
