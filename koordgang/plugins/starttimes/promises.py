@@ -6,8 +6,8 @@ job of higher priority that arrived since it was told now comes first (``higher_
 or a node the plan had for it went away (``node_gone``), or a pod it waited for is still
 there past its bound (``outlived_bound``: the kubelet, the Job controller or a deletion took
 longer than allowed), or else the room was taken some other way, by another scheduler or by
-pods that came first (``room_taken``). A job whose plan never slipped and still started late
-waited for pods that outlived their bounds too.
+pods that came first (``room_taken``). A job late without a plan having seen it slip (it
+started before the next plan) counts as ``room_taken``: nothing says a pod outlived its bound.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class Promises:
         told = self._told.pop(key, None)
         if told is None or now <= told.start:
             return None
-        return told.slipped or "outlived_bound"
+        return told.slipped or "room_taken"
 
     def forget(self, key: str) -> None:
         """A job no longer waiting that did not start (deleted, or not seen for long)."""
