@@ -46,6 +46,8 @@ class Holder:
     node: str
     requests: Resources
     free_by: float | None
+    #: Still here past its bound (its kubelet or Job controller is late).
+    overdue: bool = False
 
 
 @dataclass(frozen=True, slots=True)

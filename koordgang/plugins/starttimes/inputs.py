@@ -12,7 +12,7 @@ from koordgang.model.node import NodeInfo
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import Resources
 from koordgang.model.taints import first_untolerated
-from koordgang.model.time_limits import LAG_SECONDS, free_by, job_key
+from koordgang.model.time_limits import LAG_SECONDS, free_by, job_key, overdue
 from koordgang.state.snapshot import Snapshot
 from koordgang.state.start_plan import Holder, Waiter
 
@@ -61,8 +61,13 @@ def holders(
     held: list[Holder] = []
     for node in snapshot.nodes:
         for pod in snapshot.pods_on(node):
-            end = None if not pod.node_name and nominated(pod.uid) else free_by(pod, jobs(pod), now)
-            held.append(Holder(pod.key, node.name, pod.requests, end))
+            job = jobs(pod)
+            if not pod.node_name and nominated(pod.uid):
+                held.append(Holder(pod.key, node.name, pod.requests, None))
+                continue
+            end = free_by(pod, job, now)
+            late = end is not None and overdue(pod, job, now)
+            held.append(Holder(pod.key, node.name, pod.requests, end, late))
     return held
 
 

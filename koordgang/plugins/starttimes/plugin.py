@@ -134,14 +134,11 @@ class StartTimes:
         queue.sort(key=lambda w: (-w.priority, w.created, w.key))
         eligible = Eligible(nodes)
         waiters = [waiter(job, eligible, self._job_of) for job in queue]
-        estimates = plan_starts(
-            wall,
-            room(snapshot),
-            holders(snapshot, self._job_of, wall, self.handle.nominations.__contains__),
-            waiters,
-        )
+        held = holders(snapshot, self._job_of, wall, self.handle.nominations.__contains__)
+        estimates = plan_starts(wall, room(snapshot), held, waiters)
         self._estimates = {e.key: e for e in estimates}
-        self._promises.planned(queue, self._estimates, {n.name for n in nodes})
+        overdue = {h.pod for h in held if h.overdue}
+        self._promises.planned(queue, self._estimates, {n.name for n in nodes}, overdue)
         self._planned = now
         self._cost = self.handle.now() - now
 

@@ -56,6 +56,7 @@ class Promises:
         queue: Sequence[WaitingJob],
         estimates: dict[str, Estimate],
         nodes: Collection[str],
+        overdue: Collection[str] = (),
     ) -> None:
         """A new plan: note why the jobs whose start it moves past what they were told slip."""
         ahead: list[WaitingJob] = []
@@ -65,7 +66,7 @@ class Promises:
             if told is not None and not told.slipped and estimate is not None:
                 late = estimate.start is None or estimate.start > told.start
                 if late and not estimate.unplanned:
-                    told.slipped = _why(told, estimate, ahead, nodes)
+                    told.slipped = _why(told, ahead, nodes, overdue)
             ahead.append(job)
 
     def started(self, key: str, now: float) -> str | None:
@@ -82,12 +83,12 @@ class Promises:
 
 
 def _why(
-    told: _Told, estimate: Estimate, ahead: Sequence[WaitingJob], nodes: Collection[str]
+    told: _Told, ahead: Sequence[WaitingJob], nodes: Collection[str], overdue: Collection[str]
 ) -> str:
     if any(j.priority > told.priority and j.created > told.since for j in ahead):
         return "higher_priority"
     if not told.nodes <= set(nodes):
         return "node_gone"
-    if told.waits_for & set(estimate.waits_for):
-        return "outlived_bound"  # still waiting for a pod it waited for, past its bound
+    if any(pod in overdue for pod in told.waits_for):
+        return "outlived_bound"  # a pod it waited for is still here, past its bound
     return "room_taken"

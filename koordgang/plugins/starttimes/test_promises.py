@@ -44,3 +44,13 @@ def test_a_job_whose_node_went_away_says_so() -> None:
     promises.told(job("ns/a"), Estimate("ns/a", 1_000.0, {"n1": 1}), now=500.0)
     promises.planned([job("ns/a")], {"ns/a": Estimate("ns/a", 1_500.0, {"n2": 1})}, {"n2"})
     assert promises.started("ns/a", 1_500.0) == "node_gone"
+
+
+def test_a_pod_waited_for_still_here_past_its_bound_is_named_only_when_overdue() -> None:
+    told = Estimate("ns/a", 1_000.0, {"n1": 1}, waits_for=("ns/r",))
+    later = Estimate("ns/a", 1_500.0, {"n1": 1}, waits_for=("ns/r",))
+    for overdue, why in (({"ns/r"}, "outlived_bound"), (set(), "room_taken")):
+        promises = Promises()
+        promises.told(job("ns/a"), told, now=500.0)
+        promises.planned([job("ns/a")], {"ns/a": later}, {"n1"}, overdue)
+        assert promises.started("ns/a", 1_500.0) == why
