@@ -281,3 +281,25 @@ async def test_room_held_for_a_reserving_job_has_no_known_end(
         "no start time can be given: room it needs is held with no known end (no time limit, "
         "or not started yet) by ns/big-0"
     ), message(api, "w")
+
+
+async def test_a_gang_whose_members_accept_different_nodes_hears_its_start(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    """An MPI-style gang: its launcher goes to CPU nodes, its workers to GPU nodes."""
+    sched = make_scheduler()
+    wall = sched.clock.wall()
+    cpu_node = node("n1", cpu="4", labels={"role": "cpu"})
+    gpu_nodes = [node(f"n{i}", cpu="4", labels={"role": "gpu"}) for i in (2, 3)]
+    launcher, *workers = gang("mpi", 3, 3, cpu="4")
+    members = [
+        replace(limited(launcher, 600), node_selector={"role": "cpu"}),
+        *(replace(limited(w, 600), node_selector={"role": "gpu"}) for w in workers),
+    ]
+    sched.list(
+        nodes=[cpu_node, *gpu_nodes],
+        pods=[running("r1", "n3", "4", started=wall, limit=300), *members],
+    )
+    await sched.run()
+    expected = f"expected to start by {utc(wall + 300 + AFTER_DEADLINE)} (an estimate)"
+    assert expected in message(api, "mpi-0"), message(api, "mpi-0")

@@ -36,6 +36,8 @@ FOREVER = float("inf")
 BUDGET = 100_000
 
 Vector = tuple[int, ...]
+#: A member's requests, and the nodes it may use (None: every node the job may use).
+_Member = tuple[Vector, frozenset[str] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,9 @@ class Waiter:
     runs_for: float | None
     nodes: frozenset[str] | None = None
     ends_by: float | None = None
+    #: The nodes each member may use, in ``members``' order (an MPI launcher on CPU nodes,
+    #: its workers on GPU nodes), within ``nodes``; () when ``nodes`` says it for all.
+    member_nodes: tuple[frozenset[str] | None, ...] = ()
 
     def end(self, start: float) -> float:
         """When it gives its room back if it starts at ``start``."""
@@ -228,11 +233,21 @@ class _Plan:
     def place(self, waiter: Waiter) -> Estimate:
         if self.spent > BUDGET:
             return Estimate(waiter.key, None, unplanned=True)
-        eligible = [self.nodes[n] for n in self.order if waiter.nodes is None or n in waiter.nodes]
-        members = sorted((self.vector(m) for m in waiter.members), reverse=True)
+        allowed = waiter.member_nodes or (None,) * len(waiter.members)
+        eligible = [
+            self.nodes[n]
+            for n in self.order
+            if (waiter.nodes is None or n in waiter.nodes)
+            and any(a is None or n in a for a in allowed)
+        ]
+        members = sorted(
+            ((self.vector(m), a) for m, a in zip(waiter.members, allowed, strict=True)),
+            key=lambda member: member[0],
+            reverse=True,
+        )
         demand = self.zero
-        smallest = members[0]
-        for member in members:
+        smallest = members[0][0]
+        for member, _ in members:
             demand = _add(demand, member)
             smallest = _min(smallest, member)
         # Only nodes that could take the smallest member once every pod with a bound has gone
@@ -313,7 +328,7 @@ class _Plan:
         )
         return Estimate(waiter.key, moment, counts, tuple(waits))
 
-    def _never(self, waiter: Waiter, nodes: list[_Node], members: list[Vector]) -> Estimate:
+    def _never(self, waiter: Waiter, nodes: list[_Node], members: list[_Member]) -> Estimate:
         """No moment in the plan fits: say what holds the room for ever, or that nothing
         would."""
         empty = [
@@ -329,14 +344,16 @@ class _Plan:
 
 
 def _fit(
-    members: list[Vector], nodes: list[_Node], start: float, end: float
+    members: list[_Member], nodes: list[_Node], start: float, end: float
 ) -> tuple[list[tuple[_Node, Vector]] | None, int]:
-    """First fit of the members, largest first, on the room free over [start, end); and how
-    many nodes it looked at."""
+    """First fit of the members, largest first, each on the nodes it may use, on the room
+    free over [start, end); and how many nodes it looked at."""
     free: dict[str, Vector] = {}
     placed: list[tuple[_Node, Vector]] = []
-    for need in members:
+    for need, allowed in members:
         for node in nodes:
+            if allowed is not None and node.name not in allowed:
+                continue
             if not _fits(need, node.most):
                 continue  # not even once every pod with a bound has gone
             room = free.get(node.name)

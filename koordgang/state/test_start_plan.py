@@ -159,3 +159,18 @@ def test_an_over_committed_node_hides_no_room_of_the_others() -> None:
     ]
     [pair] = plan_starts(0, nodes("n1", "n2", "n3", cores=8), held, [waiter("pair", 8, 8)])
     assert (pair.start, dict(pair.nodes)) == (100, {"n2": 1, "n3": 1})
+
+
+def test_members_that_accept_different_nodes_each_go_where_they_may() -> None:
+    """A launcher that may use only n1 and two workers that may use only n2 and n3: n3 frees
+    at 100, so the job starts then, a member on each node."""
+    held = [holder("c", "n3", 4, 100)]
+    launcher, worker = frozenset({"n1"}), frozenset({"n2", "n3"})
+    job = Waiter(
+        "mpi",
+        (cpu(1), cpu(4), cpu(4)),
+        100,
+        member_nodes=(launcher, worker, worker),
+    )
+    [estimate] = plan_starts(0, nodes("n1", "n2", "n3"), held, [job])
+    assert (estimate.start, dict(estimate.nodes)) == (100, {"n1": 1, "n2": 1, "n3": 1})

@@ -72,12 +72,12 @@ def holders(
 
 
 def waiter(job: WaitingJob, eligible: Eligible, jobs: JobOf) -> Waiter:
-    """The plan's view of a waiting job: its members' requests, the nodes every member may go
-    to, and when its room is free again once it starts. A member ends at its own deadline
-    (counted from its start) or its Job's (whose clock already runs), whichever comes first;
-    the job's room is free when the last member's is, taken here as the latest of each kind
-    of bound (a member with none of a kind leaves the job without it): never earlier than
-    it is."""
+    """The plan's view of a waiting job: its members' requests, the nodes each may go to (one
+    set for all when they agree), and when its room is free again once it starts. A member
+    ends at its own deadline (counted from its start) or its Job's (whose clock already
+    runs), whichever comes first; the job's room is free when the last member's is, taken
+    here as the latest of each kind of bound (a member with none of a kind leaves the job
+    without it): never earlier than it is."""
     own: list[float] = []
     by_job: list[float] = []
     for pod in job.members:
@@ -93,12 +93,15 @@ def waiter(job: WaitingJob, eligible: Eligible, jobs: JobOf) -> Waiter:
         ):
             by_job.append(owner.start_time + owner.active_deadline_seconds + grace)
     count = len(job.members)
+    each = tuple(eligible.nodes_for([pod]) for pod in job.members)
+    alike = len(set(each)) <= 1
     return Waiter(
         job.key,
         tuple(p.requests for p in job.members),
         max(own) if len(own) == count else None,
-        eligible.nodes_for(job.members),
+        each[0] if alike and each else None,
         max(by_job) if len(by_job) == count else None,
+        member_nodes=() if alike else each,
     )
 
 
