@@ -93,6 +93,7 @@ class App:
                     intake.objects.items(),
                     framework.waiting,
                     framework.nominations,
+                    framework.carried(),
                 ),
             )
             self.http = HealthServer(

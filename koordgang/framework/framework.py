@@ -19,6 +19,7 @@ from koordgang.framework.handle import Handle, Services
 from koordgang.framework.interfaces import (
     AssignPlugin,
     BackfillPlugin,
+    CarryOverPlugin,
     ClusterScorePlugin,
     FilterPlugin,
     GangFactsPlugin,
@@ -117,6 +118,7 @@ class Framework:
         self.backfillers: list[BackfillPlugin] = _of(plugins, BackfillPlugin)
         self.provisioners: list[ProvisioningPlugin] = _of(plugins, ProvisioningPlugin)
         self.hold_previewers: list[HoldPreviewPlugin] = _of(plugins, HoldPreviewPlugin)
+        self.carriers: list[CarryOverPlugin] = _of(plugins, CarryOverPlugin)
         self.reserves: list[ReservePlugin] = _of(plugins, ReservePlugin)
         self.permits: list[PermitPlugin] = _of(plugins, PermitPlugin)
         self.reclaimers: list[ReclaimPlugin] = _of(plugins, ReclaimPlugin)
@@ -293,6 +295,16 @@ class Framework:
             if verdict is not None:
                 return verdict
         return None
+
+    def carried(self) -> dict[str, object]:
+        """What a what-if's fresh plugins take over from these, by plugin name."""
+        return {plugin.name: plugin.carried() for plugin in self.carriers}
+
+    def carry(self, carried: Mapping[str, object]) -> None:
+        """Fresh plugins take over what the daemon's gave (``carried()`` of its framework)."""
+        for plugin in self.carriers:
+            if plugin.name in carried:
+                plugin.carry(carried[plugin.name])
 
     def hold_preview(
         self, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot

@@ -207,6 +207,16 @@ class PostFilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class CarryOverPlugin(Plugin, Protocol):
+    def carried(self) -> object:
+        """What a what-if's fresh copy of this plugin takes over from the daemon's (what it
+        learned of the queue, say); asked as the what-if forks, so it must be a copy."""
+
+    def carry(self, carried: object) -> None:
+        """Take over what the daemon's copy gave (``carried``, from ``carried()``)."""
+
+
+@runtime_checkable
 class HoldPreviewPlugin(Plugin, Protocol):
     def hold_preview(
         self, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot

@@ -75,6 +75,9 @@ class DaemonState:
     objects: Iterable[tuple[str, Mapping[str, Any]]] = ()
     waiting: WaitingPods = field(default_factory=WaitingPods)
     nominations: Nominations = field(default_factory=Nominations)
+    #: What the daemon's plugins give a what-if's fresh ones (``Framework.carried()``): the
+    #: jobs waiting for room, that a file's job starts behind.
+    carried: Mapping[str, object] = field(default_factory=dict)
 
 
 class ReadOnly:
@@ -151,6 +154,7 @@ def fork(
         framework.nominations.add(nomination.pod, nomination.node, nomination.group)
     services = ReadOnly(state.cache, state.stores, settings.scheduler_names, framework.nominations)
     framework.serve(services.services(clock, wall))
+    framework.carry(state.carried)
     for kind, obj in state.objects:
         framework.on_object(kind, "ADDED", obj)
     for pod in state.cache.pods():

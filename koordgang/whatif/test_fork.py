@@ -71,6 +71,7 @@ def _state(sched: Harness) -> DaemonState:
         sched.intake.objects.items(),
         framework.waiting,
         framework.nominations,
+        framework.carried(),
     )
 
 
@@ -663,3 +664,26 @@ async def test_a_what_if_says_when_a_job_waiting_for_room_would_start(sched: Har
         f"expected to start by {clock} (an estimate): 1 pod on n1 reaches its time limit" in note
         for note in group["notes"]
     ), group["notes"]
+
+
+async def test_a_what_if_plans_its_job_behind_the_jobs_the_daemon_has_waiting(
+    sched: Harness,
+) -> None:
+    """The daemon has a more important job waiting for n1 (it runs 1000 s once there): the
+    file's pod starts after it, not when n1's pod ends."""
+    wall = sched.clock.wall()
+    holder = replace(
+        bound(pod("r", cpu="4"), "n1"),
+        phase="Running",
+        start_time=wall,
+        active_deadline_seconds=600,
+    )
+    ahead = replace(
+        pod("first", cpu="4", priority=10, preemption_policy="Never"), active_deadline_seconds=1000
+    )
+    sched.list(nodes=[node("n1", cpu="4")], pods=[holder, ahead])
+    await sched.run()
+    [group] = _ask(sched, TIMED_POD.replace('cpu: "2"', 'cpu: "4"'))["groups"]
+    after = wall + 600 + 40 + 1000 + 40
+    clock = time.strftime("%H:%M UTC", time.gmtime(math.ceil(after / 60) * 60))
+    assert any(f"expected to start by {clock}" in note for note in group["notes"]), group["notes"]

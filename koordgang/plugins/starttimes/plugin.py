@@ -13,6 +13,7 @@ devices gets no estimate: room is not what it waits for.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from koordgang.framework.cycle_state import CycleState
@@ -176,6 +177,18 @@ class StartTimes:
         """Seconds between plans: ``refresh``, or longer where a plan is costly (a large
         cluster), so that planning takes at most 1/``COST_SHARE`` of the loop's time."""
         return max(self.refresh, COST_SHARE * self._cost)
+
+    # -- a what-if takes over the queue ----------------------------------------------------------
+
+    def carried(self) -> object:
+        """The jobs seen waiting for room, for a what-if to plan its file's jobs among them."""
+        return tuple(replace(job) for job in self._waiting.values())
+
+    def carry(self, carried: object) -> None:
+        if isinstance(carried, tuple):
+            for job in carried:
+                if isinstance(job, WaitingJob):
+                    self._waiting[job.key] = replace(job)
 
     # -- what others ask -------------------------------------------------------------------------
 
