@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import time
 import urllib.error
 import urllib.request
@@ -192,6 +191,7 @@ def _expected_start(gang: dict[str, Any]) -> str:
     estimate is made (it does not wait for room)."""
     from koordgang.model.errors import ModelError
     from koordgang.model.time import parse_rfc3339
+    from koordgang.plugins.starttimes.messages import clock
 
     if "expectedStart" not in gang:
         return "-"
@@ -199,12 +199,9 @@ def _expected_start(gang: dict[str, Any]) -> str:
     if not isinstance(start, str):
         return "none"
     try:
-        moment = parse_rfc3339(start)
+        return clock(parse_rfc3339(start), time.time())
     except ModelError:
         return "?"
-    moment = math.ceil(moment / 60) * 60  # to the minute, never earlier than planned
-    today = time.gmtime()[:3] == time.gmtime(moment)[:3]
-    return time.strftime("%H:%M UTC" if today else "%Y-%m-%d %H:%M UTC", time.gmtime(moment))
 
 
 def render_table(gangs: Sequence[dict[str, Any]]) -> str:

@@ -72,21 +72,11 @@ def free_by(pod: PodInfo, job: JobInfo | None, now: float) -> float | None:
         # The API server sets it to the deletion's time plus the grace period; one still here
         # past it (a finalizer, a node gone quiet) is free a lag from now at the earliest.
         return max(pod.deletion_timestamp, now) + LAG_SECONDS
-    ends: list[float] = []
-    if pod.active_deadline_seconds is not None:
-        # A pod not started yet starts now at the earliest, and its clock with it.
-        started = pod.start_time if pod.start_time is not None else now
-        ends.append(started + pod.active_deadline_seconds)
-    if (
-        job is not None
-        and job.active_deadline_seconds is not None
-        and job.start_time is not None
-        and not job.suspended
-    ):
-        ends.append(job.start_time + job.active_deadline_seconds)
-    if not ends:
+    # A pod not started yet starts now at the earliest, and its clock with it.
+    deadline = _deadline(pod, job, pod.start_time if pod.start_time is not None else now)
+    if deadline is None:
         return None
-    return max(min(ends), now) + pod.grace_seconds + LAG_SECONDS
+    return max(deadline, now) + pod.grace_seconds + LAG_SECONDS
 
 
 def overdue(pod: PodInfo, job: JobInfo | None, now: float) -> bool:
@@ -96,9 +86,17 @@ def overdue(pod: PodInfo, job: JobInfo | None, now: float) -> bool:
         return False
     if pod.deletion_timestamp is not None:
         return pod.deletion_timestamp + LAG_SECONDS < now
+    deadline = _deadline(pod, job, pod.start_time)
+    return deadline is not None and deadline + pod.grace_seconds + LAG_SECONDS < now
+
+
+def _deadline(pod: PodInfo, job: JobInfo | None, started: float | None) -> float | None:
+    """The earlier of ``pod``'s own deadline (its clock started at ``started``; None: not
+    counted) and its Job's (a suspended or unstarted Job's clock does not run); None when
+    neither applies."""
     ends: list[float] = []
-    if pod.active_deadline_seconds is not None and pod.start_time is not None:
-        ends.append(pod.start_time + pod.active_deadline_seconds)
+    if pod.active_deadline_seconds is not None and started is not None:
+        ends.append(started + pod.active_deadline_seconds)
     if (
         job is not None
         and job.active_deadline_seconds is not None
@@ -106,7 +104,7 @@ def overdue(pod: PodInfo, job: JobInfo | None, now: float) -> bool:
         and not job.suspended
     ):
         ends.append(job.start_time + job.active_deadline_seconds)
-    return bool(ends) and min(ends) + pod.grace_seconds + LAG_SECONDS < now
+    return min(ends) if ends else None
 
 
 def free_by_if_started(pod: PodInfo, job: JobInfo | None, now: float) -> float | None:
