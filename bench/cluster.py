@@ -438,13 +438,35 @@ class BenchCluster:
             raise
         return items
 
+    async def _bench_claims(self) -> list[dict[str, Any]]:
+        """The bench's ResourceClaims, and every claim in a namespace of its: those a
+        scheduler made for a pod's extended resources carry no bench label."""
+        labelled = await self._list_bench("resourceclaims")
+        if labelled is None:
+            return []
+        namespaces, _ = await self.list_all(
+            "/api/v1/namespaces", {"labelSelector": f"{BENCH_LABEL}=1"}, names_only=True
+        )
+        ours = {n["metadata"]["name"] for n in namespaces}
+        everything, _ = await self.list_all(
+            f"/apis/{dra.API_VERSION}/resourceclaims", {}, names_only=True
+        )
+        seen = {(c["metadata"]["namespace"], c["metadata"]["name"]) for c in labelled}
+        made = [
+            c
+            for c in everything
+            if c["metadata"]["namespace"] in ours
+            and (c["metadata"]["namespace"], c["metadata"]["name"]) not in seen
+        ]
+        return [*labelled, *made]
+
     async def delete_bench_claims(self) -> None:
         """Every ResourceClaim a run created, their finalizers cleared first (the scheduler
         that allocated one wrote ``resource.kubernetes.io/delete-protection``, which the
         resourceclaim controller, mostly not running here, would remove). Namespaces are
         deleted without their contents here, so a claim left behind would keep its devices
         allocated for the next scheduler's run."""
-        claims = await self._list_bench("resourceclaims")
+        claims = await self._bench_claims()
         if not claims:
             return
 
@@ -471,7 +493,7 @@ class BenchCluster:
 
         await run_pool(claims, delete, label="deleting leftover resource claims")
         for _ in range(100):
-            if not await self._list_bench("resourceclaims"):
+            if not await self._bench_claims():
                 return
             await asyncio.sleep(0.2)
         raise RuntimeError("benchmark resource claims still present after deleting them")
@@ -484,24 +506,23 @@ class BenchCluster:
             if plan is not None:
                 raise RuntimeError(f"{dra.API_VERSION} is not served by this kube-apiserver")
             return
-        wanted_class = dict(plan.device_class) if plan is not None else None
+        wanted_classes = {
+            c["metadata"]["name"]: dict(c) for c in (plan.device_classes if plan else ())
+        }
         for current in classes:
             name = current["metadata"]["name"]
-            if (
-                wanted_class is not None
-                and name == wanted_class["metadata"]["name"]
-                and current.get("spec") == wanted_class["spec"]
-            ):
-                wanted_class = None  # kept as it is
+            wanted_class = wanted_classes.get(name)
+            if wanted_class is not None and current.get("spec") == wanted_class["spec"]:
+                del wanted_classes[name]  # kept as it is
                 continue
             await self._delete_quietly(f"/apis/{dra.API_VERSION}/deviceclasses/{name}")
-        if wanted_class is not None:
-            body = wanted_class
-            await with_retries(
-                lambda: self.api.request(
-                    "POST", f"/apis/{dra.API_VERSION}/deviceclasses", body=body
-                )
-            )
+
+        async def create_class(body: dict[str, Any]) -> None:
+            path = f"/apis/{dra.API_VERSION}/deviceclasses"
+            await with_retries(lambda: self.api.request("POST", path, body=body))
+
+        for body in wanted_classes.values():
+            await create_class(body)
         slices = await self._list_bench("resourceslices") or []
         wanted = {s["metadata"]["name"]: s for s in (plan.slices if plan is not None else ())}
         keep: set[str] = set()

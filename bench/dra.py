@@ -92,7 +92,8 @@ def resource_claim(name: str, count: int) -> dict[str, Any]:
 
 
 def claim_manifests(plan: DraPlan) -> list[dict[str, Any]]:
-    return [resource_claim(name, count) for name, count in plan.claims.items()]
+    made = [resource_claim(name, count) for name, count in plan.claims.items()]
+    return [*made, *(dict(body) for body in plan.claim_bodies)]
 
 
 def claim_name(pod: str) -> str:
@@ -131,7 +132,7 @@ def dra_plan(
         place[pod.gang.name] = member + 1
         claims[claim_name(pod.name)] = gang_member_devices(member)
     return DraPlan(
-        device_class=device_class(),
+        device_classes=[device_class()],
         slices=[resource_slice(n.name) for n in nodes],
         claims=claims,
     )

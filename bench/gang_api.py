@@ -32,7 +32,14 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bench.workload import BENCH_LABEL, GANG_MIN, GANG_NAME, CompositePlan, PodPlan
+from bench.workload import (
+    BENCH_LABEL,
+    GANG_MIN,
+    GANG_NAME,
+    ClaimUse,
+    CompositePlan,
+    PodPlan,
+)
 from controlplane.releases import selected_release
 
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -137,11 +144,15 @@ def pod_manifest(plan: PodPlan, api: GangApi) -> dict[str, Any]:
 
 
 def pod_groups(
-    gangs: Mapping[str, int], api: GangApi, composites: Sequence[CompositePlan] = ()
+    gangs: Mapping[str, int],
+    api: GangApi,
+    composites: Sequence[CompositePlan] = (),
+    claims: Mapping[str, ClaimUse] | None = None,
 ) -> list[dict[str, Any]]:
     """The group objects ``api`` needs besides the pods (gang name -> min-available), labelled
     as the bench's so that leftovers can be found; for upstream's API, the CompositePodGroups
-    first, then the PodGroups naming them."""
+    first, then the PodGroups naming them, and naming the claim their members share
+    (``claims``: gang name -> claim; Kubernetes 1.37's PodGroup claims)."""
     if api not in GROUP_API_VERSIONS:
         return []
     parent = {child: c for c in composites for child in c.children}
@@ -154,6 +165,9 @@ def pod_groups(
             spec["workloadRef"] = {"workloadName": composite.name, "templateName": "child"}
             if composite.child_key:
                 spec["schedulingConstraints"] = {"topology": [{"key": composite.child_key}]}
+        shared = (claims or {}).get(name)
+        if api is GangApi.UPSTREAM and shared is not None:
+            spec["resourceClaims"] = [{"name": shared.name, "resourceClaimName": shared.claim}]
         objects.append(
             {
                 "apiVersion": api.api_version,

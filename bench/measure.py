@@ -23,7 +23,15 @@ from typing import Any
 
 import aiohttp
 
-from bench import apiserver_stats, coexist_run, dra_check, dry_run, gather_time, starvation_run
+from bench import (
+    apiserver_stats,
+    coexist_run,
+    dra_check,
+    dra_forms_check,
+    dry_run,
+    gather_time,
+    starvation_run,
+)
 from bench.apiserver_profile import GC_KEY, SAMPLED_KEY, ApiServerProfiler, summarise
 from bench.checks import check_cluster
 from bench.console import Ticker, say
@@ -250,7 +258,8 @@ async def _measure(
     result.problems += problems
     dra_problems: list[str] = []
     if workload.dra is not None:
-        dra_problems = await dra_check.read_and_check(ctx.kubeconfig, namespace, workload)
+        checker = dra_forms_check if workload.dra.check == "dra-forms" else dra_check
+        dra_problems = await checker.read_and_check(ctx.kubeconfig, namespace, workload)
         result.problems += dra_problems
         say(
             f"{scenario.name} on {result.scheduler}: DRA check "

@@ -19,6 +19,14 @@ from typing import Any
 
 from bench.coexist import CoexistPlan, coexist_workload
 from bench.dra import POD_REQUESTS, dra_plan, with_claim
+from bench.dra_forms import (
+    GPUS_PER_NODE,
+    PARTS,
+    forms_plan,
+    with_extended,
+    with_fabric,
+    with_partition,
+)
 from bench.gang_api import GangApi
 from bench.peers.build import KOORD_SCHEDULER, KUBE_SCHEDULER
 from bench.starvation import RESERVE_AFTER_FLAG, StarvationPlan, starvation_workload
@@ -441,12 +449,65 @@ def _dra(scale: float) -> Workload:
     )
 
 
+DRA_FORMS_NODES = 500
+DRA_FORMS_EXTENDED = 600
+DRA_FORMS_PARTS = 800
+DRA_FORMS_GANGS = 100
+
+
+def _dra_forms(scale: float) -> Workload:
+    """500 nodes of 4 partitionable GPUs (each whole or 4 partitions) and a fabric pool every
+    node reaches: 600 lone pods asking for a GPU as an extended resource, 800 lone pods
+    claiming a partition, and 100 gangs of 8 whose members claim a partition each and share
+    one fabric channel (``bench.dra_forms``): half the GPUs' memory."""
+    nodes = standard_nodes(scaled(DRA_FORMS_NODES, scale))
+    extended = [
+        with_extended(p)
+        for p in plain_pods("dra-ext", scaled(DRA_FORMS_EXTENDED, scale), mix=(POD_REQUESTS,))
+    ]
+    parts = [
+        with_partition(p)
+        for p in plain_pods("dra-part", scaled(DRA_FORMS_PARTS, scale), mix=(POD_REQUESTS,))
+    ]
+    gangs = [
+        with_fabric(with_partition(p))
+        for p in gang_pods("dra-pg", scaled(DRA_FORMS_GANGS, scale), DRA_GANG_SIZE, POD_REQUESTS)
+    ]
+    pods = [*extended, *parts, *gangs]
+    plan = forms_plan(nodes, pods)
+    gpus = len(nodes) * GPUS_PER_NODE
+    return Workload(
+        nodes=nodes,
+        pods=pods,
+        dra=plan,
+        notes={
+            "devices": plan.devices,
+            # Whole GPUs' worth asked for: a partition is a quarter of one.
+            "devices_wanted": len(extended) + (len(parts) + len(gangs)) // PARTS,
+            "gpus": gpus,
+            "claims": len(plan.claim_bodies),
+        },
+    )
+
+
 DRA_SCENARIOS: Sequence[Scenario] = (
     Scenario(
         "dra",
         "2,000 lone pods and 250 gangs x 8, each pod with a ResourceClaim of 1-2 devices, on "
         "1,000 nodes of 8 devices",
         _dra,
+        gangs=True,
+        koordgang_only="DRA is compared with kube-scheduler only (the other peers have not "
+        "been tried with DRA in the bench)",
+        peers=(KUBE_SCHEDULER.name,),
+        peer_gang_apis={KUBE_SCHEDULER.name: GangApi.UPSTREAM},
+    ),
+    Scenario(
+        "dra-forms",
+        "600 pods asking for a GPU as an extended resource, 800 claiming a GPU partition, and "
+        "100 gangs x 8 claiming a partition each and sharing their gang's fabric claim, on 500 "
+        "nodes of 4 partitionable GPUs (Kubernetes 1.37)",
+        _dra_forms,
         gangs=True,
         koordgang_only="DRA is compared with kube-scheduler only (the other peers have not "
         "been tried with DRA in the bench)",

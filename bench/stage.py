@@ -124,7 +124,8 @@ async def set_stage(
         )
     if gang_api is None:
         gang_api = ctx.scheduler.gang_api
-    groups = pod_groups(workload.gangs, gang_api, workload.composites)
+    shared = workload.dra.group_claims if workload.dra is not None else None
+    groups = pod_groups(workload.gangs, gang_api, workload.composites, shared)
     if groups:
         await cluster.create_objects(namespace, groups)
     if workload.dra is not None:

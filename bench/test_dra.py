@@ -110,9 +110,9 @@ def test_objects_are_node_local_pools_a_cel_class_and_claims_by_name() -> None:
     assert piece["driver"] == DRIVER and piece["nodeName"] == node
     assert piece["pool"] == {"name": node, "generation": 1, "resourceSliceCount": 1}
     assert [d["name"] for d in piece["devices"]] == [f"gpu-{i}" for i in range(8)]
-    (selector,) = plan.device_class["spec"]["selectors"]
+    (selector,) = plan.device_classes[0]["spec"]["selectors"]
     assert selector == {"cel": {"expression": 'device.driver == "gpu.example.com"'}}
-    assert plan.device_class["metadata"]["name"] == DEVICE_CLASS
+    assert plan.device_classes[0]["metadata"]["name"] == DEVICE_CLASS
     claim = next(c for c in claim_manifests(plan) if c["metadata"]["name"].startswith("dra-job"))
     (request,) = claim["spec"]["devices"]["requests"]
     assert request["exactly"]["deviceClassName"] == DEVICE_CLASS

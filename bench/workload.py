@@ -95,6 +95,8 @@ class PodPlan:
     annotations: Mapping[str, str] = field(default_factory=dict)
     #: ResourceClaims (made beforehand, by name) that the pod's one container uses.
     claims: tuple[ClaimUse, ...] = ()
+    #: Extended resources (name -> count) its container asks for, as requests and limits.
+    extended: Mapping[str, int] = field(default_factory=dict)
 
     def manifest(self) -> dict[str, Any]:
         metadata: dict[str, Any] = {"name": self.name, "labels": {BENCH_LABEL: "1"}}
@@ -115,6 +117,10 @@ class PodPlan:
                 }
             ],
         }
+        if self.extended:
+            counts = {name: str(count) for name, count in self.extended.items()}
+            spec["containers"][0]["resources"]["requests"].update(counts)
+            spec["containers"][0]["resources"]["limits"] = dict(counts)
         if self.claims:
             spec["resourceClaims"] = [
                 {"name": c.name, "resourceClaimName": c.claim} for c in self.claims
@@ -129,17 +135,25 @@ class PodPlan:
 
 @dataclass(frozen=True)
 class DraPlan:
-    """The DRA objects of one workload (built by ``bench.dra``)."""
+    """The DRA objects of one workload (built by ``bench.dra`` or ``bench.dra_forms``)."""
 
-    device_class: Mapping[str, Any]
-    #: One per node, in node order.
+    device_classes: Sequence[Mapping[str, Any]]
+    #: The drivers' ResourceSlices: one per node (``bench.dra``), or more.
     slices: Sequence[Mapping[str, Any]]
-    #: ResourceClaim name -> devices it asks for, in pod order.
+    #: ResourceClaim name -> devices of the bench's one class it asks for, in pod order
+    #: (``bench.dra``).
     claims: Mapping[str, int] = field(default_factory=dict)
+    #: Further ResourceClaims, whole (``bench.dra_forms``).
+    claim_bodies: Sequence[Mapping[str, Any]] = ()
+    #: Gang name -> the claim its members share (an upstream PodGroup names it too).
+    group_claims: Mapping[str, ClaimUse] = field(default_factory=dict)
+    #: Which check judges the run: "dra" (``bench.dra_check``) or "dra-forms"
+    #: (``bench.dra_forms_check``).
+    check: str = "dra"
 
     @property
     def devices(self) -> int:
-        return sum(len(s["spec"]["devices"]) for s in self.slices)
+        return sum(len(s["spec"].get("devices") or ()) for s in self.slices)
 
     @property
     def wanted(self) -> int:
