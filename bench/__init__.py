@@ -8,6 +8,7 @@
     python -m bench --scenarios large --skip-ceiling   # 5,000 nodes, 100,000 pods
     make bench BENCH_ARGS="--scenarios starvation"   # the starvation guard on and off (5 min)
     make bench PEERS=kube-scheduler BENCH_ARGS="--scenarios dra"   # DRA, beside kube-scheduler
+    make bench PEERS=kube-scheduler BENCH_ARGS="--scenarios dra-forms --gang-apis kubernetes"
 
 First the *ceiling*: a bare client (``bare_binder.py``) binds pre-created pods to pre-chosen
 nodes as fast as the API server accepts, with no scheduling at all, its requests in flight
@@ -25,7 +26,10 @@ more, writing a Scheduled Event for every bound pod as the peers do.
 The DRA scenario (``dra.py``; only by name) gives every node a ResourceSlice of 8 devices and
 every pod a ResourceClaim of its own, made before the window; kube-scheduler runs it with its
 alpha gang scheduling switched on, its gangs as upstream PodGroups, and each run is checked by
-``dra_check.py`` (no koordgang code) before it is measured.
+``dra_check.py`` (no koordgang code) before it is measured. ``dra-forms`` (``dra_forms.py``,
+Kubernetes 1.37) offers the GPUs as 1.37 does: partitions drawing on shared counters, a GPU
+as an extended resource served through DRA, and one claim for a whole gang (its upstream
+PodGroup's), checked by ``dra_forms_check.py``.
 The starvation scenarios (``starvation.py``, ``starvation_run.py``) stream small pods instead
 and measure how long one big gang waits among them, with koordgang's starvation guard and
 without, and what the guard costs the small pods.
