@@ -48,6 +48,15 @@ def _ready(port: int, process: subprocess.Popen[bytes], log: Path) -> bool:
         return False
 
 
+def _python_under(code: Path) -> Path:
+    """The test's interpreter as seen under the bind mount ``code`` of the checkout."""
+    executable = Path(sys.executable)
+    try:
+        return code / executable.relative_to(REPO)
+    except ValueError:
+        return executable
+
+
 def test_the_daemon_runs_as_uid_65532_on_a_read_only_root_file_system(
     clean_nodes: Cluster,
     namespace: str,
@@ -66,9 +75,15 @@ def test_the_daemon_runs_as_uid_65532_on_a_read_only_root_file_system(
         shared.chmod(0o755)
         kubeconfig.chmod(0o644)
         port = free_port()
+        # The checkout seen through a bind mount under ``shared``: uid 65532 may not traverse
+        # the directories above it (a clone in ``mktemp -d``'s 0700 directory), and an image
+        # has its code at a path its user can read anyway.
+        code = shared / "code"
+        code.mkdir(mode=0o755)
+        python = _python_under(code)
         daemon = " ".join(
             [
-                sys.executable,
+                str(python),
                 "-m",
                 "koordgang",
                 "run",
@@ -87,7 +102,8 @@ def test_the_daemon_runs_as_uid_65532_on_a_read_only_root_file_system(
         home.mkdir(mode=0o777)
         home.chmod(0o777)
         script = (
-            "mount --make-rprivate / && mount -o remount,bind,ro / && "
+            f"mount --make-rprivate / && mount --bind {REPO} {code} && "
+            "mount -o remount,bind,ro / && "
             f"exec setpriv --reuid {IMAGE_UID} --regid {IMAGE_UID} --clear-groups "
             f"--inh-caps=-all {daemon}"
         )
@@ -95,7 +111,7 @@ def test_the_daemon_runs_as_uid_65532_on_a_read_only_root_file_system(
         with log.open("wb") as out:
             process = subprocess.Popen(
                 ["unshare", "-m", "sh", "-c", script],
-                cwd=REPO,
+                cwd=shared,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={
@@ -104,6 +120,8 @@ def test_the_daemon_runs_as_uid_65532_on_a_read_only_root_file_system(
                     "TMPDIR": str(home),
                     "PYTHONDONTWRITEBYTECODE": "1",
                     "PYTHONUNBUFFERED": "1",
+                    # Ahead of the editable install's finder, which names the checkout's own path.
+                    "PYTHONPATH": str(code),
                     "POD_NAMESPACE": NAMESPACE,
                 },
             )
