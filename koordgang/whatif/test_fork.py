@@ -32,13 +32,7 @@ from koordgang.whatif.fork import (
     DaemonState,
     what_if,
 )
-from koordgang.whatif.inputs import (
-    WhatIfError,
-    make_claims,
-    make_pods,
-    podgroup_claims,
-    read_input,
-)
+from koordgang.whatif.inputs import WhatIfError, read_input
 from koordgang.whatif.render import render_text
 
 
@@ -76,14 +70,10 @@ def _state(sched: Harness) -> DaemonState:
 
 
 def _ask(sched: Harness, text: str, *, held_known: bool = True) -> dict[str, Any]:
-    parsed = read_input(text, "koord-scheduler")
-    pods = make_pods(parsed.pods, {}, sched.clock.wall(), podgroup_claims(parsed))
     return what_if(
         sched.settings,
         _state(sched),
-        pods,
-        parsed.gang_objects,
-        claims=make_claims(parsed, pods),
+        read_input(text, "koord-scheduler"),
         clock=sched.clock,
         wall=sched.clock.wall,
         held_known=held_known,
@@ -329,15 +319,16 @@ async def test_a_what_if_makes_one_claim_for_a_podgroup_its_members_share(
         resource_slices=[resource_slice("n1", 2), resource_slice("n2", 2)],
         device_classes=[device_class()],
     )
-    parsed = read_input(PODGROUP_CLAIM_JOB, "koord-scheduler")
-    pods = make_pods(parsed.pods, {}, sched.clock.wall(), podgroup_claims(parsed))
-    assert {p.claim_statuses["gpus"] for p in pods} == {"train-gpus-whatif"}
-    [claim] = make_claims(parsed, pods)
-    assert claim.owner_podgroup == "train"
     answer = _ask(sched, PODGROUP_CLAIM_JOB)
     [group] = answer["groups"]
     assert group["outcome"] == BIND, group
     assert len(set(group["placements"].values())) == 1
+    [said] = group["podGroupClaims"]
+    assert said.startswith(
+        'resourceclaim ns/train-gpus-whatif of PodGroup ns/train ("gpus", to be made from '
+        'template "pair"): allocated now on n'
+    )
+    assert said.endswith("shared by 3 pods of the file")
 
 
 async def test_a_what_if_refuses_a_template_it_was_not_given(sched: Harness) -> None:
