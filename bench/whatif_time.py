@@ -18,7 +18,7 @@ from koordgang.testing.api import FakeApi
 from koordgang.testing.builders import bound, gang_annotations, node, pod
 from koordgang.testing.clock import FakeClock
 from koordgang.testing.harness import Harness
-from koordgang.whatif.fork import DaemonState, what_if
+from koordgang.whatif.fork import what_if
 from koordgang.whatif.inputs import read_input
 
 #: (what, members, cpu per member, priority, the outcome the answer must give)
@@ -64,14 +64,7 @@ async def measure(nodes: int = 1000, runs: int = 5) -> list[tuple[str, float, fl
             for j in range(10)
         ],
     )
-    framework = harness.framework
-    state = DaemonState(
-        harness.cache,
-        harness.scheduler.stores,
-        harness.intake.objects.items(),
-        framework.waiting,
-        framework.nominations,
-    )
+    state = harness.daemon_state()
     results = []
     for name, members, cpu, priority, expected in CASES:
         text = job(members, cpu, priority)
