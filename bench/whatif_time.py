@@ -18,8 +18,8 @@ from koordgang.testing.api import FakeApi
 from koordgang.testing.builders import bound, gang_annotations, node, pod
 from koordgang.testing.clock import FakeClock
 from koordgang.testing.harness import Harness
-from koordgang.whatif.fork import DaemonState, what_if
-from koordgang.whatif.inputs import make_pods, read_input
+from koordgang.whatif.fork import what_if
+from koordgang.whatif.inputs import read_input
 
 #: (what, members, cpu per member, priority, the outcome the answer must give)
 CASES = (
@@ -64,14 +64,7 @@ async def measure(nodes: int = 1000, runs: int = 5) -> list[tuple[str, float, fl
             for j in range(10)
         ],
     )
-    framework = harness.framework
-    state = DaemonState(
-        harness.cache,
-        harness.scheduler.stores,
-        harness.intake.objects.items(),
-        framework.waiting,
-        framework.nominations,
-    )
+    state = harness.daemon_state()
     results = []
     for name, members, cpu, priority, expected in CASES:
         text = job(members, cpu, priority)
@@ -79,8 +72,7 @@ async def measure(nodes: int = 1000, runs: int = 5) -> list[tuple[str, float, fl
         for _ in range(runs):
             started = time.perf_counter()
             parsed = read_input(text, "koord-scheduler")
-            pods = make_pods(parsed.pods, {}, time.time())
-            answer = what_if(harness.settings, state, pods, parsed.gang_objects)
+            answer = what_if(harness.settings, state, parsed)
             times.append(time.perf_counter() - started)
             outcome = answer["groups"][0]["outcome"]
             if outcome != expected:

@@ -3,17 +3,22 @@ switched on by the local plane): a Job's pods in an upstream PodGroup that names
 template. The real resourceclaim controller makes one claim for the PodGroup (owned by it,
 named in the PodGroup's and every member's status); koordgang allocates it once, inside the
 gang's decision, reserves it for the PodGroup, and binds every member where the allocation
-reaches. Once the PodGroup goes, so does its claim, and its devices serve the next gang."""
+reaches. Once the PodGroup goes, so does its claim, and its devices serve the next gang. The
+daemon's what-if for pods joining such a PodGroup says where its claim takes them, naming it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
-from harness.daemon import Daemon
+from harness.daemon import Daemon, LocalDaemon
 from harness.dra import (
     Devices,
     allocated_devices,
@@ -61,14 +66,19 @@ def create_podgroup(cluster: Cluster, namespace: str, name: str, min_count: int)
     return str(made["metadata"]["uid"])
 
 
-def create_job(
-    batch: client.BatchV1Api, namespace: str, name: str, podgroup: str, pods: int, cpu: str
-) -> None:
+def podgroup_job(name: str, podgroup: str, pods: int, cpu: str) -> dict[str, Any]:
     """A Job whose pods belong to ``podgroup`` and name its claim entry as it does."""
     pod = with_claims(pod_body(name, requests={"cpu": cpu}), ENTRY)
     pod["metadata"]["annotations"] = dict(KEEP_RUNNING)
     pod["spec"]["schedulingGroup"] = {"podGroupName": podgroup}
-    batch.create_namespaced_job(namespace, client.V1Job.model_validate(job_body(name, pods, pod)))
+    return job_body(name, pods, pod)
+
+
+def create_job(
+    batch: client.BatchV1Api, namespace: str, name: str, podgroup: str, pods: int, cpu: str
+) -> None:
+    body = podgroup_job(name, podgroup, pods, cpu)
+    batch.create_namespaced_job(namespace, client.V1Job.model_validate(body))
 
 
 def wait_all_bound(cluster: Cluster, namespace: str, job: str, pods: int) -> list[Any]:
@@ -182,3 +192,80 @@ def test_members_of_a_podgroup_claim_on_a_network_pool_spread_over_the_nodes_it_
     claim = the_claim(cluster, namespace)
     assert claim["status"]["allocation"]["nodeSelector"] == selector
     assert reservations(claim) == [podgroup_consumer("spread", uid)]
+
+
+def test_a_what_if_for_pods_joining_a_podgroup_sends_them_to_its_claim(
+    clean_nodes: Cluster,
+    namespace: str,
+    daemon: Daemon,
+    devices: Devices,
+    batch: client.BatchV1Api,
+    podgroups: None,
+    kubeconfig: str,
+    tmp_path: Path,
+    check_invariants: None,
+) -> None:
+    """A PodGroup's claim allocated for its first 2 members on one node: the daemon's what-if
+    for a Job of 2 more pods joining it (the file holds the Job alone, not the template) says
+    they go to that node sharing the claim, and names it (asked from the API server too);
+    submitted, they land there, and the PodGroup still has its one claim."""
+    if not isinstance(daemon, LocalDaemon):
+        pytest.skip("asks the HTTP endpoint of a daemon process of its own")
+    cluster = clean_nodes
+    nodes = cluster.add_nodes(["pgw-0", "pgw-1"], {"cpu": "8", "memory": "32Gi"})
+    devices.create_class()
+    for name in nodes:
+        devices.publish(name, 2)
+    devices.create_template(namespace, "pair", 2)
+    create_podgroup(cluster, namespace, "train", 2)
+    create_job(batch, namespace, "train", "train", 2, "1")
+    wait_all_bound(cluster, namespace, "train", 2)
+    claim = the_claim(cluster, namespace)
+    name, node = claim["metadata"]["name"], allocated_node(claim)
+
+    job = podgroup_job("more", "train", 2, "1")
+    job["metadata"]["namespace"] = namespace
+    said = f"resourceclaim {namespace}/{name} of PodGroup {namespace}/train"
+
+    replies: list[tuple[int, dict[str, Any]]] = []
+
+    def answered() -> list[dict[str, Any]] | None:
+        # The daemon hears of the PodGroup's claim through its watches: soon, not at once.
+        replies.append(daemon.what_if(yaml.safe_dump(job)))
+        status, answer = replies[-1]
+        if status != 200:
+            return None
+        groups: list[dict[str, Any]] = answer["groups"]
+        named = all(any(c.startswith(said) for c in g["podGroupClaims"]) for g in groups)
+        return groups if named else None
+
+    # The gang is at its minimum already: each new member is tried on its own.
+    groups = wait_until(
+        answered,
+        timeout=30,
+        what="a what-if naming the PodGroup's claim",
+        last=lambda: replies[-1],
+    )
+    assert [g["outcome"] for g in groups] == ["bind", "bind"], groups
+    placements = {pod: where for g in groups for pod, where in g["placements"].items()}
+    assert placements == {f"{namespace}/more-whatif-{i}": node for i in range(2)}
+    told = groups[0]["podGroupClaims"][0]
+    assert f"allocated already on {node}: " in told
+    assert all(g["devices"] == {} for g in groups)
+    # Worked out from the API server alone, it says the same, in words.
+    path = tmp_path / "more.yaml"
+    path.write_text(yaml.safe_dump(job))
+    command = [sys.executable, "-m", "koordgang", "whatif", "-f", str(path), "--from-cluster"]
+    reply = subprocess.run(
+        [*command, "--kubeconfig", kubeconfig], capture_output=True, text=True, timeout=120
+    )
+    assert reply.returncode == 0, reply.stderr
+    for pod in placements:
+        assert f"  {node}: {pod}\n" in reply.stdout
+    assert f"  claim: {told}\n" in reply.stdout
+
+    create_job(batch, namespace, "more", "train", 2, "1")
+    pods = wait_all_bound(cluster, namespace, "more", 2)
+    assert {p.spec.node_name for p in pods} == {node}
+    assert {claim_of(p) for p in pods} == {name}
+    assert [c["metadata"]["name"] for c in claims(cluster, namespace)] == [name]

@@ -8,8 +8,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -46,17 +44,6 @@ def _file(namespace: str, pods: list[dict[str, Any]]) -> str:
     return yaml.safe_dump_all(docs)
 
 
-def _ask(daemon: LocalDaemon, text: str) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{daemon.port}/whatif", data=text.encode(), method="POST"
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            return reply.status, json.loads(reply.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
 def _whatif_command(path: Path) -> list[str]:
     return [sys.executable, "-m", "koordgang", "whatif", "-f", str(path)]
 
@@ -81,7 +68,7 @@ def test_the_answer_is_what_happens_when_the_job_is_submitted(
 
     # Fits: four members over two nodes.
     fits = _gang_pods("fits", 4, "1")
-    status, answer = _ask(daemon, _file(namespace, fits))
+    status, answer = daemon.what_if(_file(namespace, fits))
     assert status == 200, answer
     assert answer["fits"] is True
     [group] = answer["groups"]
@@ -99,7 +86,7 @@ def test_the_answer_is_what_happens_when_the_job_is_submitted(
     big = _gang_pods("big", 3, "3")
     path = tmp_path / "big.yaml"
     path.write_text(_file(namespace, big))
-    status, answer = _ask(daemon, path.read_text())
+    status, answer = daemon.what_if(path.read_text())
     assert status == 200, answer
     assert answer["fits"] is False
     [group] = answer["groups"]
@@ -175,7 +162,7 @@ def test_a_what_if_writes_nothing(
         for i in range(2)
     ]
     text = yaml.safe_dump(podgroup) + "---\n" + _file(namespace, members)
-    status, answer = _ask(daemon, text)
+    status, answer = daemon.what_if(text)
     assert status == 200, answer
     [group] = answer["groups"]
     assert group["outcome"] == "preempt"
@@ -183,7 +170,7 @@ def test_a_what_if_writes_nothing(
 
     # Bad input: 400 with the field named, and the CLI exits 2 with the same message.
     bad = text.replace("minMember: 2", "minMember: two")
-    status, error = _ask(daemon, bad)
+    status, error = daemon.what_if(bad)
     assert status == 400
     assert "minMember" in error["error"]
     path = tmp_path / "bad.yaml"

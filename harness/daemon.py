@@ -3,15 +3,17 @@ in-cluster Deployment (kind, KOORDGANG_E2E_DAEMON=deployment)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.kube import Cluster, wait_until
 from harness.rbac import NAMESPACE
@@ -117,6 +119,18 @@ class LocalDaemon:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as reply:
             text: str = reply.read().decode()
             return text
+
+    def what_if(self, text: str) -> tuple[int, dict[str, Any]]:
+        """The HTTP status and JSON body of ``POST /whatif`` with ``text`` (a file's
+        contents)."""
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/whatif", data=text.encode(), method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as reply:
+                return reply.status, json.loads(reply.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
 
     def stop(self) -> None:
         """SIGTERM, as Kubernetes does; returns the exit code in ``returncode``."""

@@ -69,14 +69,7 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
     from koordgang.state.gangs import GangRegistry
     from koordgang.whatif.cluster import read_cluster, read_priorities
     from koordgang.whatif.fork import what_if
-    from koordgang.whatif.inputs import (
-        WhatIfError,
-        make_claims,
-        make_pods,
-        podgroup_claims,
-        priority_class_names,
-        read_input,
-    )
+    from koordgang.whatif.inputs import WhatIfError, priority_class_names, read_input
 
     try:
         parsed = read_input(text, settings.scheduler_names)
@@ -108,11 +101,7 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
     except (ApiError, ApiUnavailable) as error:
         raise WhatIfFailed(f"cannot read the cluster: {error}") from None
     try:
-        pods = make_pods(parsed.pods, priorities, _now(), podgroup_claims(parsed))
-        claims = make_claims(parsed, pods)
-        answer = what_if(
-            settings, cluster.state, pods, parsed.gang_objects, claims=claims, held_known=False
-        )
+        answer = what_if(settings, cluster.state, parsed, priorities, held_known=False)
     except WhatIfError as error:
         raise BadInput(str(error)) from None
     answer["sources"] = parsed.sources
@@ -121,9 +110,3 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
     if cluster.skipped:
         answer["warnings"].append(f"not read: {', '.join(cluster.skipped)}")
     return answer
-
-
-def _now() -> float:
-    import time
-
-    return time.time()

@@ -13,7 +13,6 @@ from koordgang.model.dra import parse_resource_slice
 from koordgang.model.pod import PodInfo
 from koordgang.testing.api import FakeApi
 from koordgang.testing.builders import (
-    NS,
     bound,
     device_class,
     labels_selector,
@@ -21,8 +20,10 @@ from koordgang.testing.builders import (
     node,
     parse,
     pod_json,
+    podgroup_claim_json,
     resource_claim_json,
     resource_slice,
+    upstream_podgroup_json,
 )
 from koordgang.testing.claims import Claims, claim_writes
 from koordgang.testing.clock import FakeClock
@@ -41,41 +42,12 @@ GROUP_CONSUMER = {
 def podgroup(min_count: int, *, made: str | None = CLAIM) -> dict[str, Any]:
     """PodGroup ``train`` whose claim ``gpus`` comes from template ``pair``; ``made``: the
     claim the controller made for it (its status names it)."""
-    status: dict[str, Any] = {}
-    if made is not None:
-        status["resourceClaimStatuses"] = [{"name": "gpus", "resourceClaimName": made}]
-    return {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {
-            "name": "train",
-            "namespace": NS,
-            "uid": "uid-train",
-            "resourceVersion": "1",
-            "creationTimestamp": "2026-01-01T00:00:00Z",
-        },
-        "spec": {
-            "schedulingPolicy": {"gang": {"minCount": min_count}},
-            "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "pair"}],
-        },
-        "status": status,
-    }
+    return upstream_podgroup_json("train", min_count, made=made)
 
 
 def group_claim(count: int = 2, status: dict[str, Any] | None = None) -> dict[str, Any]:
     """The claim the resourceclaim controller made for PodGroup ``train``: owned by it."""
-    obj = resource_claim_json(CLAIM, count, status=status)
-    obj["metadata"]["ownerReferences"] = [
-        {
-            "apiVersion": "scheduling.k8s.io/v1beta1",
-            "kind": "PodGroup",
-            "name": "train",
-            "uid": "uid-train",
-            "controller": True,
-        }
-    ]
-    obj["metadata"]["annotations"] = {"resource.kubernetes.io/pod-claim-name": "gpus"}
-    return obj
+    return podgroup_claim_json(CLAIM, "train", count, status=status)
 
 
 def member(index: int, *, cpu: str = "1", made: str | None = CLAIM) -> PodInfo:

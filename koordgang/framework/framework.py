@@ -36,6 +36,7 @@ from koordgang.framework.interfaces import (
     Plugin,
     PodEventPlugin,
     PodGonePlugin,
+    PodGroupClaimsPlugin,
     PodLeftPendingPlugin,
     PostFilterPlugin,
     PreBindPlugin,
@@ -64,6 +65,7 @@ from koordgang.framework.results import (
 )
 from koordgang.framework.runner import PodRunner
 from koordgang.framework.status import SUCCESS, Code, Status
+from koordgang.model.dra import PodGroupClaims
 from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
 from koordgang.state.nominations import Nominations
@@ -126,6 +128,7 @@ class Framework:
         self.left_pending: list[PodLeftPendingPlugin] = _of(plugins, PodLeftPendingPlugin)
         self.object_handlers: list[ObjectEventPlugin] = _of(plugins, ObjectEventPlugin)
         self.job_views: list[JobViewPlugin] = _of(plugins, JobViewPlugin)
+        self.podgroup_claim_views: list[PodGroupClaimsPlugin] = _of(plugins, PodGroupClaimsPlugin)
         self.gang_fact_sources: list[GangFactsPlugin] = _of(plugins, GangFactsPlugin)
         self.pod_gone: list[PodGonePlugin] = _of(plugins, PodGonePlugin)
         self.scopes: list[PlacementScopePlugin] = _of(plugins, PlacementScopePlugin)
@@ -338,6 +341,15 @@ class Framework:
             job = plugin.job_of(pod)
             if job is not None:
                 return job
+        return None
+
+    def podgroup_claims(self, namespace: str, name: str) -> PodGroupClaims | None:
+        """The claims of upstream PodGroup ``namespace/name``, as the plugin that keeps them
+        was told (a what-if's pods that join it share them)."""
+        for plugin in self.podgroup_claim_views:
+            claims = plugin.podgroup_claims(namespace, name)
+            if claims is not None:
+                return claims
         return None
 
     def run_reserve(

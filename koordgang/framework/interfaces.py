@@ -30,6 +30,7 @@ from koordgang.framework.results import (
     UnreserveReason,
 )
 from koordgang.framework.status import Status
+from koordgang.model.dra import PodGroupClaims
 from koordgang.model.group_key import GroupKey
 from koordgang.model.pod import PodInfo
 from koordgang.state.node_state import NodeState
@@ -281,6 +282,13 @@ class PodGonePlugin(Plugin, Protocol):
 class JobViewPlugin(Plugin, Protocol):
     def job_of(self, pod: PodInfo) -> JobRef | None:
         """The job a running pod belongs to (its gang), None if this plugin does not know."""
+
+
+@runtime_checkable
+class PodGroupClaimsPlugin(Plugin, Protocol):
+    def podgroup_claims(self, namespace: str, name: str) -> PodGroupClaims | None:
+        """The claims of upstream PodGroup ``namespace/name`` (its entries, the claims made
+        for it) as this plugin was told them, None when it has not seen it."""
 
 
 @runtime_checkable

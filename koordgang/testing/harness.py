@@ -45,6 +45,7 @@ from koordgang.state.waiting import WaitingPods
 from koordgang.testing.api import FakeApi
 from koordgang.testing.builders.pods import NS, bound
 from koordgang.testing.clock import FakeClock
+from koordgang.whatif.fork import DaemonState
 
 
 @dataclass
@@ -131,6 +132,20 @@ class Harness:
     @property
     def waiting(self) -> WaitingPods:
         return self.framework.waiting
+
+    def daemon_state(self) -> DaemonState:
+        """What a what-if forks, as the daemon gives it (``app.py``): the cache and stores, the
+        objects the plugins were fed, the held placements and nominations, what the plugins
+        carry over."""
+        framework = self.framework
+        return DaemonState(
+            self.cache,
+            self.scheduler.stores,
+            self.intake.objects.items(),
+            framework.waiting,
+            framework.nominations,
+            framework.carried(),
+        )
 
     def start_writers(self, workers: int | None = None, event_workers: int | None = None) -> None:
         """The reporter's workers and the status writer, as the daemon runs them (a test

@@ -38,7 +38,6 @@ from koordgang.framework.handle import Services
 from koordgang.framework.report import Report
 from koordgang.framework.status import Code
 from koordgang.gangapis import GANG_APIS, Resolve
-from koordgang.model.dra import ResourceClaimInfo
 from koordgang.model.gang import GangMode
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import format_amount
@@ -46,13 +45,13 @@ from koordgang.plugins.preemption.victims import CostModel
 from koordgang.plugins.profile import default_framework
 from koordgang.settings import Settings
 from koordgang.state.cache import SchedulerCache
-from koordgang.state.dra import ClaimView
 from koordgang.state.gangs import GangRegistry
 from koordgang.state.nominations import Nominations
 from koordgang.state.snapshot import Placement, Snapshot
 from koordgang.state.stores import Stores
 from koordgang.state.waiting import WaitingPods
-from koordgang.whatif.inputs import GangObject, WhatIfError
+from koordgang.whatif.claims import devices, podgroup_claims
+from koordgang.whatif.inputs import WhatIfError, WhatIfInput, make_claims, make_pods
 from koordgang.whatif.ties import NodeKind, node_kinds, node_ties, victim_ties
 
 #: What a group's cycle would lead to.
@@ -169,22 +168,28 @@ def fork(
 def what_if(
     settings: Settings,
     state: DaemonState,
-    pods: Sequence[PodInfo],
-    gang_objects: Sequence[GangObject] = (),
+    file: WhatIfInput,
+    priorities: Mapping[str, int] | None = None,
     *,
-    claims: Sequence[ResourceClaimInfo] = (),
     clock: Callable[[], float] = time.monotonic,
     wall: Callable[[], float] = time.time,
     held_known: bool = True,
 ) -> dict[str, Any]:
-    """The answer (JSON-ready) for ``pods``, the file's ``gang_objects`` and the claims it
-    makes (``claims``: taken to exist); raises :class:`WhatIfError` when the file declares its
-    gang wrongly. ``held_known`` False (a state listed from the API server): the placements
-    the daemon holds are not in it, and the answer says so where they may be."""
+    """The answer (JSON-ready) for the file read (``read_input``): its pods as created now,
+    spec.priority from ``priorities`` (``make_pods``), its gang objects, and the claims it
+    makes (taken to exist); raises :class:`WhatIfError` when the file declares its gang
+    wrongly or a claim cannot be made. ``held_known`` False (a state listed from the API
+    server): the placements the daemon holds are not in it, and the answer says so where they
+    may be."""
     forked = fork(settings, state, clock=clock, wall=wall)
     framework, services = forked.framework, forked.services
-    for obj in gang_objects:
+    for obj in file.gang_objects:
         framework.on_object(obj.resource_id, "ADDED", obj.obj)
+    # Which claims of the pods are an upstream PodGroup's, and which claim the controller
+    # made for it, is what the plugins were told (the cluster's PodGroups, the file's).
+    podgroups = framework.podgroup_claims
+    pods = make_pods(file.pods, priorities or {}, wall(), podgroups)
+    claims = make_claims(file, pods, podgroups)
     for pod in pods:
         framework.on_pod(None, pod)
     _check_gangs(forked.gangs, pods)
@@ -214,7 +219,11 @@ def what_if(
         # One weighing of victims for the answer's list and its ties.
         model = _cost_model(forked, group)
         answer = _group_answer(forked, group, outcome, model, ours, clock())
-        answer["devices"] = _devices(state.stores.dra.view(base), outcome)
+        view = state.stores.dra.view(base)
+        answer["devices"] = devices(view, outcome)
+        answer["podGroupClaims"] = podgroup_claims(
+            view, state.stores.dra, podgroups, [p for p in group.members() if p.uid in ours]
+        )
         answer["ties"] = _ties(outcome, model, kinds, base)
         if answer["outcome"] != PENDING:
             kinds = None
@@ -272,21 +281,6 @@ def _check_gangs(gangs: GangRegistry, pods: Sequence[PodInfo]) -> None:
             raise WhatIfError(f"pod {pod.key} (gang {gang.key}): {text}")
 
 
-def _devices(claims: ClaimView, outcome: CycleOutcome) -> dict[str, list[str]]:
-    """The devices each pod placed by the cycle would get through its claims
-    (``node: driver/pool/device``, a share with what it consumes)."""
-    found: dict[str, list[str]] = {}
-    for placement in (*outcome.bind, *outcome.hold):
-        allocations = claims.allocated_for(placement.pod.uid)
-        if allocations:
-            found[placement.pod.key] = [
-                f"{placement.node_name}: {device.describe()}"
-                for allocation in allocations.values()
-                for device in allocation.devices
-            ]
-    return found
-
-
 def _gated(pod: PodInfo, message: str) -> dict[str, Any]:
     return {
         "gangs": [],
@@ -303,6 +297,7 @@ def _gated(pod: PodInfo, message: str) -> dict[str, Any]:
         "reservation": None,
         "notes": [],
         "devices": {},
+        "podGroupClaims": [],
         "ties": [],
     }
 

@@ -10,7 +10,9 @@ it, a ``List`` included. Every document is one of
 - a group object of a gang API koordgang reads (``GANG_APIS``: their ``resource``);
 - a ResourceClaim, or a ResourceClaimTemplate (``resource.k8s.io``): the file's pods that name
   a template get a claim made from it, as the resourceclaim controller would make it (a
-  template the file does not hold is refused: the what-if cannot read its spec).
+  template the file does not hold is refused: the what-if cannot read its spec). An entry
+  that is the pod's upstream PodGroup's (a PodGroup of the file or of the cluster) is the
+  PodGroup's one claim: the one the controller made for it already, or one made for it.
 
 Pods are made as their controllers make them (names, the labels a Job controller adds, the
 completion index of an Indexed Job), so that selectors and gang annotations read the same.
@@ -23,20 +25,18 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from koordgang.gangapis import GANG_APIS, GangApi
-from koordgang.gangapis.kubernetes import API as UPSTREAM_API
 from koordgang.gangapis.kubernetes import GROUP as UPSTREAM_GROUP
 from koordgang.model.dra import (
     PodClaimRef,
     PodGroupClaims,
     ResourceClaimInfo,
-    parse_podgroup_claims,
     parse_resource_claim,
 )
 from koordgang.model.errors import ModelError
@@ -317,26 +317,23 @@ def _gang_object(api: GangApi, doc: Mapping[str, Any], where: str) -> GangObject
     return GangObject(api, obj, info)
 
 
-def podgroup_claims(parsed: WhatIfInput) -> dict[str, PodGroupClaims]:
-    """The claims of the file's upstream PodGroups that name some, by ``namespace/name``."""
-    found: dict[str, PodGroupClaims] = {}
-    for obj in parsed.gang_objects:
-        if obj.api.name == UPSTREAM_API:
-            group = parse_podgroup_claims(obj.obj)
-            if group.claims:
-                found[group.key] = group
-    return found
+#: The claims of upstream PodGroup ``(namespace, name)``, None when not known: a what-if asks
+#: its framework (``Framework.podgroup_claims``), told of the cluster's PodGroups and the file's.
+PodGroupLookup = Callable[[str, str], PodGroupClaims | None]
 
 
-def _group_entry(
-    pod: Mapping[str, Any], entry: Mapping[str, Any], groups: Mapping[str, PodGroupClaims]
+def _no_podgroups(namespace: str, name: str) -> PodGroupClaims | None:
+    return None
+
+
+def _group_of(
+    pod: Mapping[str, Any], ref: PodClaimRef, groups: PodGroupLookup
 ) -> PodGroupClaims | None:
-    """The file's PodGroup whose claim the pod's template ``entry`` is (same name, same
-    template), as the resourceclaim controller decides it; None: the pod's own."""
+    """The PodGroup whose claim the pod's entry ``ref`` is (its PodGroup names the same entry,
+    same claim or template, as the resourceclaim controller decides it); None: the pod's own."""
     scheduling = pod["spec"].get("schedulingGroup")
     name = scheduling.get("podGroupName") if isinstance(scheduling, Mapping) else None
-    group = groups.get(f"{pod['metadata']['namespace']}/{name}") if name else None
-    ref = PodClaimRef(str(entry["name"]), template_name=str(entry["resourceClaimTemplateName"]))
+    group = groups(pod["metadata"]["namespace"], name) if isinstance(name, str) and name else None
     return group if group is not None and group.binds(ref) else None
 
 
@@ -344,13 +341,13 @@ def make_pods(
     pods: Sequence[dict[str, Any]],
     priorities: Mapping[str, int],
     now: float,
-    groups: Mapping[str, PodGroupClaims] | None = None,
+    groups: PodGroupLookup = _no_podgroups,
 ) -> list[PodInfo]:
     """The pods as the scheduler would read them once created now, in file order: uids of
     their own, ``spec.priority`` from their PriorityClass (``priorities``: name -> value; ""
-    is the class a pod without one gets). ``groups``: the file's PodGroups' claims
-    (``podgroup_claims``), whose members name the claim made for the PodGroup. Raises
-    :class:`WhatIfError` naming the field."""
+    is the class a pod without one gets). A pod's template entry that is its PodGroup's
+    (``groups``) names the PodGroup's claim: the one made for it (its status names it), or the
+    one ``make_claims`` makes for it. Raises :class:`WhatIfError` naming the field."""
     made: list[PodInfo] = []
     stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for position, raw in enumerate(pods):
@@ -362,9 +359,16 @@ def make_pods(
         made_claims = {}
         for entry in spec.get("resourceClaims") or ():
             if isinstance(entry, Mapping) and entry.get("resourceClaimTemplateName"):
-                group = _group_entry(pod, entry, groups or {})
-                owner = meta["name"] if group is None else group.name
-                made_claims[entry["name"]] = f"{owner}-{entry['name']}-whatif"
+                ref = PodClaimRef(
+                    str(entry["name"]), template_name=str(entry["resourceClaimTemplateName"])
+                )
+                group = _group_of(pod, ref, groups)
+                if group is None:
+                    made_claims[ref.name] = f"{meta['name']}-{ref.name}-whatif"
+                elif ref.name in group.made:
+                    made_claims[ref.name] = group.made[ref.name]
+                else:
+                    made_claims[ref.name] = f"{group.name}-{ref.name}-whatif"
         if made_claims:
             # As the resourceclaim controller names the claims it made for the pod.
             pod["status"]["resourceClaimStatuses"] = [
@@ -413,13 +417,15 @@ def priorities_of(classes: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return values
 
 
-def make_claims(parsed: WhatIfInput, pods: Sequence[PodInfo]) -> list[ResourceClaimInfo]:
+def make_claims(
+    parsed: WhatIfInput, pods: Sequence[PodInfo], groups: PodGroupLookup = _no_podgroups
+) -> list[ResourceClaimInfo]:
     """The file's ResourceClaims, and one claim per pod and template entry, made from the
     file's template as the resourceclaim controller makes it (owned by the pod, named as
-    ``make_pods`` told the pod; one for a whole PodGroup of the file, owned by it, where the
-    entry is the PodGroup's). Raises :class:`WhatIfError` naming a template the file does not
-    hold, or a claim it cannot read."""
-    groups = podgroup_claims(parsed)
+    ``make_pods`` told the pod); for an entry that is a PodGroup's (``groups``), one claim for
+    the whole PodGroup, owned by it, unless the controller made it already (it is the
+    cluster's). Raises :class:`WhatIfError` naming a template the file does not hold, or a
+    claim it cannot read."""
     made: list[ResourceClaimInfo] = []
     names: set[str] = set()
     for claim in parsed.claims:
@@ -430,6 +436,11 @@ def make_claims(parsed: WhatIfInput, pods: Sequence[PodInfo]) -> list[ResourceCl
         for ref in pod.resource_claims:
             if not ref.template_name:
                 continue
+            group = groups(pod.namespace, pod.scheduling_group) if pod.scheduling_group else None
+            if group is not None and not group.binds(ref):
+                group = None
+            if group is not None and ref.name in group.made:
+                continue  # made for the PodGroup already: the cluster's claim
             key = f"{pod.namespace}/{ref.template_name}"
             template = parsed.templates.get(key)
             where = f"pod {pod.key}: spec.resourceClaims[{ref.name}]"
@@ -442,9 +453,8 @@ def make_claims(parsed: WhatIfInput, pods: Sequence[PodInfo]) -> list[ResourceCl
             if name in names:
                 continue  # the PodGroup's, made for an earlier member
             names.add(name)
-            group = groups.get(f"{pod.namespace}/{pod.scheduling_group}")
             owner = {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "uid": pod.uid}
-            if group is not None and group.binds(ref):
+            if group is not None:
                 owner = {
                     "apiVersion": f"{UPSTREAM_GROUP}/v1beta1",
                     "kind": "PodGroup",

@@ -52,6 +52,8 @@ def _group(group: Mapping[str, Any]) -> list[str]:
         lines.append("  devices (node: driver/pool/device):")
         for pod, found in sorted(devices.items()):
             lines.append(f"    {pod}: {', '.join(found)}")
+    for claim in group.get("podGroupClaims") or []:
+        lines.append(f"  claim: {claim}")
     if group.get("holdSeconds") is not None:
         lines.append(f"  held for at most {group['holdSeconds']:g}s")
     short: Mapping[str, str] = group.get("short") or {}

@@ -13,13 +13,7 @@ from koordgang.clients.api import KubeApi
 from koordgang.settings import Settings
 from koordgang.whatif.cluster import read_priorities
 from koordgang.whatif.fork import DaemonState, what_if
-from koordgang.whatif.inputs import (
-    make_claims,
-    make_pods,
-    podgroup_claims,
-    priority_class_names,
-    read_input,
-)
+from koordgang.whatif.inputs import priority_class_names, read_input
 
 
 class WhatIfService:
@@ -43,8 +37,6 @@ class WhatIfService:
         answer for."""
         parsed = read_input(text, self._settings.scheduler_names)
         priorities, warning = await read_priorities(self._api, priority_class_names(parsed.pods))
-        pods = make_pods(parsed.pods, priorities, self._wall(), podgroup_claims(parsed))
-        claims = make_claims(parsed, pods)
         # From here on nothing awaits: the daemon's state cannot change under the what-if.
         # What its plugins log is marked as a what-if's (a "gang group placed" of a job that
         # was never submitted must not read as a real placement).
@@ -52,9 +44,8 @@ class WhatIfService:
             answer = what_if(
                 self._settings,
                 self._state(),
-                pods,
-                parsed.gang_objects,
-                claims=claims,
+                parsed,
+                priorities,
                 clock=self._clock,
                 wall=self._wall,
             )

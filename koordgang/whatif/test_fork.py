@@ -29,16 +29,9 @@ from koordgang.whatif.fork import (
     BIND,
     PENDING,
     PREEMPT,
-    DaemonState,
     what_if,
 )
-from koordgang.whatif.inputs import (
-    WhatIfError,
-    make_claims,
-    make_pods,
-    podgroup_claims,
-    read_input,
-)
+from koordgang.whatif.inputs import WhatIfError, read_input
 from koordgang.whatif.render import render_text
 
 
@@ -63,27 +56,11 @@ spec:
 """
 
 
-def _state(sched: Harness) -> DaemonState:
-    framework = sched.framework
-    return DaemonState(
-        sched.cache,
-        sched.scheduler.stores,
-        sched.intake.objects.items(),
-        framework.waiting,
-        framework.nominations,
-        framework.carried(),
-    )
-
-
 def _ask(sched: Harness, text: str, *, held_known: bool = True) -> dict[str, Any]:
-    parsed = read_input(text, "koord-scheduler")
-    pods = make_pods(parsed.pods, {}, sched.clock.wall(), podgroup_claims(parsed))
     return what_if(
         sched.settings,
-        _state(sched),
-        pods,
-        parsed.gang_objects,
-        claims=make_claims(parsed, pods),
+        sched.daemon_state(),
+        read_input(text, "koord-scheduler"),
         clock=sched.clock,
         wall=sched.clock.wall,
         held_known=held_known,
@@ -284,60 +261,6 @@ async def test_a_what_if_shows_shares_of_a_shared_gpu_and_what_is_left(sched: Ha
     [group] = answer["groups"]
     assert group["outcome"] == PENDING
     assert any("device gpu-0 has 0 of memory left" in note for note in group["notes"]), group
-
-
-PODGROUP_CLAIM_JOB = """
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: pair, namespace: ns}
-spec:
-  spec:
-    devices:
-      requests:
-        - {name: gpus, exactly: {deviceClassName: gpu, count: 2}}
----
-apiVersion: scheduling.k8s.io/v1beta1
-kind: PodGroup
-metadata: {name: train, namespace: ns}
-spec:
-  schedulingPolicy: {gang: {minCount: 3}}
-  resourceClaims: [{name: gpus, resourceClaimTemplateName: pair}]
----
-apiVersion: batch/v1
-kind: Job
-metadata: {name: train, namespace: ns}
-spec:
-  parallelism: 3
-  completions: 3
-  template:
-    spec:
-      schedulerName: koord-scheduler
-      schedulingGroup: {podGroupName: train}
-      resourceClaims: [{name: gpus, resourceClaimTemplateName: pair}]
-      containers: [{name: main, image: x, resources: {requests: {cpu: "1"}}}]
-"""
-
-
-async def test_a_what_if_makes_one_claim_for_a_podgroup_its_members_share(
-    sched: Harness,
-) -> None:
-    """3 members sharing their PodGroup's claim of 2 GPUs fit where 3 claims of 2 would not:
-    the what-if makes the claim once, for the PodGroup, as the resourceclaim controller
-    does."""
-    sched.list(
-        nodes=[node("n1", cpu="8"), node("n2", cpu="8")],
-        resource_slices=[resource_slice("n1", 2), resource_slice("n2", 2)],
-        device_classes=[device_class()],
-    )
-    parsed = read_input(PODGROUP_CLAIM_JOB, "koord-scheduler")
-    pods = make_pods(parsed.pods, {}, sched.clock.wall(), podgroup_claims(parsed))
-    assert {p.claim_statuses["gpus"] for p in pods} == {"train-gpus-whatif"}
-    [claim] = make_claims(parsed, pods)
-    assert claim.owner_podgroup == "train"
-    answer = _ask(sched, PODGROUP_CLAIM_JOB)
-    [group] = answer["groups"]
-    assert group["outcome"] == BIND, group
-    assert len(set(group["placements"].values())) == 1
 
 
 async def test_a_what_if_refuses_a_template_it_was_not_given(sched: Harness) -> None:

@@ -176,6 +176,9 @@ class DynamicResources:
             return None
         return self.podgroups.get(pod.namespace, pod.scheduling_group)
 
+    def podgroup_claims(self, namespace: str, name: str) -> PodGroupClaims | None:
+        return self.podgroups.get(namespace, name)
+
     @property
     def _dra(self) -> DraManager:
         return self._handle.dra

@@ -12,11 +12,13 @@ from koordgang.testing.builders.dra import (
     labels_selector,
     network_slice_json,
     partitioned_gpu_json,
+    podgroup_claim_json,
     resource_claim,
     resource_claim_json,
     resource_slice,
     resource_slice_json,
     shared_gpu_json,
+    upstream_podgroup_json,
 )
 from koordgang.testing.builders.gangs import (
     DEFAULT_WAIT,
@@ -71,6 +73,7 @@ __all__ = [
     "pod",
     "pod_json",
     "podgroup",
+    "podgroup_claim_json",
     "podgroup_json",
     "registry",
     "resource_claim",
@@ -80,4 +83,5 @@ __all__ = [
     "shared_gpu_json",
     "stamp",
     "uid_of",
+    "upstream_podgroup_json",
 ]

@@ -172,6 +172,63 @@ def resource_claim(name: str, count: int = 1, **kwargs: Any) -> ResourceClaimInf
     return parse_resource_claim(resource_claim_json(name, count, **kwargs))
 
 
+def upstream_podgroup_json(
+    name: str = "train",
+    min_count: int = 2,
+    *,
+    made: str | None = None,
+    entry: str = "gpus",
+    template: str = "pair",
+    namespace: str = NS,
+) -> dict[str, Any]:
+    """An upstream PodGroup (``scheduling.k8s.io``, uid ``uid-<name>``) whose claim entry
+    ``entry`` comes from ``template``; ``made``: the claim the resourceclaim controller made
+    for it (its status names it)."""
+    status: dict[str, Any] = {}
+    if made is not None:
+        status["resourceClaimStatuses"] = [{"name": entry, "resourceClaimName": made}]
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{name}",
+            "resourceVersion": "1",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": min_count}},
+            "resourceClaims": [{"name": entry, "resourceClaimTemplateName": template}],
+        },
+        "status": status,
+    }
+
+
+def podgroup_claim_json(
+    name: str,
+    podgroup: str = "train",
+    count: int = 2,
+    *,
+    entry: str = "gpus",
+    status: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The claim the resourceclaim controller made for upstream PodGroup ``podgroup``
+    (``upstream_podgroup_json``'s): ``resource_claim_json``'s, owned by the PodGroup."""
+    obj = resource_claim_json(name, count, status=status)
+    obj["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "name": podgroup,
+            "uid": f"uid-{podgroup}",
+            "controller": True,
+        }
+    ]
+    obj["metadata"]["annotations"] = {"resource.kubernetes.io/pod-claim-name": entry}
+    return obj
+
+
 def device_taint_rule_json(
     name: str,
     *,
