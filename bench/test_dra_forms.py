@@ -4,7 +4,7 @@ scheduler and the API server would leave them."""
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -209,7 +209,8 @@ def test_a_cluster_as_the_api_has_it_passes() -> None:
 
 
 def _claim_named(objects: FormsObjects, name: str) -> dict[str, Any]:
-    return next(c for c in objects.base.claims if c["metadata"]["name"] == name)  # type: ignore[return-value]
+    found = next(c for c in objects.base.claims if c["metadata"]["name"] == name)
+    return cast(dict[str, Any], found)
 
 
 def test_a_whole_gpu_given_beside_its_partition_overdraws_the_counter_set() -> None:

@@ -48,11 +48,11 @@ def _ready(port: int, process: subprocess.Popen[bytes], log: Path) -> bool:
         return False
 
 
-def _python_under(code: Path) -> Path:
-    """The test's interpreter as seen under the bind mount ``code`` of the checkout."""
+def _python_under(mount: Path) -> Path:
+    """The test's interpreter as seen under the bind mount ``mount`` of the checkout."""
     executable = Path(sys.executable)
     try:
-        return code / executable.relative_to(REPO)
+        return mount / executable.relative_to(REPO)
     except ValueError:
         return executable
 
@@ -78,9 +78,9 @@ def test_the_daemon_runs_as_uid_65532_on_a_read_only_root_file_system(
         # The checkout seen through a bind mount under ``shared``: uid 65532 may not traverse
         # the directories above it (a clone in ``mktemp -d``'s 0700 directory), and an image
         # has its code at a path its user can read anyway.
-        code = shared / "code"
-        code.mkdir(mode=0o755)
-        python = _python_under(code)
+        mount = shared / "code"
+        mount.mkdir(mode=0o755)
+        python = _python_under(mount)
         daemon = " ".join(
             [
                 str(python),
@@ -102,7 +102,7 @@ def test_the_daemon_runs_as_uid_65532_on_a_read_only_root_file_system(
         home.mkdir(mode=0o777)
         home.chmod(0o777)
         script = (
-            f"mount --make-rprivate / && mount --bind {REPO} {code} && "
+            f"mount --make-rprivate / && mount --bind {REPO} {mount} && "
             "mount -o remount,bind,ro / && "
             f"exec setpriv --reuid {IMAGE_UID} --regid {IMAGE_UID} --clear-groups "
             f"--inh-caps=-all {daemon}"
@@ -121,7 +121,7 @@ def test_the_daemon_runs_as_uid_65532_on_a_read_only_root_file_system(
                     "PYTHONDONTWRITEBYTECODE": "1",
                     "PYTHONUNBUFFERED": "1",
                     # Ahead of the editable install's finder, which names the checkout's own path.
-                    "PYTHONPATH": str(code),
+                    "PYTHONPATH": str(mount),
                     "POD_NAMESPACE": NAMESPACE,
                 },
             )
