@@ -153,6 +153,13 @@ def ensure_built(
     paths: dict[str, Path] = {}
     started = time.monotonic()
     built = 0
+    cached = {b.name: b.cached_path(directory) for b in binaries if b.name in wanted}
+    if all(os.access(target, os.X_OK) for target in cached.values()):
+        # Nothing to build: no need to wait for a build of other binaries under the lock.
+        for binary in binaries:
+            if binary.name in cached:
+                reporter.line(f"reusing {binary.name} {binary.version}: {cached[binary.name]}")
+        return cached
     with exclusive_lock(
         directory / ".build.lock",
         on_wait=lambda: reporter.line("waiting for another build to finish ..."),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from controlplane import build
 from controlplane.build import control_plane_binaries, go_env, required_version
 from controlplane.releases import RELEASES, UnknownRelease, selected_release
 
@@ -74,3 +75,28 @@ def test_podgroup_claims_are_switched_on_for_1_37_alone() -> None:
     # Beta and off by default in 1.37 (an alpha gate in 1.36, left off there).
     assert "DRAWorkloadResourceClaims=true" in RELEASES["1.37"].feature_gates.split(",")
     assert "DRAWorkloadResourceClaims" not in RELEASES["1.36"].feature_gates
+
+
+def test_binaries_all_cached_are_reused_without_waiting_for_a_build_of_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another checkout building other binaries holds the cache's lock for minutes: a run
+    whose binaries are all there does not wait for it."""
+    monkeypatch.setenv("KOORDGANG_CACHE", str(tmp_path))
+    cache = tmp_path / "bin"
+    cache.mkdir()
+    for binary in BINARIES:
+        target = binary.cached_path(cache)
+        target.write_text("#!/bin/sh\n")
+        target.chmod(0o755)
+
+    def held(*args: object, **kwargs: object) -> None:
+        raise AssertionError("waited for the build lock with every binary cached")
+
+    monkeypatch.setattr(build, "exclusive_lock", held)
+    paths = build.ensure_built(binaries=BINARIES)
+    assert paths == {b.name: b.cached_path(cache) for b in BINARIES}
+    # One missing: that one is built, under the lock.
+    BINARIES[0].cached_path(cache).unlink()
+    with pytest.raises(AssertionError, match="waited for the build lock"):
+        build.ensure_built(binaries=BINARIES)
