@@ -220,8 +220,8 @@ class SlotIndex:
         along some stretch of ``length`` before their last run ends, by that time."""
         found = []
         for gap, name in self.by_gap:
-            if -gap < length:
-                break
+            if -gap < length or not gap:
+                break  # too short, or no room at all before its last run ends
             found.append((self.slots[name][0], name))
         found.sort()
         return found
