@@ -133,7 +133,7 @@ class _Plan:
         self.spent = 0
 
     def vector(self, room: Resources) -> Vector:
-        return tuple(room.get(name) for name in self.names)
+        return tuple(map(room.get, self.names))
 
     def _holders(self) -> None:
         by_node: dict[str, list[tuple[Holder, Vector]]] = {}

@@ -45,7 +45,20 @@ def times(free: Vector, need: Vector) -> int:
 
 
 def fits(need: Vector, free: Vector) -> bool:
-    return all(map(operator.le, need, free))
+    """Resource by resource, of those ``need`` asks for (room over-committed in another does
+    not matter to it)."""
+    return all(n <= f for n, f in zip(need, free, strict=False) if n)
+
+
+#: Room beyond any amount: for the resources a member does not ask for.
+_UNBOUNDED = 1 << 62
+
+
+def room_for(allocatable: Vector, need: Vector, count: int) -> Vector:
+    """What may be used on a node that has room for ``count`` of ``need`` beside it."""
+    return tuple(
+        a - count * n if n else _UNBOUNDED for a, n in zip(allocatable, need, strict=False)
+    )
 
 
 @dataclass(slots=True)
@@ -85,14 +98,15 @@ class NodeRoom:
         """When this node, its runs aside, has room for a 1st, 2nd, ... ``need`` (at most
         ``cap`` of them)."""
         found: list[float] = []
-        moment = now
-        for index, held in enumerate(self.held):
-            if index:
-                moment = self.ends[index - 1]
-            count = min(cap, times(sub(self.allocatable, held), need))
-            found.extend([moment] * (count - len(found)))
-            if count >= cap:
+        held = self.held
+        index = 0
+        for count in range(1, cap + 1):
+            limit = room_for(self.allocatable, need, count)
+            while index < len(held) and not all(map(operator.le, held[index], limit)):
+                index += 1
+            if index == len(held):
                 break
+            found.append(self.ends[index - 1] if index else now)
         return found
 
     def used_at(self, moment: float) -> Vector:
@@ -110,8 +124,9 @@ class NodeRoom:
         moments = ends[bisect.bisect_right(ends, after) : bisect.bisect_left(ends, until)]
         moments += [run.end for run in self.runs if after < run.end < until]
         moments.sort()
+        limit = room_for(self.allocatable, need, count + 1)
         for moment in moments:
-            if times(sub(self.allocatable, self.used_at(moment)), need) > count:
+            if all(map(operator.le, self.used_at(moment), limit)):
                 return moment
         return FOREVER
 

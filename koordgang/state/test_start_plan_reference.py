@@ -81,6 +81,7 @@ class Reference:
             self.free(node, moment).get(kind, 0) >= need
             for moment in inside
             for kind, need in amount.items()
+            if need  # a resource not asked for may be over-committed
         )
 
     def earliest(self, job: Waiter, names: list[str]) -> float | None:
