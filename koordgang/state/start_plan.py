@@ -122,6 +122,7 @@ class _Plan:
             | {n for h in self.held_list for n in h.requests}
         )
         self.names = names
+        self._vectors: dict[Resources, Vector] = {}
         self.zero: Vector = (0,) * len(names)
         self.nodes = {
             name: NodeRoom(name, self.vector(room), self.zero) for name, room in allocatable.items()
@@ -133,7 +134,11 @@ class _Plan:
         self.spent = 0
 
     def vector(self, room: Resources) -> Vector:
-        return tuple(map(room.get, self.names))
+        # Pods of a cluster ask for few distinct amounts: each is made a vector once.
+        found = self._vectors.get(room)
+        if found is None:
+            found = self._vectors[room] = tuple(map(room.get, self.names))
+        return found
 
     def _holders(self) -> None:
         by_node: dict[str, list[tuple[Holder, Vector]]] = {}
