@@ -112,6 +112,9 @@ class StartTimes:
         #: then made in the cycle).
         self._wake: asyncio.Event | None = None
         self._in_flight = False
+        #: CPU seconds of the last plan made off the cycle: reading its inputs (on the event
+        #: loop), and the plan (in its thread).
+        self.last_costs = (0.0, 0.0)
         #: Jobs seen since the last plan began, tried again once the next is made.
         self._untold: set[str] = set()
 
@@ -134,6 +137,7 @@ class StartTimes:
             try:
                 inputs, reading = self._inputs()
                 estimates, planning = await asyncio.to_thread(_plan_timed, inputs)
+                self.last_costs = (reading, planning)
                 self._apply(inputs, estimates, reading + planning, activate=True)
             finally:
                 self._in_flight = False
