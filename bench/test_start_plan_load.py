@@ -11,6 +11,6 @@ async def test_every_way_schedules_its_batches_and_plans_are_made() -> None:
     assert set(load.ways) == set(WAYS)
     assert all(len(rates) == 1 and rates[0] > 0 for rates in load.ways.values())
     # One plan a round where StartTimes is in the profile, none where it is out.
-    assert load.plans == 2
+    assert load.plans == {"off": 0, "thread": 1, "in cycle": 1}
     [(reading, planning)] = load.costs
     assert reading > 0 and planning > 0
