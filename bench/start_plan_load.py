@@ -96,6 +96,16 @@ async def _round(
     return time.perf_counter() - started, time.thread_time() - cpu
 
 
+async def _plan_done(harness: Harness, timeout: float = 120.0) -> None:
+    """Waits (real time: the plan's thread runs on it) until no plan is in flight, so that
+    a round's plan does not run into the next."""
+    for _ in range(int(timeout / 0.01)):
+        if not harness.framework.working():
+            return
+        await asyncio.sleep(0.01)
+    raise TimeoutError("a plan still in flight after two minutes")
+
+
 def _use(
     harness: Harness,
     plugin: StartTimes,
@@ -154,6 +164,7 @@ async def _rounds(
             planned = plugin._planned
             count = index * len(ways) + number
             seconds, cpu = await _round(harness, plugin, batch, count, waiting[count % jobs])
+            await _plan_done(harness)
             await harness.settle()
             rates[way].append(batch / seconds)
             cpu_rates[way].append(batch / cpu)

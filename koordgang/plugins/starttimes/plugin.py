@@ -166,7 +166,7 @@ class StartTimes:
         # one each.
         if key not in self._estimates:
             self._untold.add(key)
-        due = self._planned is None or now - self._planned >= self._interval()
+        due = self._planned is None or now - self._planned >= self.interval()
         if due and not self._in_flight:
             if self._wake is not None:
                 self._wake.set()
@@ -272,7 +272,7 @@ class StartTimes:
                 self.handle.record(LATE_STARTS, 1.0, late)
         self._forget(key)
 
-    def _interval(self) -> float:
+    def interval(self) -> float:
         """Seconds between plans: ``refresh``, or longer where a plan is costly (a large
         cluster), so that planning takes at most 1/``COST_SHARE`` of the loop's time."""
         return max(self.refresh, COST_SHARE * self._cost)
