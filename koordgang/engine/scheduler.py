@@ -164,7 +164,8 @@ class Scheduler:
         return self.intake.ready.is_set()
 
     def start(self, supervisor: Supervisor) -> None:
-        """Starts the loop and the writers as guarded tasks, and opens the bind connections."""
+        """Starts the loop, the writers and the plugins' work off the cycle as guarded tasks,
+        and opens the bind connections."""
         for index in range(self.reporter.workers):
             supervisor.spawn(f"reporter-{index}", self.reporter.work)
         for index in range(self.reporter.event_workers):
@@ -173,6 +174,8 @@ class Scheduler:
         for index in range(self.evictor.workers):
             supervisor.spawn(f"evictor-{index}", self.evictor.work)
         supervisor.spawn("scheduling-loop", self.loop.run)
+        for name, work in self.framework.background().items():
+            supervisor.spawn(name, work)
         supervisor.start_once("warm-bind-connections", self.binder.warm)
 
     async def stop(self, grace: float | None = None) -> None:

@@ -19,6 +19,8 @@ from koordgang.framework.handle import Handle, Services
 from koordgang.framework.interfaces import (
     AssignPlugin,
     BackfillPlugin,
+    BackgroundPlugin,
+    BackgroundWork,
     CarryOverPlugin,
     ClusterScorePlugin,
     FilterPlugin,
@@ -133,6 +135,7 @@ class Framework:
         self.pod_gone: list[PodGonePlugin] = _of(plugins, PodGonePlugin)
         self.scopes: list[PlacementScopePlugin] = _of(plugins, PlacementScopePlugin)
         self.gauge_sources: list[GaugeSourcePlugin] = _of(plugins, GaugeSourcePlugin)
+        self.background_plugins: list[BackgroundPlugin] = _of(plugins, BackgroundPlugin)
         self.watchers: list[WatcherPlugin] = _of(plugins, WatcherPlugin)
         self.metric_sources: list[MetricsPlugin] = _of(plugins, MetricsPlugin)
         self.pre_binders: list[PreBindPlugin] = _of(plugins, PreBindPlugin)
@@ -205,6 +208,16 @@ class Framework:
 
     def gauges(self) -> dict[str, Mapping[str, float]]:
         return {name: values for p in self.gauge_sources for name, values in p.gauges().items()}
+
+    def background(self) -> dict[str, BackgroundWork]:
+        """The plugins' work off the scheduling cycle, by task name."""
+        return {
+            name: work for p in self.background_plugins for name, work in p.background().items()
+        }
+
+    def working(self) -> bool:
+        """Some plugin's work off the cycle is in flight."""
+        return any(p.working() for p in self.background_plugins)
 
     # -- groups --------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ Two families:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from koordgang.framework.cycle_state import CycleState
@@ -296,6 +296,21 @@ class GangFactsPlugin(Plugin, Protocol):
     def gang_facts(self, gang_key: str) -> Mapping[str, Any]:
         """What this plugin adds to a gang's row in the gangs view (``/gangs``, what-if): its
         own fields by name, empty when it knows nothing of the gang."""
+
+
+#: Work a plugin does off the scheduling cycle (made again if it fails).
+BackgroundWork = Callable[[], Coroutine[Any, Any, None]]
+
+
+@runtime_checkable
+class BackgroundPlugin(Plugin, Protocol):
+    def background(self) -> Mapping[str, BackgroundWork]:
+        """Work the plugin does off the scheduling cycle, by task name: the engine runs each
+        as a named, guarded task for the daemon's life. Without it (a what-if's fork) the
+        plugin does that work in the cycle."""
+
+    def working(self) -> bool:
+        """Work in flight whose outcome the next cycles will read (a test waits for it)."""
 
 
 @runtime_checkable

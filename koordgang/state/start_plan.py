@@ -14,28 +14,46 @@ moment and at the start of each later run planned there. Amounts are compared re
 resource, the highest of each over the run, which may find less room than there is, never
 more.
 
-Cost. Amounts are tuples of integers over the resources that appear. A moment is tried only
-when the room the whole cluster has free then (planned runs aside) covers what the job asks;
-each moment tried costs a look at every node the job may use, and a plan looks at no more than
-``BUDGET`` nodes in all: jobs left when it is spent get no estimate (None, with
-``unplanned``), never a wrong one.
+Cost. Amounts are tuples of integers over the resources that appear. A job is not a look at
+every node at every moment: for the size of its smallest member, an index
+(``start_room.SlotIndex``, one per size and set of usable nodes, shared by the jobs alike)
+holds when each node has room for a 1st, 2nd, ... of them by its holders alone. Nodes the
+plan put no job on, and nodes past the end of their last planned run, are counted in bulk
+from it (a bisection); a node with runs before that is looked at one by one, and only by a
+job that could fit in some stretch it has room all along (``start_sweep.py``). The moments a
+job tries are those its count of members may grow; first fit runs once they reach its
+members, on the nodes with room then, the oldest room first. A plan takes no more than
+``BUDGET`` looks (a node looked at, a moment tried): jobs left when it is spent get no
+estimate (None, with ``unplanned``), never a wrong one.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection, Iterable, Mapping, Sequence
+import heapq
+import itertools
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from koordgang.model.resources import Resources
+from koordgang.state.start_room import (
+    FOREVER,
+    NodeRoom,
+    Run,
+    SlotIndex,
+    Vector,
+    add,
+    fits,
+    least,
+    sub,
+)
+from koordgang.state.start_sweep import Sweep
 
 __all__ = ["BUDGET", "Estimate", "Holder", "Waiter", "plan_starts"]
 
-FOREVER = float("inf")
-#: Nodes a plan may look at (each look is a few microseconds).
-BUDGET = 100_000
-
-Vector = tuple[int, ...]
+#: Looks a plan may take (a node's room over a job's run, or a moment tried): a bound on a
+#: plan's time should a queue defeat the index (5,000 nodes and 1,000 jobs take ~80,000).
+BUDGET = 1_000_000
 #: A member's requests, and the nodes it may use (None: every node the job may use).
 _Member = tuple[Vector, frozenset[str] | None]
 
@@ -92,234 +110,173 @@ class Estimate:
     unplanned: bool = False
 
 
-@dataclass(slots=True)
-class _Run:
-    start: float
-    end: float
-    used: Vector
-    owner: str
-
-
-@dataclass(slots=True)
-class _Node:
-    name: str
-    allocatable: Vector
-    #: Free now if every holder with a bound had gone (holders without one still there).
-    most: Vector
-    #: Release moments of the holders with a bound, in order, and what each gives back.
-    ends: list[float] = field(default_factory=list)
-    given: list[Vector] = field(default_factory=list)
-    #: What is still held after ``ends[i]``: held[i + 1]; held[0] is what is held now.
-    held: list[Vector] = field(default_factory=list)
-    #: (pod, free_by) of every holder, for the explanation.
-    holders: list[tuple[str, float | None]] = field(default_factory=list)
-    runs: list[_Run] = field(default_factory=list)
-
-    def free(self, start: float, end: float) -> Vector:
-        """The least free at any moment of [start, end), resource by resource."""
-        least = self.allocatable
-        for moment in (start, *(r.start for r in self.runs if start < r.start < end)):
-            used = self.held[bisect.bisect_right(self.ends, moment)]
-            for run in self.runs:
-                if run.start <= moment < run.end:
-                    used = _add(used, run.used)
-            least = _min(least, _sub(self.allocatable, used))
-        return least
-
-
-def _add(a: Vector, b: Vector) -> Vector:
-    return tuple(x + y for x, y in zip(a, b, strict=True))
-
-
-def _sub(a: Vector, b: Vector) -> Vector:
-    return tuple(x - y for x, y in zip(a, b, strict=True))
-
-
-def _min(a: Vector, b: Vector) -> Vector:
-    return tuple(x if x < y else y for x, y in zip(a, b, strict=True))
-
-
-def _floor(a: Vector) -> Vector:
-    return tuple(x if x > 0 else 0 for x in a)
-
-
-def _times(free: Vector, need: Vector) -> int:
-    """How many of ``need`` fit in ``free``."""
-    counts = [f // n for f, n in zip(free, need, strict=True) if n > 0]
-    return max(0, min(counts)) if counts else 1 << 30
-
-
-def _fits(need: Vector, free: Vector) -> bool:
-    return all(n <= f for n, f in zip(need, free, strict=True))
-
-
 class _Plan:
     def __init__(
-        self, now: float, allocatable: Mapping[str, Resources], holders: Iterable[Holder]
+        self, now: float, allocatable: Mapping[str, Resources], holders: Iterable[Holder], cap: int
     ) -> None:
         self.now = now
+        self.cap = max(1, cap)
         self.held_list = list(holders)
         names = sorted(
             {n for room in allocatable.values() for n in room}
             | {n for h in self.held_list for n in h.requests}
         )
         self.names = names
+        self._vectors: dict[Resources, Vector] = {}
         self.zero: Vector = (0,) * len(names)
         self.nodes = {
-            name: _Node(name, self.vector(room), self.zero) for name, room in allocatable.items()
+            name: NodeRoom(name, self.vector(room), self.zero) for name, room in allocatable.items()
         }
         self.order = sorted(self.nodes)
         self._holders()
-        #: The cluster's free room after each release (runs aside), for the quick check.
-        releases = sorted(
-            (t, g, node.name)
-            for node in self.nodes.values()
-            for t, g in zip(node.ends, node.given, strict=True)
-        )
-        #: (moment, node) of every release.
-        self.releases = [(t, name) for t, _, name in releases]
-        self.moments = [now, *sorted({t for t, _, _ in releases})]
-        # Each node's free room counts from 0 up: an over-committed node (a nomination beside
-        # the pods it waits for) hides no room of the others.
-        free = {
-            name: _floor(_sub(node.allocatable, node.held[0])) for name, node in self.nodes.items()
-        }
-        total = self.zero
-        for room in free.values():
-            total = _add(total, room)
-        self.release_times = [t for t, _, _ in releases]
-        self.cluster_free = [total]
-        index = {name: 0 for name in self.nodes}
-        for _, _, name in releases:
-            node = self.nodes[name]
-            index[name] += 1
-            room = _floor(_sub(node.allocatable, node.held[index[name]]))
-            total = _add(total, _sub(room, free[name]))
-            free[name] = room
-            self.cluster_free.append(total)
+        #: One index per member size and set of usable nodes, shared by the jobs alike.
+        self.indexes: dict[Hashable, SlotIndex] = {}
         self.spent = 0
 
     def vector(self, room: Resources) -> Vector:
-        return tuple(room.get(name) for name in self.names)
+        # Pods of a cluster ask for few distinct amounts: each is made a vector once.
+        found = self._vectors.get(room)
+        if found is None:
+            found = self._vectors[room] = tuple(map(room.get, self.names))
+        return found
 
     def _holders(self) -> None:
-        by_node: dict[str, list[Holder]] = {}
+        by_node: dict[str, list[tuple[Holder, Vector]]] = {}
         for holder in self.held_list:
             if holder.node in self.nodes:
-                by_node.setdefault(holder.node, []).append(holder)
+                by_node.setdefault(holder.node, []).append((holder, self.vector(holder.requests)))
         for name, node in self.nodes.items():
             held = by_node.get(name, [])
             unbounded = self.zero
-            for holder in held:
+            for holder, vector in held:
                 if holder.free_by is None:
-                    unbounded = _add(unbounded, self.vector(holder.requests))
+                    unbounded = add(unbounded, vector)
             bounded = sorted(
-                (h for h in held if h.free_by is not None and h.free_by > self.now),
-                key=lambda h: h.free_by or 0.0,
+                (
+                    (holder.free_by, vector)
+                    for holder, vector in held
+                    if holder.free_by is not None and holder.free_by > self.now
+                ),
+                key=lambda item: item[0],
             )
             still = unbounded
-            for holder in bounded:
-                still = _add(still, self.vector(holder.requests))
+            for _, vector in bounded:
+                still = add(still, vector)
             node.held = [still]
-            for holder in bounded:
-                given = self.vector(holder.requests)
-                still = _sub(still, given)
-                node.ends.append(holder.free_by or 0.0)
-                node.given.append(given)
+            for free_by, vector in bounded:
+                still = sub(still, vector)
+                node.ends.append(free_by)
                 node.held.append(still)
-            node.most = _sub(node.allocatable, unbounded)
-            node.holders = [(h.pod, h.free_by) for h in held]
+            node.most = sub(node.allocatable, unbounded)
+            node.holders = [(h.pod, h.free_by) for h, _ in held]
 
-    def place(self, waiter: Waiter) -> Estimate:
-        if self.spent > BUDGET:
-            return Estimate(waiter.key, None, unplanned=True)
-        allowed = waiter.member_nodes or (None,) * len(waiter.members)
-        eligible = [
+    def _eligible(self, waiter: Waiter) -> list[NodeRoom]:
+        allowed = waiter.member_nodes or (None,)
+        return [
             self.nodes[n]
             for n in self.order
             if (waiter.nodes is None or n in waiter.nodes)
             and any(a is None or n in a for a in allowed)
         ]
+
+    def _index(self, waiter: Waiter, need: Vector) -> SlotIndex:
+        key = (need, waiter.nodes, waiter.member_nodes)
+        index = self.indexes.get(key)
+        if index is None:
+            index = self.indexes[key] = SlotIndex(self.now, need, self.cap, self._eligible(waiter))
+        return index
+
+    def place(self, waiter: Waiter) -> Estimate:
+        if self.spent >= BUDGET:
+            return Estimate(waiter.key, None, unplanned=True)
+        allowed = waiter.member_nodes or (None,) * len(waiter.members)
         members = sorted(
             ((self.vector(m), a) for m, a in zip(waiter.members, allowed, strict=True)),
             key=lambda member: member[0],
             reverse=True,
         )
-        demand = self.zero
         smallest = members[0][0]
         for member, _ in members:
-            demand = _add(demand, member)
-            smallest = _min(smallest, member)
-        # Only nodes that could take the smallest member once every pod with a bound has gone
-        # are looked at; how many of it each takes is kept up to date as the sweep meets the
-        # moments its room changes (a release, a planned run beginning, ending, or coming
-        # within reach of the job's run), and first fit runs once they take as many as the
-        # job has members (for members all alike, exactly when they all fit).
-        usable = {n.name: n for n in eligible if _fits(smallest, n.most)}
-        if not usable:
-            return self._never(waiter, eligible, members)
-        runs = self._run_events(waiter, usable)
-        taken: dict[str, int] = {}
-        total = 0
-        seen_release = seen_run = 0
-        for moment in self.moments:
-            self.spent += 1
-            if self.spent > BUDGET:
+            smallest = least(smallest, member)
+        index = self._index(waiter, smallest)
+        if not index.slots:
+            return self._never(waiter, members)
+        found = self._sweep(waiter, members, index)
+        if found is None:
+            if self.spent >= BUDGET:
                 return Estimate(waiter.key, None, unplanned=True)
-            if not _fits(
-                demand, self.cluster_free[bisect.bisect_right(self.release_times, moment)]
-            ):
-                continue
-            end = waiter.end(moment)
-            release_stop = bisect.bisect_right(self.release_times, moment)
-            run_stop = bisect.bisect_left(runs, (moment, 1, ""))
-            stale: Collection[str]
-            if not taken:
-                stale = usable.keys()
-            else:
-                stale = {
-                    name for _, name in self.releases[seen_release:release_stop] if name in usable
-                } | {name for _, _, name in runs[seen_run:run_stop]}
-                self.spent += release_stop - seen_release
-            seen_release, seen_run = release_stop, run_stop
-            for name in stale:
-                count = _times(usable[name].free(moment, end), smallest)
-                total += count - taken.get(name, 0)
-                taken[name] = count
-            self.spent += len(stale)
-            if total >= len(members):
-                placed, _ = _fit(members, list(usable.values()), moment, end)
-                if placed is not None:
-                    return self._commit(waiter, moment, end, placed)
-        return self._never(waiter, eligible, members)
+            return self._never(waiter, members)
+        return self._commit(waiter, *found)
 
-    def _run_events(
-        self, waiter: Waiter, usable: Mapping[str, _Node]
-    ) -> list[tuple[float, int, str]]:
-        """When the plan's runs change the room of a usable node over the job's run, in order:
-        (time, 0, node) for a change seen from that moment on, (time, 1, node) for one seen
-        only after it (a run beginning at s comes within a run of length d begun after
-        s - d). Releases are the plan's own list, shared by every job."""
-        events: list[tuple[float, int, str]] = []
-        length = waiter.runs_for
-        for name, node in usable.items():
-            for run in node.runs:
-                events.append((run.start, 0, name))
-                if run.end < FOREVER:
-                    events.append((run.end, 0, name))
-                events.append((run.start - length if length is not None else -FOREVER, 1, name))
-        events.sort()
-        return events
+    def _sweep(
+        self, waiter: Waiter, members: list[_Member], index: SlotIndex
+    ) -> tuple[float, float, list[tuple[NodeRoom, Vector, int]]] | None:
+        """The first moment the members fit, and where. The moments tried are those at which
+        the room for members of the smallest size grows (``start_sweep.py``)."""
+        wanted = len(members)
+        sweep = Sweep(index, self.nodes, wanted, waiter.runs_for, waiter.ends_by)
+        moment = self.now
+        while moment < FOREVER:
+            end = waiter.end(moment)
+            self.spent += 1 + sweep.advance(moment, end)
+            if self.spent > BUDGET:
+                return None
+            if index.bulk_count(moment) + sweep.looked >= wanted:
+                placed = self._fit(members, index, sweep.counts, moment, end)
+                if placed is not None:
+                    return moment, end, placed
+            moment = sweep.next_moment(moment)
+        return None
+
+    def _fit(
+        self,
+        members: list[_Member],
+        index: SlotIndex,
+        counts: Mapping[str, int],
+        moment: float,
+        end: float,
+    ) -> list[tuple[NodeRoom, Vector, int]] | None:
+        """Where the members go at ``moment``: the nodes with room for the smallest, by when
+        they first had room (the oldest room first), members largest first, each on the
+        first node it fits."""
+        dirty = sorted((index.slots[n][0], n) for n, c in counts.items() if c > 0)
+        clean = itertools.takewhile(lambda e: e[0] <= moment, index.bulk_first)
+        candidates = heapq.merge(dirty, clean)
+        need, allowed = members[0]
+        if all(member == (need, allowed) for member in members):
+            # Members alike: each node takes as many as it has room for.
+            placed: list[tuple[NodeRoom, Vector, int]] = []
+            left = len(members)
+            for _, name in candidates:
+                self.spent += 1
+                if index.until.get(name, -FOREVER) > moment:
+                    count = counts[name]
+                else:
+                    count = bisect.bisect_right(index.slots[name], moment)
+                take = min(left, count)
+                if take:
+                    placed.append((self.nodes[name], tuple(x * take for x in need), take))
+                    left -= take
+                    if not left:
+                        return placed
+            return None
+        nodes = [self.nodes[name] for _, name in candidates]
+        self.spent += len(nodes)
+        return _first_fit(members, nodes, lambda node: node.free(moment, end))
 
     def _commit(
-        self, waiter: Waiter, moment: float, end: float, placed: list[tuple[_Node, Vector]]
+        self,
+        waiter: Waiter,
+        moment: float,
+        end: float,
+        placed: list[tuple[NodeRoom, Vector, int]],
     ) -> Estimate:
         counts: dict[str, int] = {}
-        for node, used in placed:
-            node.runs.append(_Run(moment, end, used, waiter.key))
-            counts[node.name] = counts.get(node.name, 0) + 1
-        if end < FOREVER:
-            bisect.insort(self.moments, end)
+        for node, used, count in placed:
+            node.add_run(Run(moment, end, used, waiter.key))
+            for index in self.indexes.values():
+                index.ran(node, end)
+            counts[node.name] = counts.get(node.name, 0) + count
         waits = sorted(
             pod
             for name in counts
@@ -328,13 +285,11 @@ class _Plan:
         )
         return Estimate(waiter.key, moment, counts, tuple(waits))
 
-    def _never(self, waiter: Waiter, nodes: list[_Node], members: list[_Member]) -> Estimate:
+    def _never(self, waiter: Waiter, members: list[_Member]) -> Estimate:
         """No moment in the plan fits: say what holds the room for ever, or that nothing
         would."""
-        empty = [
-            _Node(node.name, node.allocatable, node.allocatable, held=[self.zero]) for node in nodes
-        ]
-        if _fit(members, empty, 0.0, 1.0)[0] is None:
+        nodes = self._eligible(waiter)
+        if _first_fit(members, nodes, lambda node: node.allocatable, empty=True) is None:
             return Estimate(waiter.key, None, never_fits=True)
         held = sorted(
             {pod for node in nodes for pod, free_by in node.holders if free_by is None}
@@ -343,29 +298,33 @@ class _Plan:
         return Estimate(waiter.key, None, held_by=tuple(held))
 
 
-def _fit(
-    members: list[_Member], nodes: list[_Node], start: float, end: float
-) -> tuple[list[tuple[_Node, Vector]] | None, int]:
-    """First fit of the members, largest first, each on the nodes it may use, on the room
-    free over [start, end); and how many nodes it looked at."""
+def _first_fit(
+    members: list[_Member],
+    nodes: list[NodeRoom],
+    room: Callable[[NodeRoom], Vector],
+    *,
+    empty: bool = False,
+) -> list[tuple[NodeRoom, Vector, int]] | None:
+    """First fit of the members, largest first, each on the nodes it may use, on ``room``
+    (``empty``: the nodes' whole room, holders aside)."""
     free: dict[str, Vector] = {}
-    placed: list[tuple[_Node, Vector]] = []
+    placed: list[tuple[NodeRoom, Vector, int]] = []
     for need, allowed in members:
         for node in nodes:
             if allowed is not None and node.name not in allowed:
                 continue
-            if not _fits(need, node.most):
+            if not empty and not fits(need, node.most):
                 continue  # not even once every pod with a bound has gone
-            room = free.get(node.name)
-            if room is None:
-                room = free[node.name] = node.free(start, end)
-            if _fits(need, room):
-                free[node.name] = _sub(room, need)
-                placed.append((node, need))
+            left = free.get(node.name)
+            if left is None:
+                left = free[node.name] = room(node)
+            if fits(need, left):
+                free[node.name] = sub(left, need)
+                placed.append((node, need, 1))
                 break
         else:
-            return None, len(free)
-    return placed, len(free)
+            return None
+    return placed
 
 
 def plan_starts(
@@ -375,5 +334,5 @@ def plan_starts(
     waiters: Sequence[Waiter],
 ) -> list[Estimate]:
     """An estimate for each waiter, in their order."""
-    plan = _Plan(now, allocatable, holders)
+    plan = _Plan(now, allocatable, holders, max((len(w.members) for w in waiters), default=1))
     return [plan.place(waiter) for waiter in waiters]

@@ -148,8 +148,9 @@ class Harness:
         )
 
     def start_writers(self, workers: int | None = None, event_workers: int | None = None) -> None:
-        """The reporter's workers and the status writer, as the daemon runs them (a test
-        giving ``workers`` gets no event writers unless it asks for them too)."""
+        """The reporter's workers, the status writer and the plugins' work off the cycle, as
+        the daemon runs them (a test giving ``workers`` gets no event writers unless it asks
+        for them too)."""
         reporter = self.scheduler.reporter
         for index in range(reporter.workers if workers is None else workers):
             self.tasks.append(asyncio.create_task(reporter.work(), name=f"reporter-{index}"))
@@ -165,6 +166,8 @@ class Harness:
         evictor = self.scheduler.evictor
         for index in range(evictor.workers):
             self.tasks.append(asyncio.create_task(evictor.work(), name=f"evictor-{index}"))
+        for name, work in self.framework.background().items():
+            self.tasks.append(asyncio.create_task(work(), name=name))
 
     # -- informers ---------------------------------------------------------------------------
 
@@ -229,6 +232,7 @@ class Harness:
             and self.scheduler.binder.in_flight == 0
             and self.scheduler.reporter.backlog == 0
             and self.scheduler.evictor.backlog == 0
+            and not self.framework.working()
         )
 
     async def settle(self, turns: int = 2_000) -> bool:
