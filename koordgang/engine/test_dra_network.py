@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from koordgang.model.dra import parse_resource_slice
+from koordgang.plugins.dynamicresources.plugin import DynamicResources
 from koordgang.testing.api import FakeApi
 from koordgang.testing.builders import (
     device_class,
@@ -15,12 +18,15 @@ from koordgang.testing.builders import (
     labels_selector,
     network_slice_json,
     node,
+    pod,
     resource_claim_json,
+    resource_slice_json,
 )
 from koordgang.testing.claims import Claims, gpu_pod
 from koordgang.testing.harness import MakeScheduler
 
 RACK_A = labels_selector({"rack": "a"})
+NODES = 40
 
 
 def racks() -> list[Any]:
@@ -174,3 +180,60 @@ async def test_a_gang_of_four_spreads_over_two_nodes_on_one_network_pool(
     assert sorted(binds.values()) == ["n1", "n1", "n2", "n2"]
     devices = sorted(allocation(claims, n)["devices"]["results"][0]["device"] for n in names(4))
     assert devices == [f"nic-{i}" for i in range(4)]
+
+
+async def test_gangs_sharing_a_channel_of_all_nodes_do_not_score_every_node_per_gang(
+    make_scheduler: MakeScheduler, api: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four gangs of 4, each member with a GPU of its own and every member of a gang sharing
+    the gang's channel of a fabric every node reaches. Once a gang's channel is allocated in
+    its decision, it filters no node: the other members are placed from the heaps every gang
+    shares, not from one scored afresh over every node for each gang."""
+    nodes = [node(f"n{i:02d}") for i in range(NODES)]
+    gangs = 4
+    objects = [resource_claim_json(f"fabric-{g}", device_class="fabric") for g in range(gangs)]
+    pods = []
+    for g in range(gangs):
+        for m in range(4):
+            name = f"g{g}-{m}"
+            objects.append(resource_claim_json(f"{name}-gpu"))
+            pods.append(
+                pod(
+                    name,
+                    claims={"gpu": f"{name}-gpu", "fabric": f"fabric-{g}"},
+                    annotations=gang_annotations(f"g{g}", 4),
+                )
+            )
+    claims = Claims(api, objects)
+    fabric = 'device.driver == "fabric.example.com"'
+    sched = make_scheduler()
+    sched.list(
+        nodes=nodes,
+        pods=pods,
+        resource_slices=[
+            *(parse_resource_slice(resource_slice_json(n.name, 4)) for n in nodes),
+            parse_resource_slice(network_slice_json("fabric", 8, driver="fabric.example.com")),
+        ],
+        device_classes=[
+            device_class(),
+            device_class("fabric", selector=fabric, driver="fabric.example.com"),
+        ],
+        resource_claims=claims.infos(),
+    )
+    filters = 0
+    original = DynamicResources.filter
+
+    def counted(self: DynamicResources, *args: Any) -> Any:
+        nonlocal filters
+        filters += 1
+        return original(self, *args)
+
+    monkeypatch.setattr(DynamicResources, "filter", counted)
+    await sched.run()
+    assert len(api.binds()) == gangs * 4
+    channels = {
+        allocation(claims, f"fabric-{g}")["devices"]["results"][0]["device"] for g in range(gangs)
+    }
+    assert len(channels) == gangs
+    # A heap per gang would score every node again for each gang (269 here, 149 shared).
+    assert filters < gangs * NODES, filters

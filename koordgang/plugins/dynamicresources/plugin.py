@@ -220,18 +220,21 @@ class DynamicResources:
         if problem:
             return Status.unresolvable(self.name, problem)
         state.write(self.name, prepared)
-        # Pinned claims by where their allocation is (not by name): a verdict for a claim
-        # allocated on one node says nothing once it is allocated on another, and a node the
-        # claim was allocated on meanwhile did not get "emptier" as the index understands it.
+        # Pinned claims by where their allocation may be used (not by name, nor by device):
+        # a verdict for a claim allocated on one node says nothing once it is allocated on
+        # another, and a node the claim was allocated on meanwhile did not get "emptier" as
+        # the index understands it. Where the allocation reaches every node it filters
+        # nothing: the members of every gang sharing a fabric channel share one heap.
         state.write(
             SHAPE_DETAIL,
             (
                 dra.class_generation,
                 tuple(spec for _, spec in prepared.to_allocate),
                 tuple(sorted(wanted.items())),
-                tuple(
-                    (key, allocation.node, allocation.device_ids())
-                    for key, allocation in prepared.pinned
+                frozenset(
+                    allocation.node_selector
+                    for _, allocation in prepared.pinned
+                    if allocation.node_selector is not None
                 ),
             ),
         )
