@@ -12,17 +12,21 @@ nodes per 1,000 pods created (of both schedulers).
 
 "on" is koordgang as it ships; "off" is the same daemon with two things switched off
 (``coexist_off.py``): other schedulers' nominations count nowhere, and Fit's re-check of a
-gang's nodes just before its bindings passes every gang. Rounds alternate which goes first.
+gang's nodes just before its bindings passes every gang; "long-batches" is "on" with the
+scheduling loop's batches of groups bounded by their number alone, not by their time
+(``coexist_daemon.py``). Rounds rotate which goes first. Each round also records where the
+window between the two schedulers is (``coexist_window.py``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench.checks import bound_per_gang, partial_gangs
+from bench.coexist_window import summary, window_lines
 from bench.results import ScenarioResult
 from bench.workload import SCHEDULER, GangRef, PodPlan, Requests, Workload, node_specs
 from harness.invariants import overcommitted
@@ -31,7 +35,10 @@ from harness.invariants import overcommitted
 KUBE_SCHEDULER_NAME = "default-scheduler"
 ON = "on"
 OFF = "off"
-VARIANTS = (ON, OFF)
+#: "on" but for the time budget of the scheduling loop's batches (``loop.BATCH_SECONDS``):
+#: sixteen groups between two looks at the informer events, however long they take.
+LONG_BATCHES = "long-batches"
+VARIANTS = (ON, OFF, LONG_BATCHES)
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,9 @@ class RoundFigures:
     seconds: float
     #: koordgang's members whose binding the re-check gave up (the gang placed again).
     refused: int = 0
+    #: Where the window between the schedulers was: samples (seconds) by measure
+    #: (``coexist_window.py``).
+    window: Mapping[str, Sequence[float]] = field(default_factory=dict)
 
     def line(self) -> str:
         return (
@@ -98,6 +108,7 @@ def round_figures(
     pods: Sequence[Mapping[str, Any]],
     seconds: float,
     refused: int = 0,
+    window: Mapping[str, Sequence[float]] | None = None,
 ) -> RoundFigures:
     """What the API server's final state of one round shows."""
     over = overcommitted(nodes, pods)
@@ -112,6 +123,7 @@ def round_figures(
         bound_kube_scheduler=len(bound) - ours,
         seconds=seconds,
         refused=refused,
+        window=window or {},
     )
 
 
@@ -137,6 +149,7 @@ def sum_up(rounds: Sequence[RoundFigures], result: ScenarioResult) -> None:
         result.notes[f"{variant}_bound_kube_scheduler_mean"] = round(
             sum(r.bound_kube_scheduler for r in mine) / len(mine), 1
         )
+        result.notes[f"{variant}_window"] = summary(r.window for r in mine)
         for r in mine:
             if r.partial:
                 result.problems.append(
@@ -156,7 +169,7 @@ def coexist_lines(results: Sequence[ScenarioResult]) -> list[str]:
         notes = run.notes
         lines += [
             f"{run.summary}",
-            "| koordgang's nominations and re-check | rounds | pods | over-committed nodes "
+            "| variant | rounds | pods | over-committed nodes "
             "| per 1,000 pods | per round | gangs below minimum | members refused at the "
             "re-check | bound a round (koordgang + kube-scheduler) |",
             "|---|---|---|---|---|---|---|---|---|",
@@ -174,6 +187,9 @@ def coexist_lines(results: Sequence[ScenarioResult]) -> list[str]:
                 f"| {notes[f'{variant}_bound_koordgang_mean']} + "
                 f"{notes[f'{variant}_bound_kube_scheduler_mean']} |"
             )
+        window = window_lines(notes, VARIANTS)
+        if window:
+            lines += ["", *window]
     return lines
 
 

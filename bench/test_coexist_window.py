@@ -1,0 +1,49 @@
+"""Where the window of the coexist scenario is: a round's samples from the daemon's record and
+the bench's watch, their percentiles, and the switch of the "long-batches" variant."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench.coexist import LONG_BATCHES, ON
+from bench.coexist_daemon import long_batches
+from bench.coexist_window import percentile, summary, window, window_lines
+from koordgang.engine import loop
+
+
+def test_a_round_sets_the_daemons_moments_beside_the_watchs() -> None:
+    record = {
+        # koordgang's pod: decided at 10.0, accepted at 10.3, its own informer at 10.5.
+        "decided": {"kg-0000-00": 10.0},
+        "landed": {"kg-0000-00": 10.3},
+        # kube-scheduler's pods as the daemon's informer applied them.
+        "seen": {"kg-0000-00": 10.5, "ks-00000": 11.2, "ks-00001": 11.0},
+    }
+    watched = {"kg-0000-00": 10.32, "ks-00000": 11.0, "ks-00001": 11.05, "ks-00002": 12.0}
+    samples = window(record, watched, lambda name: name.startswith("ks-"))
+    assert samples["decided_to_landed"] == [pytest.approx(0.3)]
+    assert samples["landed_to_watched"] == [pytest.approx(0.02)]
+    assert samples["ours_landed_to_seen"] == [pytest.approx(0.2)]
+    # ks-00002 never reached the daemon: no sample; ks-00001 reached it first.
+    assert sorted(samples["theirs_to_seen"]) == [pytest.approx(-0.05), pytest.approx(0.2)]
+
+
+def test_the_summary_gives_p50_and_p95_of_every_round_together_in_ms() -> None:
+    assert math.isnan(percentile([], 0.5))
+    assert percentile([0.3, 0.1, 0.2], 0.5) == 0.2
+    values = [i / 1000 for i in range(1, 101)]  # 1..100 ms
+    found = summary([{"theirs_to_seen": values[:50]}, {"theirs_to_seen": values[50:]}])
+    assert found == {"theirs_to_seen": [50.0, 95.0, 100]}
+    table = window_lines({f"{ON}_window": found}, (ON, LONG_BATCHES))
+    assert table[0].startswith("| where the window is")
+    assert any(line.endswith("| 50 / 95 (100) |") for line in table), table
+
+
+def test_long_batches_bounds_the_loops_batches_by_their_number_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert math.isfinite(loop.BATCH_SECONDS)
+    long_batches(monkeypatch.setattr)
+    assert math.inf == loop.BATCH_SECONDS
