@@ -1,6 +1,6 @@
 """The coexist scenario: koordgang and kube-scheduler filling the same nodes at once, as on every
-real cluster, with koordgang's safeguards beside other schedulers on and off, round by round in
-one run (``coexist_run.py`` drives it).
+real cluster, with koordgang's safeguards beside other schedulers on and off (and variants of
+its own settings), round by round in one run (``coexist_run.py`` drives it).
 
 Each round, both schedulers running, the pods of both are created interleaved as fast as the
 API server takes them (plain pods of kube-scheduler, koordgang's in gangs), more than the nodes
@@ -14,8 +14,9 @@ nodes per 1,000 pods created (of both schedulers).
 (``coexist_off.py``): other schedulers' nominations count nowhere, and Fit's re-check of a
 gang's nodes just before its bindings passes every gang; "long-batches" is "on" with the
 scheduling loop's batches of groups bounded by their number alone, not by their time
-(``coexist_daemon.py``). Rounds rotate which goes first. Each round also records where the
-window between the two schedulers is (``coexist_window.py``).
+(``coexist_daemon.py``); "bind-32" is "on" with 32 binds in flight at most. Rounds rotate
+which goes first. Each round also records where the window between the two schedulers is
+(``coexist_window.py``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ OFF = "off"
 #: "on" but for the time budget of the scheduling loop's batches (``loop.BATCH_SECONDS``):
 #: sixteen groups between two looks at the informer events, however long they take.
 LONG_BATCHES = "long-batches"
-VARIANTS = (ON, OFF, LONG_BATCHES)
+#: "on" with 32 binds in flight at most instead of 128 (``bindConcurrency``, a setting users
+#: have): fewer decisions made ahead of what the API server has accepted.
+BIND_32 = "bind-32"
+VARIANTS = (ON, OFF, LONG_BATCHES, BIND_32)
+#: The daemon flags of a variant.
+FLAGS = {BIND_32: ("--bind-concurrency", "32")}
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,9 @@ class RoundFigures:
     #: Where the window between the schedulers was: samples (seconds) by measure
     #: (``coexist_window.py``).
     window: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    #: koordgang's pods bound a second, from its first binding to its last (as the bench's
+    #: watch saw them).
+    binds_per_s: float = 0.0
 
     def line(self) -> str:
         return (
@@ -109,6 +118,7 @@ def round_figures(
     seconds: float,
     refused: int = 0,
     window: Mapping[str, Sequence[float]] | None = None,
+    binds_per_s: float = 0.0,
 ) -> RoundFigures:
     """What the API server's final state of one round shows."""
     over = overcommitted(nodes, pods)
@@ -124,6 +134,7 @@ def round_figures(
         seconds=seconds,
         refused=refused,
         window=window or {},
+        binds_per_s=binds_per_s,
     )
 
 
@@ -150,6 +161,9 @@ def sum_up(rounds: Sequence[RoundFigures], result: ScenarioResult) -> None:
             sum(r.bound_kube_scheduler for r in mine) / len(mine), 1
         )
         result.notes[f"{variant}_window"] = summary(r.window for r in mine)
+        result.notes[f"{variant}_koordgang_binds_per_s"] = round(
+            sum(r.binds_per_s for r in mine) / len(mine), 1
+        )
         for r in mine:
             if r.partial:
                 result.problems.append(
@@ -171,8 +185,8 @@ def coexist_lines(results: Sequence[ScenarioResult]) -> list[str]:
             f"{run.summary}",
             "| variant | rounds | pods | over-committed nodes "
             "| per 1,000 pods | per round | gangs below minimum | members refused at the "
-            "re-check | bound a round (koordgang + kube-scheduler) |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "re-check | bound a round (koordgang + kube-scheduler) | koordgang's binds/s |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for variant in VARIANTS:
             if f"{variant}_rounds" not in notes:
@@ -185,7 +199,8 @@ def coexist_lines(results: Sequence[ScenarioResult]) -> list[str]:
                 f"| {notes[f'{variant}_partial_gangs']} "
                 f"| {notes.get(f'{variant}_refused_members', '-')} "
                 f"| {notes[f'{variant}_bound_koordgang_mean']} + "
-                f"{notes[f'{variant}_bound_kube_scheduler_mean']} |"
+                f"{notes[f'{variant}_bound_kube_scheduler_mean']} "
+                f"| {_num(notes.get(f'{variant}_koordgang_binds_per_s'), 0)} |"
             )
         window = window_lines(notes, VARIANTS)
         if window:
@@ -193,7 +208,7 @@ def coexist_lines(results: Sequence[ScenarioResult]) -> list[str]:
     return lines
 
 
-def _num(value: object) -> str:
+def _num(value: object, digits: int = 2) -> str:
     if isinstance(value, int | float) and math.isfinite(value):
-        return f"{value:.2f}"
+        return f"{value:.{digits}f}"
     return "-"

@@ -16,6 +16,7 @@ import aiohttp
 
 from bench.cluster import BenchCluster
 from bench.coexist import (
+    FLAGS,
     KUBE_SCHEDULER_NAME,
     VARIANTS,
     CoexistPlan,
@@ -54,7 +55,7 @@ class CoexistDaemon(BenchDaemon):
         argv = super().argv()
         at = argv.index("koordgang")
         argv[at : at + 1] = ["bench.coexist_daemon", str(self.record_path), self.variant]
-        return argv
+        return [*argv, *FLAGS.get(self.variant, ())]
 
     def record(self) -> dict[str, dict[str, float]]:
         """What the daemon wrote when it exited (nothing if it did not)."""
@@ -135,7 +136,10 @@ async def _round(
     refused = int(counters.get(REFUSED, 0))
     theirs = {p.name for p in workload.pods if p.scheduler == KUBE_SCHEDULER_NAME}
     samples = window(daemon.record(), watcher.bound_at, theirs.__contains__)
-    return round_figures(variant, workload, nodes, pods, seconds, refused, samples)
+    ours = [at for name, at in watcher.bound_at.items() if name not in theirs]
+    span = max(ours) - min(ours) if len(ours) > 1 else 0.0
+    rate = len(ours) / span if span > 0 else 0.0
+    return round_figures(variant, workload, nodes, pods, seconds, refused, samples, rate)
 
 
 async def _wait_quiet(cluster: BenchCluster, namespace: str, plan: CoexistPlan) -> None:
