@@ -24,7 +24,7 @@ from bench.coexist import (
     round_figures,
     sum_up,
 )
-from bench.coexist_window import window
+from bench.coexist_window import overfills, window
 from bench.console import say
 from bench.daemon import BenchDaemon
 from bench.results import ScenarioResult
@@ -135,7 +135,16 @@ async def _round(
     pods, _ = await cluster.list_all(f"/api/v1/namespaces/{namespace}/pods")
     refused = int(counters.get(REFUSED, 0))
     theirs = {p.name for p in workload.pods if p.scheduler == KUBE_SCHEDULER_NAME}
-    samples = window(daemon.record(), watcher.bound_at, theirs.__contains__)
+    record = daemon.record()
+    samples = window(record, watcher.bound_at, theirs.__contains__)
+    node_of = {
+        p["metadata"]["name"]: p["spec"]["nodeName"]
+        for p in pods
+        if (p.get("spec") or {}).get("nodeName")
+    }
+    # 1 cpu a pod: a node holds as many as its cpus.
+    room = {n["metadata"]["name"]: int(n["status"]["allocatable"]["cpu"]) for n in nodes}
+    samples.update(overfills(record, watcher.bound_at, theirs.__contains__, node_of, room))
     ours = [at for name, at in watcher.bound_at.items() if name not in theirs]
     span = max(ours) - min(ours) if len(ours) > 1 else 0.0
     rate = len(ours) / span if span > 0 else 0.0

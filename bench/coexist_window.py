@@ -12,6 +12,16 @@ each pod bound, all in ``time.monotonic()`` seconds of the one machine:
   taken: negative when it was first);
 - ``ours_landed_to_seen``: koordgang's own binding accepted, to its informer applying it (what
   ``koordgang_watch_lag_seconds`` measures in the daemon).
+
+And for each pod that over-filled a node (1 cpu each: on a node of 8 cpu, the bindings after
+the eighth, in the order the bench's watch saw them), which part of the window let it in:
+
+- koordgang's, and a pod of kube-scheduler's there was watchable before koordgang decided
+  (``overfill_ours_stale``: how long before; a fresher view would have seen it);
+- koordgang's, and kube-scheduler's pods there landed only after it decided
+  (``overfill_ours_concurrent``: how long after; no view at decision time had them);
+- kube-scheduler's, over koordgang's binding there (``overfill_theirs``: from koordgang's last
+  binding there accepted to theirs seen; kube-scheduler's view did not have it).
 """
 
 from __future__ import annotations
@@ -25,6 +35,12 @@ MEASURES = (
     ("landed_to_watched", "its binding accepted -> a light watch sees it"),
     ("theirs_to_seen", "kube-scheduler's binding seen by a light watch -> by koordgang"),
     ("ours_landed_to_seen", "koordgang's binding accepted -> its own informer applies it"),
+    (
+        "overfill_ours_stale",
+        "over-filled by koordgang: theirs was watchable, before its decision by",
+    ),
+    ("overfill_ours_concurrent", "over-filled by koordgang: theirs landed after its decision by"),
+    ("overfill_theirs", "over-filled by kube-scheduler: after koordgang's binding there by"),
 )
 
 
@@ -49,6 +65,51 @@ def window(
         if is_theirs(pod) and pod in seen:
             samples["theirs_to_seen"].append(seen[pod] - at)
     return samples
+
+
+def overfills(
+    record: Mapping[str, Mapping[str, float]],
+    watched: Mapping[str, float],
+    is_theirs: Callable[[str], bool],
+    node_of: Mapping[str, str],
+    room: Mapping[str, int],
+) -> dict[str, list[float]]:
+    """The over-filling pods of one round by what let them in (see the module's docstring):
+    ``node_of``, the final state's bound pods; ``room``, how many pods each node holds."""
+    decided = record.get("decided") or {}
+    landed = record.get("landed") or {}
+    seen = record.get("seen") or {}
+    on_node: dict[str, list[str]] = {}
+    for pod, node in node_of.items():
+        if pod in watched:
+            on_node.setdefault(node, []).append(pod)
+    found: dict[str, list[float]] = {
+        "overfill_ours_stale": [],
+        "overfill_ours_concurrent": [],
+        "overfill_theirs": [],
+    }
+    for node, pods in on_node.items():
+        pods.sort(key=watched.__getitem__)
+        for at, pod in enumerate(pods):
+            if at < room.get(node, len(pods)):
+                continue
+            before = pods[:at]
+            if is_theirs(pod):
+                ours = [landed[p] for p in before if not is_theirs(p) and p in landed]
+                if ours:
+                    found["overfill_theirs"].append(watched[pod] - max(ours))
+                continue
+            when = decided.get(pod)
+            if not when:
+                continue
+            theirs = [p for p in before if is_theirs(p)]
+            stale = [when - watched[p] for p in theirs if watched[p] <= when < seen.get(p, 1e18)]
+            late = [watched[p] - when for p in theirs if watched[p] > when]
+            if stale:
+                found["overfill_ours_stale"].append(max(stale))
+            elif late:
+                found["overfill_ours_concurrent"].append(min(late))
+    return found
 
 
 def percentile(values: Sequence[float], share: float) -> float:

@@ -9,7 +9,7 @@ import pytest
 
 from bench.coexist import LONG_BATCHES, ON
 from bench.coexist_daemon import long_batches
-from bench.coexist_window import percentile, summary, window, window_lines
+from bench.coexist_window import overfills, percentile, summary, window, window_lines
 from koordgang.engine import loop
 
 
@@ -47,3 +47,24 @@ def test_long_batches_bounds_the_loops_batches_by_their_number_alone(
     assert math.isfinite(loop.BATCH_SECONDS)
     long_batches(monkeypatch.setattr)
     assert math.inf == loop.BATCH_SECONDS
+
+
+def test_each_pod_that_over_filled_a_node_is_told_by_what_let_it_in() -> None:
+    record = {
+        "decided": {"kg-a": 0.9, "kg-b": 2.1},
+        "landed": {"kg-a": 1.05, "kg-b": 2.15},
+        "seen": {"ks-1": 1.2, "ks-3": 2.3},
+    }
+    watched = {"ks-1": 1.0, "kg-a": 1.1, "ks-2": 1.3, "ks-3": 2.0, "kg-b": 2.2}
+    node_of = {"ks-1": "n", "kg-a": "n", "ks-2": "n", "ks-3": "m", "kg-b": "m"}
+    found = overfills(record, watched, lambda p: p.startswith("ks-"), node_of, {"n": 2, "m": 1})
+    # n holds 2: ks-2 over-filled it, 0.25 s after koordgang's kg-a was accepted there.
+    assert found["overfill_theirs"] == [pytest.approx(0.25)]
+    # m holds 1: kg-b was decided 0.1 s after ks-3 could be watched, before the daemon saw it.
+    assert found["overfill_ours_stale"] == [pytest.approx(0.1)]
+    assert found["overfill_ours_concurrent"] == []
+    # Had kg-b been decided before ks-3 landed, no view could have had it.
+    early = {**record, "decided": {"kg-a": 0.9, "kg-b": 1.9}}
+    found = overfills(early, watched, lambda p: p.startswith("ks-"), node_of, {"n": 2, "m": 1})
+    assert found["overfill_ours_concurrent"] == [pytest.approx(0.1)]
+    assert found["overfill_ours_stale"] == []
