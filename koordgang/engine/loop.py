@@ -32,11 +32,6 @@ log = structlog.get_logger("koordgang.scheduler")
 IDLE_TICK = 1.0
 #: Groups scheduled between two yields to the event loop (lets informer events and replies in).
 BATCH = 16
-#: ... or fewer, once the batch has taken this long (seconds): every decision of a batch is
-#: made without the informer events that came meanwhile, among them other schedulers'
-#: bindings (plain pods take about 0.2 ms a cycle, sixteen of them stay one batch; gangs of
-#: eight beside kube-scheduler took several ms each).
-BATCH_SECONDS = 0.005
 
 
 class SchedulingLoop(EnginePart):
@@ -101,8 +96,6 @@ class SchedulingLoop(EnginePart):
                 break
             self._schedule_guarded(entry)
             done += 1
-            if self._clock() - now >= BATCH_SECONDS:
-                break
         return done
 
     def _idle_wait(self) -> float:

@@ -4,13 +4,9 @@ binds."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Any
 
-import pytest
-
-from koordgang.engine import loop
 from koordgang.model.pod import PodInfo
 from koordgang.testing.api import FakeApi
 from koordgang.testing.builders import bound, gang, node, pod
@@ -286,20 +282,3 @@ async def test_a_bound_pod_deleted_before_the_watch_showed_it_is_not_timed(
     sched.clock.advance(5)
     sched.add(bound(mine, "n1"))
     assert histogram(sched, "koordgang_watch_lag_seconds") == (0, 0)
-
-
-async def test_a_batch_of_groups_gives_way_to_informer_events_once_it_took_its_time(
-    sched: Harness, api: FakeApi, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Every decision of a batch is made without the events that came meanwhile (another
-    # scheduler's bindings among them): a slow batch ends early, the next takes the rest.
-    sched.list(nodes=[node("n1", cpu="64")], pods=[ours(f"p{i}", cpu="1") for i in range(10)])
-
-    def slow_clock() -> float:
-        return sched.clock.advance(0.002)  # each look at the clock finds 2 ms gone
-
-    monkeypatch.setattr(sched.loop, "_clock", slow_clock)
-    first = sched.step(16)
-    assert 1 <= first < 10
-    monkeypatch.setattr(loop, "BATCH_SECONDS", math.inf)  # bounded by number alone
-    assert sched.step(16) == 10 - first
