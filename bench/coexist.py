@@ -12,11 +12,10 @@ nodes per 1,000 pods created (of both schedulers).
 
 "on" is koordgang as it ships; "off" is the same daemon with two things switched off
 (``coexist_off.py``): other schedulers' nominations count nowhere, and Fit's re-check of a
-gang's nodes just before its bindings passes every gang; "long-batches" is "on" with the
-scheduling loop's batches of groups bounded by their number alone, not by their time
-(``coexist_daemon.py``); "bind-32" is "on" with 32 binds in flight at most. Rounds rotate
-which goes first. Each round also records where the window between the two schedulers is
-(``coexist_window.py``).
+gang's nodes just before its bindings passes every gang; "bind-32" is "on" with 32 binds in
+flight at most; "most-allocated" is "on" scoring nodes the fuller the better (binpacking) where
+kube-scheduler spreads. Rounds rotate which goes first. Each round also records where the
+window between the two schedulers is (``coexist_window.py``).
 """
 
 from __future__ import annotations
@@ -36,15 +35,18 @@ from harness.invariants import overcommitted
 KUBE_SCHEDULER_NAME = "default-scheduler"
 ON = "on"
 OFF = "off"
-#: "on" but for the time budget of the scheduling loop's batches (``loop.BATCH_SECONDS``):
-#: sixteen groups between two looks at the informer events, however long they take.
-LONG_BATCHES = "long-batches"
 #: "on" with 32 binds in flight at most instead of 128 (``bindConcurrency``, a setting users
 #: have): fewer decisions made ahead of what the API server has accepted.
 BIND_32 = "bind-32"
-VARIANTS = (ON, OFF, LONG_BATCHES, BIND_32)
-#: The daemon flags of a variant.
-FLAGS = {BIND_32: ("--bind-concurrency", "32")}
+#: "on" with ``scoreStrategy: MostAllocated``: koordgang's pods to the fullest nodes that hold
+#: them, away from the emptiest ones kube-scheduler's default profile sends its pods to.
+MOST_ALLOCATED = "most-allocated"
+VARIANTS = (ON, OFF, BIND_32, MOST_ALLOCATED)
+#: The daemon flags of a variant (settings users have).
+FLAGS = {
+    BIND_32: ("--bind-concurrency", "32"),
+    MOST_ALLOCATED: ("--score-strategy", "MostAllocated"),
+}
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """``python -m bench.coexist_daemon RECORD VARIANT run ...``: the daemon of one coexist round,
-``python -m koordgang run ...`` with the switches of ``VARIANT`` (``coexist.VARIANTS``; "on" has
-none) and a record, for the bench alone, of where the window between the two schedulers is.
+``python -m koordgang run ...`` with the switches of ``VARIANT`` (``coexist.VARIANTS``: "off"
+has some, the others none or flags) and a record, for the bench alone, of where the window
+between the two schedulers is.
 
 The record (JSON, written to ``RECORD`` when the daemon exits) holds, by pod name, in
 ``time.monotonic()`` seconds (one clock for every process of the machine: the bench's watcher
@@ -13,17 +14,15 @@ pod bound (``coexist_window.py``).
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.coexist import LONG_BATCHES, OFF
+from bench.coexist import OFF
 from bench.coexist_off import switch_off
 from koordgang.cli import main
-from koordgang.engine import loop
 from koordgang.engine.bind_outcomes import BindOutcomes
 from koordgang.engine.binder import BindOutcome, BindRequest
 from koordgang.engine.intake import Intake
@@ -63,17 +62,10 @@ class Record:
         return {"decided": self.decided, "landed": self.landed, "seen": self.seen}
 
 
-def long_batches(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
-    """The scheduling loop's batches bounded by their number of groups alone."""
-    set_attribute(loop, "BATCH_SECONDS", math.inf)
-
-
 def run(argv: list[str]) -> int:
     path, variant, rest = Path(argv[0]), argv[1], argv[2:]
     if variant == OFF:
         switch_off()
-    elif variant == LONG_BATCHES:
-        long_batches()
     record = Record()
     record.install()
     try:

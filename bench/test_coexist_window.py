@@ -1,5 +1,5 @@
 """Where the window of the coexist scenario is: a round's samples from the daemon's record and
-the bench's watch, their percentiles, and the switch of the "long-batches" variant."""
+the bench's watch, their percentiles, and where the over-filling pods came from."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import math
 
 import pytest
 
-from bench.coexist import LONG_BATCHES, ON
-from bench.coexist_daemon import long_batches
+from bench.coexist import BIND_32, ON
 from bench.coexist_window import overfills, percentile, summary, window, window_lines
-from koordgang.engine import loop
 
 
 def test_a_round_sets_the_daemons_moments_beside_the_watchs() -> None:
@@ -36,17 +34,9 @@ def test_the_summary_gives_p50_and_p95_of_every_round_together_in_ms() -> None:
     values = [i / 1000 for i in range(1, 101)]  # 1..100 ms
     found = summary([{"theirs_to_seen": values[:50]}, {"theirs_to_seen": values[50:]}])
     assert found == {"theirs_to_seen": [50.0, 95.0, 100]}
-    table = window_lines({f"{ON}_window": found}, (ON, LONG_BATCHES))
+    table = window_lines({f"{ON}_window": found}, (ON, BIND_32))
     assert table[0].startswith("| where the window is")
     assert any(line.endswith("| 50 / 95 (100) |") for line in table), table
-
-
-def test_long_batches_bounds_the_loops_batches_by_their_number_alone(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert math.isfinite(loop.BATCH_SECONDS)
-    long_batches(monkeypatch.setattr)
-    assert math.inf == loop.BATCH_SECONDS
 
 
 def test_each_pod_that_over_filled_a_node_is_told_by_what_let_it_in() -> None:
