@@ -4,6 +4,7 @@ binds."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -232,13 +233,21 @@ def histogram(sched: Harness, name: str) -> tuple[float, float]:
     return count, registry.get_sample_value(f"{name}_sum") or 0.0
 
 
+async def decided_binding_held(sched: Harness, api: FakeApi) -> tuple[PodInfo, asyncio.Event]:
+    """Our pod "mine" decided onto n1 now, its Binding sent and not answered until the event
+    returned is set."""
+    mine = ours("mine", cpu="1")
+    sched.list(nodes=[node("n1", cpu="4")], pods=[mine])
+    gate = api.hold(lambda call: call.path.endswith("/mine/binding"))
+    assert sched.step() == 1
+    await sched.settle(50)
+    return mine, gate
+
+
 async def test_the_time_from_decision_to_binding_and_from_binding_to_the_watch_is_measured(
     sched: Harness, api: FakeApi
 ) -> None:
-    sched.list(nodes=[node("n1", cpu="4")], pods=[ours("mine", cpu="1")])
-    gate = api.hold(lambda call: call.path.endswith("/mine/binding"))
-    assert sched.step() == 1  # decided now
-    await sched.settle(50)
+    _, gate = await decided_binding_held(sched, api)
     sched.clock.advance(0.3)  # the Binding takes 0.3 s to be accepted
     gate.set()
     await sched.settle()
@@ -258,11 +267,7 @@ async def test_the_time_from_decision_to_binding_and_from_binding_to_the_watch_i
 async def test_a_binding_the_watch_showed_before_its_reply_has_no_lag(
     sched: Harness, api: FakeApi
 ) -> None:
-    mine = ours("mine", cpu="1")
-    sched.list(nodes=[node("n1", cpu="4")], pods=[mine])
-    gate = api.hold(lambda call: call.path.endswith("/mine/binding"))
-    assert sched.step() == 1
-    await sched.settle(50)
+    mine, gate = await decided_binding_held(sched, api)
     sched.add(bound(mine, "n1"))  # the watch event comes first
     sched.clock.advance(0.3)
     gate.set()
