@@ -1,6 +1,7 @@
 """Beside kube-scheduler: room another scheduler nominated to its pod (``status.nominatedNodeName``)
 is taken for our pods of lower or equal priority, until the nomination is cleared or the pod
-binds."""
+binds; a gang's nodes are checked again before it binds; the kubelet's refusals are counted;
+and the two parts of the window between the schedulers are measured."""
 
 from __future__ import annotations
 
