@@ -1,6 +1,6 @@
 """The coexist scenario: koordgang and kube-scheduler filling the same nodes at once, as on every
-real cluster, with koordgang's safeguards beside other schedulers on and off, round by round in
-one run (``coexist_run.py`` drives it).
+real cluster, with koordgang's safeguards beside other schedulers on and off (and variants of
+its own settings), round by round in one run (``coexist_run.py`` drives it).
 
 Each round, both schedulers running, the pods of both are created interleaved as fast as the
 API server takes them (plain pods of kube-scheduler, koordgang's in gangs), more than the nodes
@@ -12,17 +12,21 @@ nodes per 1,000 pods created (of both schedulers).
 
 "on" is koordgang as it ships; "off" is the same daemon with two things switched off
 (``coexist_off.py``): other schedulers' nominations count nowhere, and Fit's re-check of a
-gang's nodes just before its bindings passes every gang. Rounds alternate which goes first.
+gang's nodes just before its bindings passes every gang; "bind-32" is "on" with 32 binds in
+flight at most; "most-allocated" is "on" scoring nodes the fuller the better (binpacking) where
+kube-scheduler spreads. Rounds rotate which goes first. Each round also records where the
+window between the two schedulers is (``coexist_window.py``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench.checks import bound_per_gang, partial_gangs
+from bench.coexist_window import summary, window_lines
 from bench.results import ScenarioResult
 from bench.workload import SCHEDULER, GangRef, PodPlan, Requests, Workload, node_specs
 from harness.invariants import overcommitted
@@ -31,7 +35,18 @@ from harness.invariants import overcommitted
 KUBE_SCHEDULER_NAME = "default-scheduler"
 ON = "on"
 OFF = "off"
-VARIANTS = (ON, OFF)
+#: "on" with 32 binds in flight at most instead of 128 (``bindConcurrency``, a setting users
+#: have): fewer decisions made ahead of what the API server has accepted.
+BIND_32 = "bind-32"
+#: "on" with ``scoreStrategy: MostAllocated``: koordgang's pods to the fullest nodes that hold
+#: them, away from the emptiest ones kube-scheduler's default profile sends its pods to.
+MOST_ALLOCATED = "most-allocated"
+VARIANTS = (ON, OFF, BIND_32, MOST_ALLOCATED)
+#: The daemon flags of a variant (settings users have).
+FLAGS = {
+    BIND_32: ("--bind-concurrency", "32"),
+    MOST_ALLOCATED: ("--score-strategy", "MostAllocated"),
+}
 
 
 @dataclass(frozen=True)
@@ -81,6 +96,12 @@ class RoundFigures:
     seconds: float
     #: koordgang's members whose binding the re-check gave up (the gang placed again).
     refused: int = 0
+    #: Where the window between the schedulers was: samples (seconds) by measure
+    #: (``coexist_window.py``).
+    window: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    #: koordgang's pods bound a second, from its first binding to its last (as the bench's
+    #: watch saw them).
+    binds_per_s: float = 0.0
 
     def line(self) -> str:
         return (
@@ -98,6 +119,8 @@ def round_figures(
     pods: Sequence[Mapping[str, Any]],
     seconds: float,
     refused: int = 0,
+    window: Mapping[str, Sequence[float]] | None = None,
+    binds_per_s: float = 0.0,
 ) -> RoundFigures:
     """What the API server's final state of one round shows."""
     over = overcommitted(nodes, pods)
@@ -112,6 +135,8 @@ def round_figures(
         bound_kube_scheduler=len(bound) - ours,
         seconds=seconds,
         refused=refused,
+        window=window or {},
+        binds_per_s=binds_per_s,
     )
 
 
@@ -137,6 +162,10 @@ def sum_up(rounds: Sequence[RoundFigures], result: ScenarioResult) -> None:
         result.notes[f"{variant}_bound_kube_scheduler_mean"] = round(
             sum(r.bound_kube_scheduler for r in mine) / len(mine), 1
         )
+        result.notes[f"{variant}_window"] = summary(r.window for r in mine)
+        result.notes[f"{variant}_koordgang_binds_per_s"] = round(
+            sum(r.binds_per_s for r in mine) / len(mine), 1
+        )
         for r in mine:
             if r.partial:
                 result.problems.append(
@@ -156,10 +185,10 @@ def coexist_lines(results: Sequence[ScenarioResult]) -> list[str]:
         notes = run.notes
         lines += [
             f"{run.summary}",
-            "| koordgang's nominations and re-check | rounds | pods | over-committed nodes "
+            "| variant | rounds | pods | over-committed nodes "
             "| per 1,000 pods | per round | gangs below minimum | members refused at the "
-            "re-check | bound a round (koordgang + kube-scheduler) |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "re-check | bound a round (koordgang + kube-scheduler) | koordgang's binds/s |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for variant in VARIANTS:
             if f"{variant}_rounds" not in notes:
@@ -172,12 +201,16 @@ def coexist_lines(results: Sequence[ScenarioResult]) -> list[str]:
                 f"| {notes[f'{variant}_partial_gangs']} "
                 f"| {notes.get(f'{variant}_refused_members', '-')} "
                 f"| {notes[f'{variant}_bound_koordgang_mean']} + "
-                f"{notes[f'{variant}_bound_kube_scheduler_mean']} |"
+                f"{notes[f'{variant}_bound_kube_scheduler_mean']} "
+                f"| {_num(notes.get(f'{variant}_koordgang_binds_per_s'), 0)} |"
             )
+        window = window_lines(notes, VARIANTS)
+        if window:
+            lines += ["", *window]
     return lines
 
 
-def _num(value: object) -> str:
+def _num(value: object, digits: int = 2) -> str:
     if isinstance(value, int | float) and math.isfinite(value):
-        return f"{value:.2f}"
+        return f"{value:.{digits}f}"
     return "-"

@@ -1,25 +1,36 @@
 """Drives the coexist scenario (see ``coexist.py`` for what and why): kube-scheduler of the pinned
 release runs the whole time (default profile, client QPS raised), on the scenario's nodes; each
-round starts koordgang ("on": as it ships, "off": ``coexist_off.py``), creates both schedulers'
-pods interleaved, waits until no binding has come for a few seconds, reads the final state,
-stops koordgang and deletes the pods. Rounds alternate which variant goes first, so that neither
-has the cluster's warmer or colder moments to itself."""
+round starts koordgang (as it ships, or with a variant's switches: ``coexist_daemon.py``),
+creates both schedulers' pods interleaved, waits until no binding has come for a few seconds,
+reads the final state, stops koordgang and deletes the pods. Rounds rotate which variant goes
+first, so that none has the cluster's warmer or colder moments to itself."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 
 import aiohttp
 
 from bench.cluster import BenchCluster
-from bench.coexist import OFF, ON, CoexistPlan, RoundFigures, round_figures, sum_up
+from bench.coexist import (
+    FLAGS,
+    KUBE_SCHEDULER_NAME,
+    VARIANTS,
+    CoexistPlan,
+    RoundFigures,
+    round_figures,
+    sum_up,
+)
+from bench.coexist_window import overfills, window
 from bench.console import say
 from bench.daemon import BenchDaemon
 from bench.results import ScenarioResult
 from bench.scenarios import Scenario
 from bench.stage import RunContext, set_stage, settle
+from bench.watch import BindWatcher
 from bench.workload import Workload
 from harness.clients.kube_scheduler import KubeScheduler
 
@@ -31,18 +42,28 @@ REFUSED = "koordgang_binds{result=prebind}"
 
 
 class CoexistDaemon(BenchDaemon):
-    """koordgang, or with ``off`` its safeguards beside other schedulers switched off."""
+    """koordgang with the switches of its variant, keeping a record of the window
+    (``coexist_daemon.py``)."""
 
     def __init__(self, ctx: RunContext, variant: str, index: int) -> None:
-        log = ctx.out_dir / "logs" / f"koordgang-coexist-{variant}-{index:02d}.log"
-        super().__init__(ctx.kubeconfig, log, ctx.daemon_args)
+        name = f"koordgang-coexist-{variant}-{index:02d}"
+        super().__init__(ctx.kubeconfig, ctx.out_dir / "logs" / f"{name}.log", ctx.daemon_args)
         self.variant = variant
+        self.record_path = ctx.out_dir / "logs" / f"{name}.window.json"
 
     def argv(self) -> list[str]:
         argv = super().argv()
-        if self.variant == OFF:
-            argv[argv.index("koordgang")] = "bench.coexist_off"
-        return argv
+        at = argv.index("koordgang")
+        argv[at : at + 1] = ["bench.coexist_daemon", str(self.record_path), self.variant]
+        return [*argv, *FLAGS.get(self.variant, ())]
+
+    def record(self) -> dict[str, dict[str, float]]:
+        """What the daemon wrote when it exited (nothing if it did not)."""
+        try:
+            found = json.loads(self.record_path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return found if isinstance(found, dict) else {}
 
 
 async def measure(
@@ -64,8 +85,8 @@ async def measure(
     began = time.monotonic()
     try:
         for index in range(plan.rounds):
-            order = (ON, OFF) if index % 2 == 0 else (OFF, ON)
-            for variant in order:
+            turn = index % len(VARIANTS)
+            for variant in VARIANTS[turn:] + VARIANTS[:turn]:
                 figures = await _round(ctx, plan, workload, namespace, variant, index)
                 say(f"coexist round {index + 1}/{plan.rounds} {figures.line()}")
                 rounds.append(figures)
@@ -73,7 +94,7 @@ async def measure(
         await asyncio.to_thread(kube.stop)
     result.window_s = round(time.monotonic() - began, 1)
     sum_up(rounds, result)
-    for variant in (ON, OFF):
+    for variant in VARIANTS:
         say(
             f"coexist {variant}: {result.notes.get(f'{variant}_overcommitted_nodes')} "
             f"over-committed nodes in {result.notes.get(f'{variant}_pods')} pods "
@@ -92,10 +113,12 @@ async def _round(
     cluster = ctx.cluster
     await cluster.delete_bench_pods()
     daemon = CoexistDaemon(ctx, variant, index)
+    watcher = BindWatcher(cluster, namespace)
     daemon.start()
     try:
         async with aiohttp.ClientSession() as session:
             await daemon.wait_ready(session)
+            await watcher.start()
             began = time.monotonic()
             label = f"round {index + 1} {variant}: pods"
             await cluster.create_pods(namespace, workload.pods, label)
@@ -104,13 +127,28 @@ async def _round(
             daemon.check_alive()
             counters = await daemon.counters(session)
     finally:
+        await watcher.stop()
         code = await daemon.stop()
     if code not in (0, None):
         print(f"koordgang ({variant}) exited with {code}; log {daemon.log_path}", file=sys.stderr)
     nodes, _ = await cluster.list_all("/api/v1/nodes")
     pods, _ = await cluster.list_all(f"/api/v1/namespaces/{namespace}/pods")
     refused = int(counters.get(REFUSED, 0))
-    return round_figures(variant, workload, nodes, pods, seconds, refused)
+    theirs = {p.name for p in workload.pods if p.scheduler == KUBE_SCHEDULER_NAME}
+    record = daemon.record()
+    samples = window(record, watcher.bound_at, theirs.__contains__)
+    node_of = {
+        p["metadata"]["name"]: p["spec"]["nodeName"]
+        for p in pods
+        if (p.get("spec") or {}).get("nodeName")
+    }
+    # 1 cpu a pod: a node holds as many as its cpus.
+    room = {n["metadata"]["name"]: int(n["status"]["allocatable"]["cpu"]) for n in nodes}
+    samples.update(overfills(record, watcher.bound_at, theirs.__contains__, node_of, room))
+    ours = [at for name, at in watcher.bound_at.items() if name not in theirs]
+    span = max(ours) - min(ours) if len(ours) > 1 else 0.0
+    rate = len(ours) / span if span > 0 else 0.0
+    return round_figures(variant, workload, nodes, pods, seconds, refused, samples, rate)
 
 
 async def _wait_quiet(cluster: BenchCluster, namespace: str, plan: CoexistPlan) -> None:

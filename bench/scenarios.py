@@ -591,8 +591,9 @@ COEXIST_SCENARIOS: Sequence[Scenario] = (
         "coexist",
         f"koordgang ({COEXIST.pods_each} pods in gangs of {COEXIST.gang_size}) and kube-scheduler "
         f"({COEXIST.pods_each} plain pods) at once, 1 cpu each, created interleaved onto "
-        f"{COEXIST.nodes} nodes of {COEXIST.node_cpu} cpu; {COEXIST.rounds} rounds with "
-        "koordgang's nominations and re-check on, as many off",
+        f"{COEXIST.nodes} nodes of {COEXIST.node_cpu} cpu; {COEXIST.rounds} rounds of "
+        "each variant: as koordgang ships, its nominations and re-check off, 32 binds in "
+        "flight, MostAllocated",
         lambda scale: coexist_workload(COEXIST, scale),
         gangs=True,
         koordgang_only="it runs kube-scheduler beside koordgang itself",

@@ -21,6 +21,7 @@ from koordgang.clients.errors import ApiError, ApiUnavailable
 from koordgang.engine.binder import BindOutcome, BindRequest
 from koordgang.engine.metrics import Metrics
 from koordgang.engine.parts import EnginePart, EngineParts
+from koordgang.engine.watch_lag import WatchLag
 from koordgang.framework.report import Report
 from koordgang.framework.results import UnreserveReason
 from koordgang.model.pod import PodInfo, PodParseError, parse_pod
@@ -30,10 +31,13 @@ log = structlog.get_logger("koordgang.binder")
 
 
 class BindOutcomes(EnginePart):
-    def __init__(self, parts: EngineParts, api: KubeApi, metrics: Metrics) -> None:
+    def __init__(
+        self, parts: EngineParts, api: KubeApi, metrics: Metrics, watch_lag: WatchLag
+    ) -> None:
         super().__init__(parts)
         self._api = api
         self._metrics = metrics
+        self._watch_lag = watch_lag
         self._followups: set[asyncio.Task[None]] = set()
         self.stopping = False
 
@@ -43,6 +47,8 @@ class BindOutcomes(EnginePart):
     def bind_done(self, request: BindRequest, outcome: str, detail: str) -> None:
         pod = request.pod
         if outcome == BindOutcome.OK:
+            current = self._cache.pod(pod.uid)
+            self._watch_lag.landed(pod.uid, seen=current is not None and bool(current.node_name))
             self._reporter.report(
                 Report.for_pod(
                     pod,

@@ -54,6 +54,8 @@ class BindRequest:
     enqueued_at: float
     #: The scheduling group it was placed for (empty for a pod alone), for Unreserve on failure.
     group: GroupKey = ALONE
+    #: When the cycle decided to bind it (monotonic; 0: not known).
+    decided_at: float = 0.0
 
 
 class BindListener(Protocol):
@@ -240,6 +242,8 @@ class Binder:
         self._metrics.bind_ended(outcome)
         if outcome == BindOutcome.OK:
             self._metrics.binding_duration.observe(finished - started)
+            if request.decided_at:
+                self._metrics.binding_landed.observe(finished - request.decided_at)
             self._metrics.scheduled(finished - request.enqueued_at, request.attempts)
         if outcome == BindOutcome.OK or not hold_failure:
             self._listener.bind_done(request, outcome, detail)

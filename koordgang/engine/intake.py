@@ -16,6 +16,7 @@ from koordgang.engine.collector import ListingCollector
 from koordgang.engine.held_room import HeldRoom
 from koordgang.engine.kinds import KINDS, LISTED_KINDS, Relevance, WatchedKind
 from koordgang.engine.parts import EnginePart, EngineParts
+from koordgang.engine.watch_lag import WatchLag
 from koordgang.framework.report import Report
 from koordgang.model.dra import ResourceClaimInfo
 from koordgang.model.errors import ModelError
@@ -44,8 +45,10 @@ class KindHandlers(NamedTuple, Generic[T]):
 
 
 class Intake(EnginePart):
-    def __init__(self, parts: EngineParts, held: HeldRoom) -> None:
+    def __init__(self, parts: EngineParts, held: HeldRoom, watch_lag: WatchLag) -> None:
         super().__init__(parts)
+        #: Bindings of ours accepted and not seen yet: seeing them is timed.
+        self.watch_lag = watch_lag
         #: Kinds listed at least once; the first cycle waits for all of ``LISTED_KINDS``
         #: (before that, nodes look emptier than they are, claims look missing).
         self.listed: set[str] = set()
@@ -190,6 +193,8 @@ class Intake(EnginePart):
         return _OWN
 
     def on_pod_upsert(self, pod: PodInfo) -> None:
+        if pod.node_name:
+            self.watch_lag.seen(pod.uid)
         if pod.node_name or pod.is_terminal or pod.is_terminating:
             self.held.release_nomination(pod.uid)
         counted = self._cache.node_of(pod.uid)
@@ -211,6 +216,7 @@ class Intake(EnginePart):
         if old is not None and self._pending.is_ours(old):
             self._framework.on_pod(old, None)
         self.gated.discard(uid)
+        self.watch_lag.forget(uid)
         held = self.held.release_pod(uid)
         self._cache.remove_pod(uid)
         self._queue.delete(uid)
@@ -224,7 +230,11 @@ class Intake(EnginePart):
     def on_pods_listed(self, pods: Iterable[PodInfo]) -> None:
         """A fresh LIST (at start or after a relist): brings cache, plugins and queue in line."""
         listed = list(pods)
+        for pod in listed:
+            if pod.node_name:
+                self.watch_lag.seen(pod.uid)
         for gone in self._cache.replace_pods(listed):
+            self.watch_lag.forget(gone.uid)
             self.gated.discard(gone.uid)
             if self._pending.is_ours(gone):
                 self._framework.on_pod(gone, None)

@@ -167,6 +167,7 @@ class SchedulingLoop(EnginePart):
     def _apply(self, outcome: CycleOutcome, members: dict[str, QueuedPod], now: float) -> None:
         group = outcome.group
         requests: list[BindRequest] = []
+        decided = self._clock()
         for placement in outcome.bind:
             queued = members.pop(placement.pod.uid)
             self._queue.done(queued)
@@ -177,13 +178,14 @@ class SchedulingLoop(EnginePart):
                     queued.attempts,
                     queued.enqueued_at,
                     group.key,
+                    decided,
                 )
             )
         for uid in outcome.allow_waiting:
             waiting = self._held.to_bind(uid)
             if waiting is not None:
                 requests.append(
-                    BindRequest(waiting.pod, waiting.node, 1, waiting.since, waiting.group)
+                    BindRequest(waiting.pod, waiting.node, 1, waiting.since, waiting.group, decided)
                 )
         if requests:
             # What must be written before they bind (their devices), decided on the cache

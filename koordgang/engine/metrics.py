@@ -63,6 +63,20 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.binding_landed = Histogram(
+            "koordgang_binding_landed_seconds",
+            "Time from the scheduling decision (the pod assumed on its node) to its Binding "
+            "accepted by the API server: how long other schedulers cannot know of the room taken.",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.watch_lag = Histogram(
+            "koordgang_watch_lag_seconds",
+            "Time from a Binding of ours accepted by the API server to the pod informer showing "
+            "the pod bound: how stale the cache is (other schedulers' bindings come the same way).",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.e2e_duration = Histogram(
             "scheduler_pod_scheduling_sli_duration_seconds",
             "Time from a pod entering the queue to its binding, by the attempts it took.",

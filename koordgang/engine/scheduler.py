@@ -34,6 +34,7 @@ from koordgang.engine.signals import Signals
 from koordgang.engine.status_writer import StatusWriter
 from koordgang.engine.tasks import Supervisor
 from koordgang.engine.topology_status import TopologyStatus
+from koordgang.engine.watch_lag import WatchLag
 from koordgang.framework.framework import Framework
 from koordgang.framework.handle import Services
 from koordgang.framework.report import StatusUpdate
@@ -113,8 +114,9 @@ class Scheduler:
         #: handed to the intake and the loop. A pod whose room is released goes back through
         #: the intake (to the queue, or gated).
         self.held = HeldRoom(parts, requeue=lambda pod: self.intake.enqueue(pod))
-        self.intake = Intake(parts, self.held)
-        self.bind_outcomes = BindOutcomes(parts, api, self.metrics)
+        self.watch_lag = WatchLag(self.metrics, clock)
+        self.intake = Intake(parts, self.held, self.watch_lag)
+        self.bind_outcomes = BindOutcomes(parts, api, self.metrics, self.watch_lag)
         self.binder = Binder(
             api,
             self.metrics,

@@ -1,9 +1,11 @@
 """Beside kube-scheduler: room another scheduler nominated to its pod (``status.nominatedNodeName``)
 is taken for our pods of lower or equal priority, until the nomination is cleared or the pod
-binds."""
+binds; a gang's nodes are checked again before it binds; the kubelet's refusals are counted;
+and the two parts of the window between the schedulers are measured."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -220,3 +222,69 @@ async def test_the_replacement_of_a_refused_member_joins_its_gang(
     await sched.run()
     # The gang ran whole and lacks one member: the replacement is placed alone, as its member.
     assert [name for name, _ in api.binds()].count("train-2") == 1
+
+
+# -- where the window is: decision -> binding accepted -> the informer shows it --------------
+
+
+def histogram(sched: Harness, name: str) -> tuple[float, float]:
+    """(count, sum) of a histogram of the daemon's /metrics."""
+    registry = sched.scheduler.metrics.registry
+    count = registry.get_sample_value(f"{name}_count") or 0.0
+    return count, registry.get_sample_value(f"{name}_sum") or 0.0
+
+
+async def decided_binding_held(sched: Harness, api: FakeApi) -> tuple[PodInfo, asyncio.Event]:
+    """Our pod "mine" decided onto n1 now, its Binding sent and not answered until the event
+    returned is set."""
+    mine = ours("mine", cpu="1")
+    sched.list(nodes=[node("n1", cpu="4")], pods=[mine])
+    gate = api.hold(lambda call: call.path.endswith("/mine/binding"))
+    assert sched.step() == 1
+    await sched.settle(50)
+    return mine, gate
+
+
+async def test_the_time_from_decision_to_binding_and_from_binding_to_the_watch_is_measured(
+    sched: Harness, api: FakeApi
+) -> None:
+    _, gate = await decided_binding_held(sched, api)
+    sched.clock.advance(0.3)  # the Binding takes 0.3 s to be accepted
+    gate.set()
+    await sched.settle()
+    count, seconds = histogram(sched, "koordgang_binding_landed_seconds")
+    assert (count, round(seconds, 6)) == (1, 0.3)
+    assert histogram(sched, "koordgang_watch_lag_seconds") == (0, 0)
+
+    sched.clock.advance(0.2)  # and the informer shows it bound 0.2 s later
+    sched.observe_binds()
+    count, seconds = histogram(sched, "koordgang_watch_lag_seconds")
+    assert (count, round(seconds, 6)) == (1, 0.2)
+    sched.observe_binds()  # seen again (a status update): timed once
+    assert histogram(sched, "koordgang_watch_lag_seconds")[0] == 1
+    assert sched.scheduler.watch_lag.waiting == 0
+
+
+async def test_a_binding_the_watch_showed_before_its_reply_has_no_lag(
+    sched: Harness, api: FakeApi
+) -> None:
+    mine, gate = await decided_binding_held(sched, api)
+    sched.add(bound(mine, "n1"))  # the watch event comes first
+    sched.clock.advance(0.3)
+    gate.set()
+    await sched.settle()
+    assert histogram(sched, "koordgang_watch_lag_seconds") == (1, 0.0)
+    assert sched.scheduler.watch_lag.waiting == 0
+
+
+async def test_a_bound_pod_deleted_before_the_watch_showed_it_is_not_timed(
+    sched: Harness, api: FakeApi
+) -> None:
+    mine = ours("mine", cpu="1")
+    sched.list(nodes=[node("n1", cpu="4")], pods=[mine])
+    await sched.run()
+    assert api.binds() == [("mine", "n1")]
+    sched.intake.on_pod_delete(mine.uid)
+    sched.clock.advance(5)
+    sched.add(bound(mine, "n1"))
+    assert histogram(sched, "koordgang_watch_lag_seconds") == (0, 0)
