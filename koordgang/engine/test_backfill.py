@@ -336,3 +336,34 @@ async def test_a_job_that_binds_after_its_promise_is_counted_late(
     await guarded.run()
     assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]
     assert late_starts(guarded) == [LATE + line for line in late]
+
+
+async def test_a_pod_is_let_in_on_a_held_node_only_if_it_ends_before_that_nodes_room_is_free(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """n1's room is free by its blocker's bound 140 s from now (100 s, grace 30 s, lag 10 s),
+    n2's by 640 s: the job starts by 640 s (it binds whole). A pod let in on n1 that ends at
+    371 s would keep n1 busy past the moment it is free for the job by the time limits, and
+    pods end before their limits: the job's start would hang on it. A pod placed 31 s from now
+    with a limit of 300 s ends by 31 + 300 + 40 = 371 s: kept off n1; one with 60 s ends by
+    131 s: let in. n2 (4 cpu held by its blocker) has no room for either."""
+    wall = guarded.clock.wall()
+    blockers = [
+        running("blocker-1", "n1", started=wall, limit=100),
+        replace(
+            running("blocker-2", "n2", started=wall, limit=600), requests=Resources({"cpu": 4000})
+        ),
+    ]
+    members = gang("big", 2, 2, cpu="8")
+    guarded.list(nodes=[node("n1", cpu="8"), node("n2", cpu="8")], pods=blockers + members)
+    await guarded.run()
+    await retry(guarded, RESERVE_AFTER + 1)
+    assert message(api, "big-0").startswith("holding 2 nodes for ns/big"), message(api, "big-0")
+    assert guarded.framework.gang_facts("ns/big")["expectedStart"] == format_rfc3339(wall + 640)
+    guarded.add(limited(pod("long", cpu="6"), 300))
+    await guarded.run()
+    assert bound_to(api, "long") == {}
+    assert "held for ns/big" in message(api, "long")
+    guarded.add(limited(pod("short", cpu="6"), SHORT))
+    await guarded.run()
+    assert bound_to(api, "short") == {"short": "n1"}

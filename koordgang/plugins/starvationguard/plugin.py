@@ -44,7 +44,7 @@ from koordgang.model.time import format_rfc3339
 from koordgang.model.time_limits import job_key
 from koordgang.plugins.preemption.dry_run import DryRun, plan_room
 from koordgang.plugins.preemption.victims import CostModel
-from koordgang.plugins.starvationguard.backfill import ends_by, starts_by
+from koordgang.plugins.starvationguard.backfill import ends_by, node_starts, starts_by
 from koordgang.state.snapshot import Placement, Snapshot
 
 NAME = "StarvationGuard"
@@ -247,10 +247,11 @@ class StarvationGuard:
     # -- Backfill into held room, and Reserve: what it let in -----------------------------------
 
     def backfill_room(self, state: CycleState, group: SchedulingGroup) -> Sequence[str]:
-        """The members of reservations whose held room ``group`` may use: it is done with it
-        by the time the job starts at the latest (the latest bound of the pods the job waits
-        for). Only a group whose every member has a time limit, and only where every pod the
-        job waits for has one."""
+        """The members of reservations whose held room ``group`` may use: those nominated to
+        nodes it is done with by the time the job has its room there at the latest (by the
+        bounds of the pods there; each node by itself, see ``backfill.py``). Only a group
+        whose every member has a time limit, and only where the job's start is known (every
+        pod it waits for has a bound, and none is past it)."""
         if not self._reservations:
             return ()
         own = str(group.key) or group.trigger.uid
@@ -266,10 +267,14 @@ class StarvationGuard:
                 ends = ends_by(group, self._job_of, now, waiting)
                 if ends is None:
                     return ()
-            start = starts_by(reservation.nominations, self.handle.cache, self._job_of, now)
-            if start is not None and ends <= start:
+            starts = node_starts(reservation.nominations, self.handle.cache, self._job_of, now)
+            if None in starts.values():
+                continue  # the job's start is not known: nothing ends before it
+            free = {node for node, at in starts.items() if at is not None and ends <= at}
+            members = [uid for uid, node in reservation.nominations.items() if node in free]
+            if members:
                 keys.append(key)
-                lent.extend(reservation.nominations)
+                lent.extend(members)
         if keys:
             state.write(LENT, tuple(keys))
         return lent
