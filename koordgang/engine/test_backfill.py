@@ -367,3 +367,27 @@ async def test_a_pod_is_let_in_on_a_held_node_only_if_it_ends_before_that_nodes_
     guarded.add(limited(pod("short", cpu="6"), SHORT))
     await guarded.run()
     assert bound_to(api, "short") == {"short": "n1"}
+
+
+async def test_a_job_promised_a_start_past_its_waiting_time_holds_its_room_until_then(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """Blockers limited to 1,200 s from t0: the job, holding room from t0 + 31 s, is promised
+    t0 + 1,240 s (grace 30 s, lag 10 s), past its waiting time (600 s, the default: t0 + 631 s).
+    At t0 + 700 s it still holds the room (a pod without a limit is kept off, where it would
+    fit once the room is given up), and binds there when the blockers go at t0 + 1,240 s."""
+    t0 = guarded.clock.wall()
+    blockers = await hold(guarded, api, (1200, 1200))
+    promised = t0 + 1200 + 30 + 10
+    assert guarded.framework.gang_facts("ns/big")["expectedStart"] == format_rfc3339(promised)
+    await retry(guarded, 700 - RESERVE_AFTER - 1)
+    assert message(api, "big-0").startswith("holding 2 nodes for ns/big"), message(api, "big-0")
+    guarded.add(pod("endless", cpu="4"))
+    await guarded.run()
+    assert bound_to(api, "endless") == {}
+    assert "held for ns/big" in message(api, "endless")
+    guarded.clock.advance(promised - guarded.clock.wall())
+    for blocker in blockers:
+        guarded.intake.on_pod_delete(blocker.uid)
+    await retry(guarded, 0)
+    assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]

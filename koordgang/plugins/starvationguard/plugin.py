@@ -20,7 +20,8 @@ being the pods that may leave) but waits for them instead of evicting:
 
 Bounds: at most ``max_reserving`` jobs hold room at a time (a higher-priority job takes the
 place of a lower one); a reservation ends when the job binds, is deleted, or has held room for
-its waiting time (then it waits ``reserve_after`` again before it may reserve again).
+its waiting time, or until the start it was promised if that is later (then it waits
+``reserve_after`` again before it may reserve again).
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ class Reservation:
     #: Monotonic seconds it began, and the same moment on the wall clock (shown to users).
     since: float
     since_wall: float
-    #: Monotonic seconds it ends unless the job bound first (the job's waiting time).
+    #: Monotonic seconds it ends unless the job bound first: the job's waiting time, or the
+    #: start it was promised if later.
     until: float
     #: member uid -> the node held for it.
     nominations: dict[str, str] = field(default_factory=dict)
@@ -322,7 +324,8 @@ class StarvationGuard:
         priority = min(p.priority for p in members)
         current = self._reservations.get(key)
         if current is not None and now >= current.until:
-            # Held for its whole waiting time: others get their turn first.
+            # Held for its whole waiting time (or to its promised start): others get their
+            # turn first.
             self._end(key)
             self._waiting[key] = _Waiting(now, now)
             return PostFilterResult(SKIP)
@@ -360,10 +363,7 @@ class StarvationGuard:
         reservation.nominations = dict(run.nominations)
         reservation.blockers = {p.pod.uid: p.node_name for p in run.victims}
         if current is None:
-            # The promise is made once, as it begins to hold room: by the pods there then.
-            reservation.promised = starts_by(
-                reservation.nominations, self.handle.cache, self._job_of, self.handle.wall()
-            )
+            self._promise(reservation, now)
         for uid in reservation.nominations:
             self._member_of[uid] = key
         self._reservations[key] = reservation
@@ -383,6 +383,16 @@ class StarvationGuard:
             preemptor=reservation.job,
             drop_nominations=dropped,
         )
+
+    def _promise(self, reservation: Reservation, now: float) -> None:
+        """The promise, made once, as it begins to hold room: by the pods there then. Given up
+        before that start, the room would go to others and the job, holding again later, be
+        promised a later start: it holds the room until then if its waiting time ends first."""
+        wall = self.handle.wall()
+        promised = starts_by(reservation.nominations, self.handle.cache, self._job_of, wall)
+        reservation.promised = promised
+        if promised is not None:
+            reservation.until = max(reservation.until, now + promised - wall)
 
     def hold_preview(
         self, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
