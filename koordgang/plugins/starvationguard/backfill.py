@@ -8,7 +8,10 @@ time limits, often well before, and the job in fact starts when its last node ha
 the limits do not say. A pod let in on a node that is free early by the limits, to end just
 before the node whose limits come last, would keep that node busy after the job could in fact
 have had it; ending before the node's own room comes by the limits, it is not what the job
-waits for unless the pods there run as long as their limits allow.
+waits for unless the pods there run as long as their limits allow. Nor is the room lent by
+the bounds of what was let in before: the pods the job held the room for ending early, the
+job would else wait for one let-in after another, each coming in on the bound of the one
+before, up to the start the first limits gave, not for the room they in fact left.
 
 Both are wall-clock times from ``model/time_limits.free_by``; None means unbounded (a pod
 without a time limit, which nothing here guesses), and unbounded never lends or borrows.
@@ -16,7 +19,7 @@ without a time limit, which nothing here guesses), and unbounded never lends or 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from koordgang.framework.group import SchedulingGroup
 from koordgang.model.job import JobInfo
@@ -45,20 +48,24 @@ def starts_by(
 
 
 def node_starts(
-    nominations: Mapping[str, str], cache: SchedulerCache, jobs: JobOf, now: float
+    nominations: Mapping[str, str],
+    cache: SchedulerCache,
+    jobs: JobOf,
+    now: float,
+    ignore: Collection[str] = (),
 ) -> dict[str, float | None]:
     """node -> when a reserving job has its room there at the latest: the first moment the
     pods there (all of them, not only those it planned to wait for: one that ends sooner may
     make the room first; terminating ones until their deletion) have left enough for its
     members nominated there, by their bounds. None where that needs a pod without a bound (or
-    one past it) to go."""
+    one past it) to go. Pods in ``ignore`` are left out."""
     needed: dict[str, Resources] = {}
     for uid, node in nominations.items():
         member = cache.pod(uid)
         if member is not None:
             needed[node] = needed.get(node, Resources.EMPTY) + member.requests
     return {
-        node: _room_by(node, wanted, nominations, cache, jobs, now)
+        node: _room_by(node, wanted, nominations, ignore, cache, jobs, now)
         for node, wanted in needed.items()
     }
 
@@ -67,6 +74,7 @@ def _room_by(
     node: str,
     wanted: Resources,
     members: Mapping[str, str],
+    ignore: Collection[str],
     cache: SchedulerCache,
     jobs: JobOf,
     now: float,
@@ -80,7 +88,7 @@ def _room_by(
     endless = Resources.EMPTY
     for uid in state.pods:
         pod = cache.pod(uid)
-        if pod is None or uid in members:
+        if pod is None or uid in members or uid in ignore:
             continue
         used = used + pod.requests
         end = free_by(pod, jobs(pod), now)

@@ -251,7 +251,8 @@ class StarvationGuard:
     def backfill_room(self, state: CycleState, group: SchedulingGroup) -> Sequence[str]:
         """The members of reservations whose held room ``group`` may use: those nominated to
         nodes it is done with by the time the job has its room there at the latest (by the
-        bounds of the pods there; each node by itself, see ``backfill.py``). Only a group
+        bounds of the pods there, those let in left out; each node by itself, see
+        ``backfill.py``). Only a group
         whose every member has a time limit, and only where the job's start is known (every
         pod it waits for has a bound, and none is past it)."""
         if not self._reservations:
@@ -269,7 +270,10 @@ class StarvationGuard:
                 ends = ends_by(group, self._job_of, now, waiting)
                 if ends is None:
                     return ()
-            starts = node_starts(reservation.nominations, self.handle.cache, self._job_of, now)
+            # By the pods it held the room for, not by what it let in (``backfill.py``).
+            starts = node_starts(
+                reservation.nominations, self.handle.cache, self._job_of, now, reservation.let_in
+            )
             if None in starts.values():
                 continue  # the job's start is not known: nothing ends before it
             free = {node for node, at in starts.items() if at is not None and ends <= at}
