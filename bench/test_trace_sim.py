@@ -145,3 +145,26 @@ def test_backfill_into_held_room_is_switched_off_on_the_guard_alone() -> None:
     # Off: the guard's own method is replaced by one that lends nothing, whatever it holds.
     assert "backfill_room" in vars(off)
     assert off.backfill_room(CycleState(), cast(SchedulingGroup, None)) == ()
+
+
+def test_a_promise_is_broken_by_a_later_start_or_a_wait_past_it(
+    outcomes: dict[str, Outcome],
+) -> None:
+    """Kept: started by it; broken: started after it, or still waiting past it at the end;
+    not yet known: still waiting, the promise after the end."""
+    base = outcomes["guard"]
+    end = TINY.seconds
+    made = Outcome(
+        "x",
+        TINY,
+        base.jobs,
+        {},
+        {"kept": 100.0, "late": 150.0},
+        set(),
+        {},
+        0.0,
+        {"kept": 100.0, "late": 100.0, "waits": end - 1, "unknown": end + 1},
+    )
+    assert trace_sim.broken_promises(made) == 2
+    # The guard's reservations on the tiny trace are promised (their pods have limits).
+    assert base.promised and not outcomes["no guard"].promised
