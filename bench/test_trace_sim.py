@@ -121,9 +121,16 @@ def test_the_guard_changes_what_happens_and_the_table_shows_each_variant(
     plain, guarded = outcomes["no guard"], outcomes["guard"]
     assert plain.started != guarded.started
     lines = trace_sim.report_lines(TINY, plain.jobs, list(outcomes.values()), 3)
-    assert [line.split()[0] for line in lines[4:]] == [
-        v.name.split()[0] for v in trace_sim.VARIANTS
-    ]
+    count = len(trace_sim.VARIANTS)
+    names = [v.name.split()[0] for v in trace_sim.VARIANTS]
+    assert [line.split()[0] for line in lines[4 : 4 + count]] == names
+    # Then each big gang's wait, a line a variant: as many as there are big gangs.
+    assert [line.split()[0] for line in lines[-count:]] == names
+    bigs = sum(1 for j in plain.jobs if j.big)
+    for outcome in outcomes.values():
+        shown = trace_sim.big_waits(outcome)
+        assert len(shown) == bigs
+        assert sum(w.endswith("+") for w in shown) == trace_sim.waits(outcome, True)[1]
 
 
 def test_a_variant_names_only_settings_that_exist() -> None:

@@ -467,6 +467,18 @@ def span(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def big_waits(outcome: Outcome) -> list[str]:
+    """Each big gang's wait, in arrival order; ``+`` when it still waited at the end."""
+    end = outcome.shape.seconds
+    shown = []
+    for job in outcome.jobs:
+        if job.big:
+            started = outcome.started.get(job.name)
+            wait = span((end if started is None else started) - job.arrival)
+            shown.append(wait if started is not None else f"{wait}+")
+    return shown
+
+
 def broken_promises(outcome: Outcome) -> int:
     """Jobs that started later than the guard first promised, or still waited past it."""
     end = outcome.shape.seconds
@@ -520,6 +532,8 @@ def report_lines(
     big = [j for j in jobs if j.big]
     small = [j for j in jobs if not j.big]
     offered = sum(j.members * j.cpu * min(j.runs_for, shape.seconds - j.arrival) for j in jobs)
+    width = max(len(o.variant) for o in outcomes)
+    each = [f"{o.variant:<{width}}  " + ", ".join(big_waits(o)) for o in outcomes if big]
     return [
         f"trace: {shape.nodes} nodes of {shape.node_cpu} cpu, {shape.hours:g} h, seed {seed}: "
         f"{len(big)} big gangs ({shape.big_members[0]}-{shape.big_members[1]} x "
@@ -528,6 +542,9 @@ def report_lines(
         "cluster",
         "",
         *table(HEADER, [row(o) for o in outcomes]),
+        "",
+        "each big gang's wait, in arrival order (+: still waiting at the end):",
+        *each,
     ]
 
 
