@@ -15,8 +15,9 @@ being the pods that may leave) but waits for them instead of evicting:
   counts lower-priority nominations as gone), and the reserving job then plans again;
 - nothing is ever evicted for a reservation;
 - backfill into held room (``backfill.py``): a group whose time limits end before the job
-  starts by the time limits of the pods it waits for may use the held room; the job then
-  waits for what it let in too (which ends first, so it starts no later for it).
+  has its room on a held node, by the time limits of the pods there (those it let in left
+  out), may use that node's held room; the job then waits for what it let in too (which ends
+  first, so it starts no later for it).
 
 Bounds: at most ``max_reserving`` jobs hold room at a time (a higher-priority job takes the
 place of a lower one); a reservation ends when the job binds, is deleted, or has held room for
