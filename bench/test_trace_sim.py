@@ -121,9 +121,16 @@ def test_the_guard_changes_what_happens_and_the_table_shows_each_variant(
     plain, guarded = outcomes["no guard"], outcomes["guard"]
     assert plain.started != guarded.started
     lines = trace_sim.report_lines(TINY, plain.jobs, list(outcomes.values()), 3)
-    assert [line.split()[0] for line in lines[4:]] == [
-        v.name.split()[0] for v in trace_sim.VARIANTS
-    ]
+    count = len(trace_sim.VARIANTS)
+    names = [v.name.split()[0] for v in trace_sim.VARIANTS]
+    assert [line.split()[0] for line in lines[4 : 4 + count]] == names
+    # Then each big gang's wait, a line a variant: as many as there are big gangs.
+    assert [line.split()[0] for line in lines[-count:]] == names
+    bigs = sum(1 for j in plain.jobs if j.big)
+    for outcome in outcomes.values():
+        shown = trace_sim.big_waits(outcome)
+        assert len(shown) == bigs
+        assert sum(w.endswith("+") for w in shown) == trace_sim.waits(outcome, True)[1]
 
 
 def test_a_variant_names_only_settings_that_exist() -> None:
@@ -145,3 +152,26 @@ def test_backfill_into_held_room_is_switched_off_on_the_guard_alone() -> None:
     # Off: the guard's own method is replaced by one that lends nothing, whatever it holds.
     assert "backfill_room" in vars(off)
     assert off.backfill_room(CycleState(), cast(SchedulingGroup, None)) == ()
+
+
+def test_a_promise_is_broken_by_a_later_start_or_a_wait_past_it(
+    outcomes: dict[str, Outcome],
+) -> None:
+    """Kept: started by it; broken: started after it, or still waiting past it at the end;
+    not yet known: still waiting, the promise after the end."""
+    base = outcomes["guard"]
+    end = TINY.seconds
+    made = Outcome(
+        "x",
+        TINY,
+        base.jobs,
+        {},
+        {"kept": 100.0, "late": 150.0},
+        set(),
+        {},
+        0.0,
+        {"kept": 100.0, "late": 100.0, "waits": end - 1, "unknown": end + 1},
+    )
+    assert trace_sim.broken_promises(made) == 2
+    # The guard's reservations on the tiny trace are promised (their pods have limits).
+    assert base.promised and not outcomes["no guard"].promised

@@ -24,7 +24,9 @@ Each variant is a set of ``Settings`` overrides, and backfill into held room on 
 - big jobs' and small jobs' waits, arrival to all members bound (a job still waiting at the
   end counts with its wait so far: the figures are then lower bounds);
 - jobs told a start time, and how many started later than first told, from the daemon's own
-  counter ``koordgang_start_later_than_expected_total{reason}``.
+  counter ``koordgang_start_later_than_expected_total{reason}`` (estimates and promises);
+- the jobs the starvation guard promised a start (as each began to hold room), and how many
+  of them started later than that promise (or still waited past it at the end).
 
 ``python -m bench.trace_sim [--hours H] [--seed S] [--variants NAME,...]``
 """
@@ -216,6 +218,8 @@ class Outcome:
     told: set[str]
     late: dict[str, int]
     cpu_s: float
+    #: Job name -> seconds from the trace's start it was first promised to start by.
+    promised: dict[str, float] = field(default_factory=dict)
 
 
 class TraceRun:
@@ -230,6 +234,7 @@ class TraceRun:
         self.origin = self.clock.now
         self.pods: dict[str, PodRecord] = {}
         self._job_of = {f"{j.name}-{m}": j for j in self.jobs for m in range(j.members)}
+        self._names = {j.name for j in self.jobs}
         #: (when, pod name) of bound pods, soonest first.
         self._ends: list[tuple[float, str]] = []
         self.api = TraceApi(self.clock, self._bound)
@@ -240,6 +245,8 @@ class TraceRun:
         )
         if variant.backfill is not None:
             set_held_room_backfill(self.framework, variant.backfill)
+        self._guards = [p for p in self.framework.plugins if isinstance(p, StarvationGuard)]
+        self.promised: dict[str, float] = {}
         self.scheduler = Scheduler(
             self.settings,
             self.api,  # type: ignore[arg-type]  # answers as KubeApi does
@@ -353,6 +360,7 @@ class TraceRun:
                     )
                 self._deliver(arrivals)
                 await self._run_loop()
+                self._note_promises()
                 self.clock.now = self.origin + self._next_moment(arrivals, tick)
             for task in self._tasks:
                 if task.done():
@@ -368,7 +376,21 @@ class TraceRun:
             {self.pods[name].job for name in self.api.told if name in self.pods},
             self._late(),
             time.process_time() - cpu0,
+            dict(self.promised),
         )
+
+    def _note_promises(self) -> None:
+        """The first start the guard promised each job (a reservation that ends and is made
+        again promises anew; the first one is what the job was told)."""
+        offset = self.clock.wall() - self.now
+        for guard in self._guards:
+            for reservation in guard.reservations().values():
+                if reservation.promised is None:
+                    continue
+                name = reservation.job.split("/", 1)[-1]
+                if name not in self._names:
+                    name = name.rsplit("-", 1)[0]  # a single pod's job: the pod's name
+                self.promised.setdefault(name, reservation.promised - offset)
 
     async def _stop(self) -> None:
         """The writers told to close, then cancelled until they are gone (a cancellation that
@@ -445,6 +467,28 @@ def span(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def big_waits(outcome: Outcome) -> list[str]:
+    """Each big gang's wait, in arrival order; ``+`` when it still waited at the end."""
+    end = outcome.shape.seconds
+    shown = []
+    for job in outcome.jobs:
+        if job.big:
+            started = outcome.started.get(job.name)
+            wait = span((end if started is None else started) - job.arrival)
+            shown.append(wait if started is not None else f"{wait}+")
+    return shown
+
+
+def broken_promises(outcome: Outcome) -> int:
+    """Jobs that started later than the guard first promised, or still waited past it."""
+    end = outcome.shape.seconds
+    return sum(
+        1
+        for name, promised in outcome.promised.items()
+        if outcome.started.get(name, end) > promised
+    )
+
+
 def row(outcome: Outcome) -> list[str]:
     big, big_waiting = waits(outcome, True)
     small, small_waiting = waits(outcome, False)
@@ -461,6 +505,7 @@ def row(outcome: Outcome) -> list[str]:
         span(percentile(small, 0.95)),
         str(len(outcome.told)),
         f"{late}" + (f" ({reasons})" if reasons else ""),
+        f"{len(outcome.promised)}, {broken_promises(outcome)}",
         f"{outcome.cpu_s:.0f}",
     ]
 
@@ -476,6 +521,7 @@ HEADER = [
     "small P95",
     "jobs told a start",
     "later than told",
+    "promised, late",
     "CPU s",
 ]
 
@@ -486,6 +532,8 @@ def report_lines(
     big = [j for j in jobs if j.big]
     small = [j for j in jobs if not j.big]
     offered = sum(j.members * j.cpu * min(j.runs_for, shape.seconds - j.arrival) for j in jobs)
+    width = max(len(o.variant) for o in outcomes)
+    each = [f"{o.variant:<{width}}  " + ", ".join(big_waits(o)) for o in outcomes if big]
     return [
         f"trace: {shape.nodes} nodes of {shape.node_cpu} cpu, {shape.hours:g} h, seed {seed}: "
         f"{len(big)} big gangs ({shape.big_members[0]}-{shape.big_members[1]} x "
@@ -494,6 +542,9 @@ def report_lines(
         "cluster",
         "",
         *table(HEADER, [row(o) for o in outcomes]),
+        "",
+        "each big gang's wait, in arrival order (+: still waiting at the end):",
+        *each,
     ]
 
 

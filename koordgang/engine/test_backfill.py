@@ -197,22 +197,16 @@ async def test_the_job_binds_whole_once_the_pods_it_waits_for_and_let_in_are_gon
     )
     await guarded.run()
     # The pods it held the room for finish first: the job starts when the pod it let in is
-    # gone, so a pod that ends before that may come in too.
+    # gone (and nothing more comes in on that pod's bound).
     for blocker in blockers:
         guarded.intake.on_pod_delete(blocker.uid)
-    guarded.add(limited(pod("shorter", cpu="4"), SHORT // 3))
-    await guarded.run()
-    assert "shorter" in bound_to(api, "shorter")
     await retry(guarded)
     assert bound_to(api, "big-") == {}
     assert (
-        "waiting for 2 pods to finish, let in 2 pods that end before it starts; promised "
+        "waiting for 1 pod to finish, let in 1 pod that ends before it starts; promised "
         in message(api, "big-0")
     ), message(api, "big-0")
     guarded.intake.on_pod_delete(pod("short").uid)
-    await retry(guarded, 1)
-    assert bound_to(api, "big-") == {}
-    guarded.intake.on_pod_delete(pod("shorter").uid)
     await retry(guarded, 1)
     assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]
     assert [c for c in api.landed() if c.method == "DELETE"] == []
@@ -336,3 +330,90 @@ async def test_a_job_that_binds_after_its_promise_is_counted_late(
     await guarded.run()
     assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]
     assert late_starts(guarded) == [LATE + line for line in late]
+
+
+async def test_a_pod_is_let_in_on_a_held_node_only_if_it_ends_before_that_nodes_room_is_free(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """n1's room is free by its blocker's bound 140 s from now (100 s, grace 30 s, lag 10 s),
+    n2's by 640 s: the job starts by 640 s (it binds whole). A pod let in on n1 that ends at
+    371 s would keep n1 busy past the moment it is free for the job by the time limits, and
+    pods end before their limits: the job's start would hang on it. A pod placed 31 s from now
+    with a limit of 300 s ends by 31 + 300 + 40 = 371 s: kept off n1; one with 60 s ends by
+    131 s: let in. n2 (4 cpu held by its blocker) has no room for either."""
+    wall = guarded.clock.wall()
+    blockers = [
+        running("blocker-1", "n1", started=wall, limit=100),
+        replace(
+            running("blocker-2", "n2", started=wall, limit=600), requests=Resources({"cpu": 4000})
+        ),
+    ]
+    members = gang("big", 2, 2, cpu="8")
+    guarded.list(nodes=[node("n1", cpu="8"), node("n2", cpu="8")], pods=blockers + members)
+    await guarded.run()
+    await retry(guarded, RESERVE_AFTER + 1)
+    assert message(api, "big-0").startswith("holding 2 nodes for ns/big"), message(api, "big-0")
+    assert guarded.framework.gang_facts("ns/big")["expectedStart"] == format_rfc3339(wall + 640)
+    guarded.add(limited(pod("long", cpu="6"), 300))
+    await guarded.run()
+    assert bound_to(api, "long") == {}
+    assert "held for ns/big" in message(api, "long")
+    guarded.add(limited(pod("short", cpu="6"), SHORT))
+    await guarded.run()
+    assert bound_to(api, "short") == {"short": "n1"}
+
+
+async def test_a_job_promised_a_start_past_its_waiting_time_holds_its_room_until_then(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """Blockers limited to 1,200 s from t0: the job, holding room from t0 + 31 s, is promised
+    t0 + 1,240 s (grace 30 s, lag 10 s), past its waiting time (600 s, the default: t0 + 631 s).
+    At t0 + 700 s it still holds the room (a pod without a limit is kept off, where it would
+    fit once the room is given up), and binds there when the blockers go at t0 + 1,240 s."""
+    t0 = guarded.clock.wall()
+    blockers = await hold(guarded, api, (1200, 1200))
+    promised = t0 + 1200 + 30 + 10
+    assert guarded.framework.gang_facts("ns/big")["expectedStart"] == format_rfc3339(promised)
+    await retry(guarded, 700 - RESERVE_AFTER - 1)
+    assert message(api, "big-0").startswith("holding 2 nodes for ns/big"), message(api, "big-0")
+    guarded.add(pod("endless", cpu="4"))
+    await guarded.run()
+    assert bound_to(api, "endless") == {}
+    assert "held for ns/big" in message(api, "endless")
+    guarded.clock.advance(promised - guarded.clock.wall())
+    for blocker in blockers:
+        guarded.intake.on_pod_delete(blocker.uid)
+    await retry(guarded, 0)
+    assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]
+
+
+async def test_what_was_let_in_does_not_keep_held_room_open_for_more(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """Blockers limited to 600 s from t0 (free by t0 + 640 s) hold 1 cpu on n1 and n2. At
+    t0 + 31 s a 4-cpu pod limited to 400 s comes in (free by t0 + 471 s). The blockers end
+    early, at t0 + 100 s: the job now waits only for what it let in. A 2-cpu pod limited to
+    60 s (free by t0 + 200 s) would end before it, but is kept off: room the job waits for
+    only because of what it let in is not lent again, or pods ending early would never make
+    the job start sooner, each let in on the bound of the one before."""
+    t0 = guarded.clock.wall()
+    blockers = await hold(guarded, api, (BLOCKER_LIMIT, BLOCKER_LIMIT))
+    guarded.add(limited(pod("first", cpu="4"), 400))
+    await guarded.run()
+    [where] = bound_to(api, "first").values()
+    first = replace(
+        bound(limited(pod("first", cpu="4"), 400), where), phase="Running", start_time=t0 + 31
+    )
+    guarded.intake.on_pod_upsert(first)
+    await guarded.run()
+    guarded.clock.advance(100 - RESERVE_AFTER - 1)
+    for blocker in blockers:
+        guarded.intake.on_pod_delete(blocker.uid)
+    await guarded.run()
+    guarded.add(limited(pod("second", cpu="2"), SHORT))
+    await guarded.run()
+    assert bound_to(api, "second") == {}
+    assert "held for ns/big" in message(api, "second")
+    guarded.intake.on_pod_delete(first.uid)
+    await retry(guarded, 1)
+    assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]

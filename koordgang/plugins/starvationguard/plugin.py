@@ -15,12 +15,14 @@ being the pods that may leave) but waits for them instead of evicting:
   counts lower-priority nominations as gone), and the reserving job then plans again;
 - nothing is ever evicted for a reservation;
 - backfill into held room (``backfill.py``): a group whose time limits end before the job
-  starts by the time limits of the pods it waits for may use the held room; the job then
-  waits for what it let in too (which ends first, so it starts no later for it).
+  has its room on a held node, by the time limits of the pods there (those it let in left
+  out), may use that node's held room; the job then waits for what it let in too (which ends
+  first, so it starts no later for it).
 
 Bounds: at most ``max_reserving`` jobs hold room at a time (a higher-priority job takes the
 place of a lower one); a reservation ends when the job binds, is deleted, or has held room for
-its waiting time (then it waits ``reserve_after`` again before it may reserve again).
+its waiting time, or until the start it was promised if that is later (then it waits
+``reserve_after`` again before it may reserve again).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from koordgang.model.time import format_rfc3339
 from koordgang.model.time_limits import job_key
 from koordgang.plugins.preemption.dry_run import DryRun, plan_room
 from koordgang.plugins.preemption.victims import CostModel
-from koordgang.plugins.starvationguard.backfill import ends_by, starts_by
+from koordgang.plugins.starvationguard.backfill import ends_by, node_starts, starts_by
 from koordgang.state.snapshot import Placement, Snapshot
 
 NAME = "StarvationGuard"
@@ -77,7 +79,8 @@ class Reservation:
     #: Monotonic seconds it began, and the same moment on the wall clock (shown to users).
     since: float
     since_wall: float
-    #: Monotonic seconds it ends unless the job bound first (the job's waiting time).
+    #: Monotonic seconds it ends unless the job bound first: the job's waiting time, or the
+    #: start it was promised if later.
     until: float
     #: member uid -> the node held for it.
     nominations: dict[str, str] = field(default_factory=dict)
@@ -247,10 +250,12 @@ class StarvationGuard:
     # -- Backfill into held room, and Reserve: what it let in -----------------------------------
 
     def backfill_room(self, state: CycleState, group: SchedulingGroup) -> Sequence[str]:
-        """The members of reservations whose held room ``group`` may use: it is done with it
-        by the time the job starts at the latest (the latest bound of the pods the job waits
-        for). Only a group whose every member has a time limit, and only where every pod the
-        job waits for has one."""
+        """The members of reservations whose held room ``group`` may use: those nominated to
+        nodes it is done with by the time the job has its room there at the latest (by the
+        bounds of the pods there, those let in left out; each node by itself, see
+        ``backfill.py``). Only a group
+        whose every member has a time limit, and only where the job's start is known (every
+        pod it waits for has a bound, and none is past it)."""
         if not self._reservations:
             return ()
         own = str(group.key) or group.trigger.uid
@@ -266,10 +271,17 @@ class StarvationGuard:
                 ends = ends_by(group, self._job_of, now, waiting)
                 if ends is None:
                     return ()
-            start = starts_by(reservation.nominations, self.handle.cache, self._job_of, now)
-            if start is not None and ends <= start:
+            # By the pods it held the room for, not by what it let in (``backfill.py``).
+            starts = node_starts(
+                reservation.nominations, self.handle.cache, self._job_of, now, reservation.let_in
+            )
+            if None in starts.values():
+                continue  # the job's start is not known: nothing ends before it
+            free = {node for node, at in starts.items() if at is not None and ends <= at}
+            members = [uid for uid, node in reservation.nominations.items() if node in free]
+            if members:
                 keys.append(key)
-                lent.extend(reservation.nominations)
+                lent.extend(members)
         if keys:
             state.write(LENT, tuple(keys))
         return lent
@@ -317,7 +329,8 @@ class StarvationGuard:
         priority = min(p.priority for p in members)
         current = self._reservations.get(key)
         if current is not None and now >= current.until:
-            # Held for its whole waiting time: others get their turn first.
+            # Held for its whole waiting time (or to its promised start): others get their
+            # turn first.
             self._end(key)
             self._waiting[key] = _Waiting(now, now)
             return PostFilterResult(SKIP)
@@ -355,10 +368,7 @@ class StarvationGuard:
         reservation.nominations = dict(run.nominations)
         reservation.blockers = {p.pod.uid: p.node_name for p in run.victims}
         if current is None:
-            # The promise is made once, as it begins to hold room: by the pods there then.
-            reservation.promised = starts_by(
-                reservation.nominations, self.handle.cache, self._job_of, self.handle.wall()
-            )
+            self._promise(reservation, now)
         for uid in reservation.nominations:
             self._member_of[uid] = key
         self._reservations[key] = reservation
@@ -378,6 +388,16 @@ class StarvationGuard:
             preemptor=reservation.job,
             drop_nominations=dropped,
         )
+
+    def _promise(self, reservation: Reservation, now: float) -> None:
+        """The promise, made once, as it begins to hold room: by the pods there then. Given up
+        before that start, the room would go to others and the job, holding again later, be
+        promised a later start: it holds the room until then if its waiting time ends first."""
+        wall = self.handle.wall()
+        promised = starts_by(reservation.nominations, self.handle.cache, self._job_of, wall)
+        reservation.promised = promised
+        if promised is not None:
+            reservation.until = max(reservation.until, now + promised - wall)
 
     def hold_preview(
         self, group: SchedulingGroup, plan: GroupPlan, snapshot: Snapshot
