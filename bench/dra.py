@@ -73,7 +73,10 @@ def resource_slice(node: str, devices: int = DEVICES_PER_NODE) -> dict[str, Any]
     }
 
 
-def resource_claim(name: str, count: int) -> dict[str, Any]:
+def resource_claim(
+    name: str, count: int, device_class: str = DEVICE_CLASS, request: str = REQUEST
+) -> dict[str, Any]:
+    """A claim of the bench's asking for ``count`` devices of ``device_class`` (one request)."""
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceClaim",
@@ -82,8 +85,8 @@ def resource_claim(name: str, count: int) -> dict[str, Any]:
             "devices": {
                 "requests": [
                     {
-                        "name": REQUEST,
-                        "exactly": {"deviceClassName": DEVICE_CLASS, "count": count},
+                        "name": request,
+                        "exactly": {"deviceClassName": device_class, "count": count},
                     }
                 ]
             }

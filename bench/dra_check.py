@@ -124,17 +124,7 @@ def check(
     its pods' names."""
     problems = _Problems()
     pods = {_meta(p).get("name", ""): p for p in objects.pods}
-    node_of = {name: (p.get("spec") or {}).get("nodeName") or "" for name, p in pods.items()}
-    for name in expected:
-        if name not in pods:
-            problems.add("pods missing", name)
-        elif not node_of[name]:
-            problems.add("pods not bound", name)
-    for gang, names in sorted(members.items()):
-        bound = sum(1 for n in names if node_of.get(n))
-        if bound != len(names):
-            problems.add("gangs not whole (bound/size)", f"{gang} {bound}/{len(names)}")
-
+    node_of = bound_nodes(problems, pods, expected, members)
     nodes = {_meta(n).get("name", ""): n for n in objects.nodes}
     published = _published(objects.slices)
     claims = {(_meta(c).get("namespace", ""), _meta(c).get("name", "")): c for c in objects.claims}
@@ -159,6 +149,27 @@ def check(
                 "devices allocated to more than one claim", f"{'/'.join(device)} ({owners})"
             )
     return problems.lines()
+
+
+def bound_nodes(
+    problems: _Problems,
+    pods: Mapping[str, Mapping[str, Any]],
+    expected: Iterable[str],
+    members: Mapping[str, Sequence[str]],
+) -> dict[str, str]:
+    """Each pod's node ("" when unbound); the ``expected`` pods missing or unbound, and the
+    gangs not whole, added to ``problems``."""
+    node_of = {name: (p.get("spec") or {}).get("nodeName") or "" for name, p in pods.items()}
+    for name in sorted(expected):
+        if name not in pods:
+            problems.add("pods missing", name)
+        elif not node_of[name]:
+            problems.add("pods not bound", name)
+    for gang, names in sorted(members.items()):
+        bound = sum(1 for n in names if node_of.get(n))
+        if bound != len(names):
+            problems.add("gangs not whole (bound/size)", f"{gang} {bound}/{len(names)}")
+    return node_of
 
 
 def _check_claim(

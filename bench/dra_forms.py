@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from bench.dra import API_VERSION, CLAIM_FINALIZER, SPEC_DIGEST
+from bench.dra import API_VERSION, CLAIM_FINALIZER, SPEC_DIGEST, resource_claim
 from bench.workload import BENCH_LABEL, ClaimUse, DraPlan, PodPlan
 from controlplane import NodeSpec
 
@@ -138,18 +138,7 @@ def fabric_slice() -> dict[str, Any]:
 
 
 def claim(name: str, device_class: str) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "labels": {BENCH_LABEL: "1"}},
-        "spec": {
-            "devices": {
-                "requests": [
-                    {"name": REQUEST, "exactly": {"deviceClassName": device_class, "count": 1}}
-                ]
-            }
-        },
-    }
+    return resource_claim(name, 1, device_class, REQUEST)
 
 
 def partition_claim(pod: str) -> str:

@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.dra_check import Objects, _list, _meta, _Problems, _results, _selected_nodes
+from bench.dra_check import (
+    Objects,
+    _list,
+    _meta,
+    _Problems,
+    _results,
+    _selected_nodes,
+    bound_nodes,
+)
 from bench.dra_check import read as read_objects
 from bench.dra_forms import (
     CLAIM_FINALIZER,
@@ -133,17 +141,7 @@ def check(
     problems = _Problems()
     base = objects.base
     pods = {_meta(p).get("name", ""): p for p in base.pods}
-    node_of = {name: (p.get("spec") or {}).get("nodeName") or "" for name, p in pods.items()}
-    for name in sorted(expected):
-        if name not in pods:
-            problems.add("pods missing", name)
-        elif not node_of[name]:
-            problems.add("pods not bound", name)
-    for gang, names in sorted(members.items()):
-        bound = sum(1 for n in names if node_of.get(n))
-        if bound != len(names):
-            problems.add("gangs not whole (bound/size)", f"{gang} {bound}/{len(names)}")
-
+    node_of = bound_nodes(problems, pods, expected, members)
     nodes = {_meta(n).get("name", ""): n for n in base.nodes}
     devices = published(base.slices)
     claims = {(_meta(c).get("namespace", ""), _meta(c).get("name", "")): c for c in base.claims}
