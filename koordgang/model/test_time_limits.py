@@ -11,7 +11,7 @@ from koordgang.model.errors import ModelError
 from koordgang.model.job import JobInfo, parse_job
 from koordgang.model.pod import PodInfo, parse_pod
 from koordgang.model.time import format_rfc3339
-from koordgang.model.time_limits import free_by, free_by_if_started, overdue
+from koordgang.model.time_limits import free_by, free_by_if_started, overdue, steady_until
 
 
 def pod(
@@ -120,3 +120,36 @@ def test_a_pod_past_its_bound_is_overdue_one_within_it_or_without_one_is_not() -
     assert not overdue(pod(started=1000), None, now=99_999)
     assert overdue(pod(started=1000, deleting=2000), None, now=2011)
     assert not overdue(pod(deadline=10, started=0, phase="Succeeded"), None, now=99_999)
+
+
+@pytest.mark.parametrize(
+    ("the_pod", "the_job"),
+    [
+        (pod(deadline=600, started=1000), None),
+        (pod(deadline=600, started=1000), job(300, 900)),
+        (pod(started=1000), job(300, 900)),
+        (pod(started=1000), job(300, 900, suspended=True)),
+        (pod(started=1000), None),
+        (pod(deadline=600), None),
+        (pod(deadline=600, started=1000, deleting=1300), None),
+        (pod(deadline=600, started=1000, phase="Failed"), None),
+    ],
+)
+def test_a_bound_read_once_holds_until_steady_until(
+    the_pod: PodInfo, the_job: JobInfo | None
+) -> None:
+    """A bound kept from one plan to the next is what reading it again would give, at every
+    moment up to ``steady_until``; and reading it again past that is needed (it changes)."""
+    for now in (1100.0, 1250.0, 1500.0, 1700.0):
+        until = steady_until(the_pod, the_job, now)
+        assert until >= now
+        then = [now + step for step in (0.0, 1.0, 60.0, 5_000.0) if now + step <= until]
+        for moment in [*then, until]:
+            assert free_by(the_pod, the_job, moment) == free_by(the_pod, the_job, now)
+            assert overdue(the_pod, the_job, moment) == overdue(the_pod, the_job, now)
+        if until < float("inf"):
+            later = until + 100.0
+            assert (free_by(the_pod, the_job, later), overdue(the_pod, the_job, later)) != (
+                free_by(the_pod, the_job, now),
+                overdue(the_pod, the_job, now),
+            )

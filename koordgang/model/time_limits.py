@@ -32,6 +32,7 @@ __all__ = [
     "job_key",
     "overdue",
     "parse_time_limit",
+    "steady_until",
 ]
 
 #: ``terminationGracePeriodSeconds`` when a pod does not say.
@@ -88,6 +89,22 @@ def overdue(pod: PodInfo, job: JobInfo | None, now: float) -> bool:
         return pod.deletion_timestamp + LAG_SECONDS < now
     deadline = _deadline(pod, job, pod.start_time)
     return deadline is not None and deadline + pod.grace_seconds + LAG_SECONDS < now
+
+
+def steady_until(pod: PodInfo, job: JobInfo | None, now: float) -> float:
+    """The wall-clock moment up to which ``free_by`` and ``overdue`` of ``pod`` give what they
+    give at ``now`` (as long as the pod and its Job are unchanged): a bound read once is good
+    until then. ``now`` itself when they follow the clock (a terminal pod, one not started, one
+    past its bound)."""
+    if pod.is_terminal:
+        return now
+    if pod.deletion_timestamp is not None:
+        # Past its bound a pod's room is free a lag from now: that follows the clock.
+        return max(pod.deletion_timestamp, now)
+    if pod.start_time is None:
+        return now
+    deadline = _deadline(pod, job, pod.start_time)
+    return float("inf") if deadline is None else max(deadline, now)
 
 
 def _deadline(pod: PodInfo, job: JobInfo | None, started: float | None) -> float | None:

@@ -12,11 +12,11 @@ from koordgang.model.node import NodeInfo
 from koordgang.model.pod import PodInfo
 from koordgang.model.resources import Resources
 from koordgang.model.taints import first_untolerated
-from koordgang.model.time_limits import LAG_SECONDS, free_by, job_key, overdue
+from koordgang.model.time_limits import LAG_SECONDS, free_by, job_key, overdue, steady_until
 from koordgang.state.snapshot import Snapshot
 from koordgang.state.start_plan import Holder, Waiter
 
-__all__ = ["Eligible", "WaitingJob", "holders", "job_of", "room", "waiter"]
+__all__ = ["Eligible", "Holders", "WaitingJob", "job_of", "room", "waiter"]
 
 #: The Job a pod belongs to, if the daemon knows it.
 JobOf = Callable[[PodInfo], JobInfo | None]
@@ -51,24 +51,64 @@ def room(snapshot: Snapshot) -> dict[str, Resources]:
     }
 
 
-def holders(
-    snapshot: Snapshot, jobs: JobOf, now: float, nominated: Callable[[str], bool]
-) -> list[Holder]:
-    """Every pod counted on a node, with when its room is free at the latest. A pod
-    nominated there and not bound yet (preemption's, the starvation guard's) starts when its
-    room is made, which this plan does not know: its room has no known end. One placed by a
-    cycle and about to bind starts now."""
-    held: list[Holder] = []
-    for node in snapshot.nodes:
-        for pod in snapshot.pods_on(node):
-            job = jobs(pod)
-            if not pod.node_name and nominated(pod.uid):
-                held.append(Holder(pod.key, node.name, pod.requests, None))
-                continue
-            end = free_by(pod, job, now)
-            late = end is not None and overdue(pod, job, now)
-            held.append(Holder(pod.key, node.name, pod.requests, end, late))
-    return held
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A pod's holder as last read, and what it was read from."""
+
+    pod: PodInfo
+    job: JobInfo | None
+    nominated: bool
+    holder: Holder
+    #: Wall-clock time up to which the same reading gives the same holder.
+    until: float
+
+
+class Holders:
+    """Every pod counted on a node, with when its room is free at the latest, read for each
+    plan. A pod whose object, Job and nomination are those of the last plan, and whose bound
+    does not follow the clock yet (``steady_until``), keeps the holder read then: at 100,000
+    running pods, working out each bound again was most of a plan's reading on the loop."""
+
+    def __init__(self) -> None:
+        self._read: dict[str, _Read] = {}
+
+    def read(
+        self, snapshot: Snapshot, jobs: JobOf, now: float, nominated: Callable[[str], bool]
+    ) -> list[Holder]:
+        """A pod nominated to a node and not bound yet (preemption's, the starvation
+        guard's) starts when its room is made, which the plan does not know: its room has no
+        known end. One placed by a cycle and about to bind starts now."""
+        last = self._read
+        kept: dict[str, _Read] = {}
+        held: list[Holder] = []
+        for node in snapshot.nodes:
+            name = node.name
+            for pod in snapshot.pods_on(node):
+                job = jobs(pod)
+                waits = not pod.node_name and nominated(pod.uid)
+                read = last.get(pod.uid)
+                if (
+                    read is None
+                    or read.pod is not pod
+                    or read.job is not job
+                    or read.nominated is not waits
+                    or read.holder.node != name
+                    or read.until < now
+                ):
+                    read = _read(pod, job, waits, name, now)
+                kept[pod.uid] = read
+                held.append(read.holder)
+        self._read = kept
+        return held
+
+
+def _read(pod: PodInfo, job: JobInfo | None, waits: bool, node: str, now: float) -> _Read:
+    if waits:
+        return _Read(pod, job, waits, Holder(pod.key, node, pod.requests, None), float("inf"))
+    end = free_by(pod, job, now)
+    late = end is not None and overdue(pod, job, now)
+    holder = Holder(pod.key, node, pod.requests, end, late)
+    return _Read(pod, job, waits, holder, steady_until(pod, job, now))
 
 
 def waiter(job: WaitingJob, eligible: Eligible, jobs: JobOf) -> Waiter:

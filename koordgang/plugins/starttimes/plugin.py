@@ -39,8 +39,8 @@ from koordgang.model.resources import Resources
 from koordgang.model.time import format_rfc3339
 from koordgang.plugins.starttimes.inputs import (
     Eligible,
+    Holders,
     WaitingJob,
-    holders,
     job_of,
     room,
     waiter,
@@ -49,7 +49,7 @@ from koordgang.plugins.starttimes.messages import describe
 from koordgang.plugins.starttimes.promises import Promises
 from koordgang.state.dra import DraManager
 from koordgang.state.snapshot import Snapshot
-from koordgang.state.start_plan import Estimate, Holder, Waiter, plan_starts
+from koordgang.state.start_plan import Estimate, Holder, Timelines, Waiter, plan_starts
 
 __all__ = ["StartTimes"]
 
@@ -76,6 +76,7 @@ class _Inputs:
     waiters: list[Waiter]
     #: Jobs seen since the last plan began: tried again once this one is made.
     telling: frozenset[str]
+    timelines: Timelines
 
 
 _METRICS = (
@@ -117,6 +118,10 @@ class StartTimes:
         self.last_costs = (0.0, 0.0)
         #: Jobs seen since the last plan began, tried again once the next is made.
         self._untold: set[str] = set()
+        self._holders = Holders()
+        #: The nodes' room over time as the last plan worked it out (one plan at a time
+        #: uses it: the planner's, or the cycle's where no planner runs).
+        self._timelines = Timelines()
 
     # -- the planner, off the cycle --------------------------------------------------------------
 
@@ -214,12 +219,16 @@ class StartTimes:
         queue.sort(key=lambda w: (-w.priority, w.created, w.key))
         eligible = Eligible(nodes)
         waiters = [waiter(job, eligible, self._job_of) for job in queue]
-        held = holders(snapshot, self._job_of, wall, self.handle.nominations.__contains__)
+        held = self._holders.read(
+            snapshot, self._job_of, wall, self.handle.nominations.__contains__
+        )
         telling = frozenset(self._untold)
         self._untold.clear()
         self._planned = now
         names = frozenset(n.name for n in nodes)
-        inputs = _Inputs(wall, queue, names, room(snapshot), held, waiters, telling)
+        inputs = _Inputs(
+            wall, queue, names, room(snapshot), held, waiters, telling, self._timelines
+        )
         return inputs, time.thread_time() - started
 
     def _apply(
@@ -331,7 +340,7 @@ class StartTimes:
 def _plan_timed(inputs: _Inputs) -> tuple[list[Estimate], float]:
     """The plan, and the CPU seconds it took (of its own thread, when in one)."""
     started = time.thread_time()
-    estimates = plan_starts(inputs.wall, inputs.room, inputs.held, inputs.waiters)
+    estimates = plan_starts(inputs.wall, inputs.room, inputs.held, inputs.waiters, inputs.timelines)
     return estimates, time.thread_time() - started
 
 
