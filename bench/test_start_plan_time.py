@@ -11,3 +11,4 @@ def test_a_small_cluster_plans_every_job() -> None:
     assert (result.nodes, result.pods, result.jobs) == (20, 400, 10)
     assert sum(result.outcomes.values()) == 10
     assert result.outcomes.get("unplanned", 0) == 0
+    assert sum(result.again_outcomes.values()) == 10
