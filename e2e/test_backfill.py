@@ -105,3 +105,54 @@ def test_a_short_job_runs_on_held_room_and_a_long_one_does_not(
         what="the short Job ended by its time limit",
     )
     assert not bound(job_pods(cluster, namespace, "long"))
+
+
+def test_room_lent_is_taken_back_when_the_job_it_was_held_for_could_start(
+    clean_nodes: Cluster,
+    namespace: str,
+    daemon_factory: DaemonFactory,
+    batch: client.BatchV1Api,
+    check_invariants: None,
+) -> None:
+    """The gang holds bf-1 for the first Job's pod (its limit 120 s); a Job of 60 s is let in
+    beside it. The first Job then ends early (deleted, as a Job done before its limit): only
+    what the gang let in stands between it and its room, so that pod is evicted (its Event
+    says for whom) and the gang binds, not a minute later."""
+    cluster = clean_nodes
+    cluster.add_nodes(["bf-1"], {"cpu": "4", "memory": "8Gi"})
+    daemon_factory("--reserve-after", str(RESERVE_AFTER)).start()
+
+    run_job(batch, namespace, "first", "1", LIMIT)
+    wait_until(lambda: bound(job_pods(cluster, namespace, "first")), what="the first Job bound")
+    member = pod_body("y", requests={"cpu": "2"}, annotations={GANG: "big", MIN: "2"})
+    batch.create_namespaced_job(namespace, client.V1Job.model_validate(job_body("big", 2, member)))
+
+    def holding() -> bool:
+        pods = job_pods(cluster, namespace, "big")
+        return len([p for p in pods if p.status.nominated_node_name == "bf-1"]) == 2
+
+    wait_until(holding, timeout=60, what="the gang holding bf-1")
+    run_job(batch, namespace, "lent", "1", 60)
+    [lent] = wait_until(
+        lambda: bound(job_pods(cluster, namespace, "lent")), timeout=30, what="the 60 s Job let in"
+    )
+    assert not bound(job_pods(cluster, namespace, "big"))
+
+    batch.delete_namespaced_job("first", namespace, propagation_policy="Background")
+
+    def preempted() -> list[Any]:
+        events = cluster.events_for(namespace, lent.metadata.name)
+        return [e for e in events if e.reason == "Preempted"]
+
+    [event] = wait_until(preempted, timeout=60, what="the pod let in evicted")
+    assert f"Preempted by {namespace}/big " in (event.message or ""), event.message
+
+    def gang_bound() -> list[Any]:
+        members = bound(job_pods(cluster, namespace, "big"))
+        return members if len(members) == 2 else []
+
+    members = wait_until(gang_bound, timeout=60, what="the gang bound once the pod let in is gone")
+    assert {p.spec.node_name for p in members} == {"bf-1"}
+    assert all(
+        p.metadata.uid != lent.metadata.uid for p in bound(job_pods(cluster, namespace, "lent"))
+    )

@@ -167,6 +167,10 @@ OPTIONS: tuple[Option, ...] = (
            "once pods of ours there finish (starvation guard); 0 turns it off"),
     Option("max_reserving_jobs", "maxReservingJobs", "--max-reserving-jobs",
            "KOORDGANG_MAX_RESERVING_JOBS", _integer, "most jobs holding nodes at once"),
+    Option("reclaim_lent_room", "reclaimLentRoom", "--reclaim-lent-room",
+           "KOORDGANG_RECLAIM_LENT_ROOM", _boolean,
+           "evict the pods a reserving job let in on its held room once they are all it waits "
+           "for", "true|false"),
     Option("bind_concurrency", "bindConcurrency", "--bind-concurrency",
            "KOORDGANG_BIND_CONCURRENCY", _integer, "Binding requests in flight at once"),
     Option("scheduled_events_per_second", "scheduledEventRate", "--scheduled-event-rate",

@@ -79,6 +79,12 @@ class Settings:
     #: Most jobs holding nodes that way at once (a higher-priority job takes a lower one's
     #: place); every reservation idles the room the pods there leave until the job fits.
     max_reserving_jobs: int = 1
+    #: Room a reserving job lends (backfill: pods whose time limits end before it starts run
+    #: there) is taken back once it is all the job waits for: the pods it let in are evicted
+    #: (``DisruptionTarget``), so that backfill never makes it start later than it would
+    #: have. Off, they run to their ends and the job waits for them (by their limits, never
+    #: past the start it was promised).
+    reclaim_lent_room: bool = True
     #: How long a graceful shutdown waits for binds in flight (seconds).
     shutdown_grace: float = 20.0
     #: Run for a lease: only the replica holding it schedules and writes (high availability).

@@ -2,7 +2,8 @@
 whose time limits end before the job starts (by the time limits of the pods it waits for) runs
 on them; one that ends later, or has no limit, does not, nor does anything while a pod the job
 waits for has no limit; the job waits for what it let in, says so, and binds whole once those
-are gone too."""
+are gone too; once they are all it waits for, they are evicted (unless ``reclaimLentRoom`` is
+off)."""
 
 from __future__ import annotations
 
@@ -185,31 +186,82 @@ async def test_a_pod_the_job_waits_for_without_a_time_limit_lets_nothing_in(
     assert "short" in bound_to(api, "short")
 
 
-async def test_the_job_binds_whole_once_the_pods_it_waits_for_and_let_in_are_gone(
-    guarded: Harness, api: FakeApi
-) -> None:
-    blockers = await hold(guarded, api, (BLOCKER_LIMIT, BLOCKER_LIMIT))
-    guarded.add(limited(pod("short", cpu="4"), SHORT))
-    await guarded.run()
+async def let_in_short(sched: Harness, api: FakeApi) -> list[Any]:
+    """The big job holds n1 and n2 (their blockers end by their limits); a short pod is let in
+    on one of them and runs. Returns the blockers."""
+    blockers = await hold(sched, api, (BLOCKER_LIMIT, BLOCKER_LIMIT))
+    sched.add(limited(pod("short", cpu="4"), SHORT))
+    await sched.run()
     [where] = bound_to(api, "short").values()
-    guarded.intake.on_pod_upsert(
+    sched.intake.on_pod_upsert(
         replace(bound(limited(pod("short", cpu="4"), SHORT), where), phase="Running")
     )
-    await guarded.run()
-    # The pods it held the room for finish first: the job starts when the pod it let in is
-    # gone (and nothing more comes in on that pod's bound).
+    await sched.run()
+    return blockers
+
+
+def deleted(api: FakeApi) -> list[str]:
+    return [c.path.rsplit("/", 1)[-1] for c in api.landed() if c.method == "DELETE"]
+
+
+async def test_room_lent_is_taken_back_once_it_is_all_the_job_waits_for(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """The pods it held the room for end well before their limits: the pod let in, which
+    would end after them, is evicted, and the job binds once it is gone, as it would have
+    without backfill."""
+    blockers = await let_in_short(guarded, api)
+    assert deleted(api) == []
     for blocker in blockers:
         guarded.intake.on_pod_delete(blocker.uid)
     await retry(guarded)
+    assert deleted(api) == ["short"]
+    [target] = [
+        c
+        for call in api.landed()
+        if call.path.endswith("/pods/short/status")
+        for c in call.body["status"].get("conditions", ())
+        if c["type"] == "DisruptionTarget"
+    ]
+    assert target["reason"] == "PreemptionByScheduler"
+    assert "preemptor: ns/big" in target["message"]
+    assert "its room is ready but for 1 pod it let in: evicting" in message(api, "big-0")
+    assert bound_to(api, "big-") == {}
+    guarded.intake.on_pod_delete(pod("short").uid)
+    await retry(guarded, 1)
+    assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]
+
+
+async def test_nothing_is_reclaimed_while_a_pod_it_held_the_room_for_is_there(
+    guarded: Harness, api: FakeApi
+) -> None:
+    blockers = await let_in_short(guarded, api)
+    guarded.intake.on_pod_delete(blockers[0].uid)
+    await retry(guarded)
+    await retry(guarded)
+    assert deleted(api) == []
+    assert bound_to(api, "big-") == {}
+
+
+async def test_without_reclaiming_the_job_waits_for_what_it_let_in(
+    make_scheduler: MakeScheduler, api: FakeApi
+) -> None:
+    sched = make_scheduler(reserve_after=RESERVE_AFTER, reclaim_lent_room=False)
+    blockers = await let_in_short(sched, api)
+    # The pods it held the room for finish first: the job starts when the pod it let in is
+    # gone (and nothing more comes in on that pod's bound).
+    for blocker in blockers:
+        sched.intake.on_pod_delete(blocker.uid)
+    await retry(sched)
     assert bound_to(api, "big-") == {}
     assert (
         "waiting for 1 pod to finish, let in 1 pod that ends before it starts; promised "
         in message(api, "big-0")
     ), message(api, "big-0")
-    guarded.intake.on_pod_delete(pod("short").uid)
-    await retry(guarded, 1)
+    sched.intake.on_pod_delete(pod("short").uid)
+    await retry(sched, 1)
     assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]
-    assert [c for c in api.landed() if c.method == "DELETE"] == []
+    assert deleted(api) == []
 
 
 async def test_a_pod_is_not_let_in_where_the_job_fits_sooner_than_the_pods_it_waits_for_end(

@@ -70,6 +70,7 @@ def default_framework(
             reserve_after=settings.reserve_after,
             max_reserving=settings.max_reserving_jobs,
             default_waiting_time=settings.default_gang_waiting_time,
+            reclaim=settings.reclaim_lent_room,
         ),
         # After every plugin that may make or hold room: a job still waiting hears when it
         # starts if the pods holding its room end by their time limits.

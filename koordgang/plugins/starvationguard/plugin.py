@@ -13,11 +13,13 @@ being the pods that may leave) but waits for them instead of evicting:
 - the job is planned again on every attempt, on the same nodes while they still do, and binds,
   whole, once they have room for it; a higher-priority job may take the room (preemption
   counts lower-priority nominations as gone), and the reserving job then plans again;
-- nothing is ever evicted for a reservation;
+- nothing the job found there is ever evicted for a reservation;
 - backfill into held room (``backfill.py``): a group whose time limits end before the job
   has its room on a held node, by the time limits of the pods there (those it let in left
-  out), may use that node's held room; the job then waits for what it let in too (which ends
-  first, so it starts no later for it).
+  out), may use that node's held room; once what it let in is all the job waits for (the
+  pods it found there ended, often well before their limits), that is evicted (``reclaim``):
+  backfill never makes the job start later than it would have without it. Without
+  ``reclaim`` the job waits for what it let in (which ends by its promised start).
 
 Bounds: at most ``max_reserving`` jobs hold room at a time (a higher-priority job takes the
 place of a lower one); a reservation ends when the job binds, is deleted, or has held room for
@@ -102,9 +104,10 @@ class Reservation:
         """pod uid -> node: every pod that must be gone before the job starts."""
         return {**self.blockers, **self.let_in}
 
-    def describe(self) -> str:
+    def describe(self, reclaiming: int = 0) -> str:
         """``holding 10 nodes for default/big since 14:03:05: 6/10 have room, waiting for 9
-        pods to finish, let in 2 pods that end before it starts``."""
+        pods to finish, let in 2 pods that end before it starts``; and, when what it let in
+        is evicted, ``; its room is ready but for 2 pods it let in: evicting``."""
         nodes = self.nodes
         waits = self.waits_for()
         ready = len(nodes - set(waits.values()))
@@ -122,6 +125,8 @@ class Reservation:
         if self.promised is not None and waits:
             by = time.strftime("%H:%M:%S", time.gmtime(self.promised))
             text += f"; promised to start by {by} UTC"
+        if reclaiming:
+            text += f"; its room is ready but for {plural(reclaiming, 'pod')} it let in: evicting"
         return text
 
 
@@ -144,11 +149,14 @@ class StarvationGuard:
         reserve_after: float = 30.0,
         max_reserving: int = 1,
         default_waiting_time: float = 600.0,
+        reclaim: bool = True,
     ) -> None:
         #: 0 (or less) turns the guard off.
         self.reserve_after = reserve_after
         self.max_reserving = max(0, max_reserving)
         self._default_waiting_time = default_waiting_time
+        #: Evict what backfill let in once it is all the job waits for.
+        self.reclaim = reclaim
         self._scheduler_names = frozenset(scheduler_names)
         self._waiting: dict[str, _Waiting] = {}
         self._reservations: dict[str, Reservation] = {}
@@ -223,12 +231,16 @@ class StarvationGuard:
             self._waiting.pop(key, None)
 
     def on_pod_gone(self, pod: PodInfo) -> None:
-        """When the last pod a reservation waits for is gone (those it let in too), its
-        members are tried at once (not after their backoff): the room is theirs now."""
+        """When the last pod a reservation waits for is gone (those it let in too, unless
+        they are to be evicted: then the last of the others), its members are tried at once
+        (not after their backoff): the room is theirs now, or is to be taken back."""
         for reservation in self._reservations.values():
             blocked = reservation.blockers.pop(pod.uid, None) is not None
             blocked = reservation.let_in.pop(pod.uid, None) is not None or blocked
-            if blocked and not reservation.blockers and not reservation.let_in:
+            left = reservation.blockers.keys() - reservation.let_in.keys()
+            if not self.reclaim:
+                left |= reservation.let_in.keys()
+            if blocked and not left:
                 cache = self.handle.cache
                 members = [p for uid in reservation.nominations if (p := cache.pod(uid))]
                 self.handle.activate(members)
@@ -355,6 +367,7 @@ class StarvationGuard:
                 self._end(key)
             return PostFilterResult(SKIP)
 
+        reclaimed = self._reclaimed(current, run)
         dropped = [uid for other in displaced for uid in self._end(other)]
         reservation = current or Reservation(
             job=group.job_name(),
@@ -380,14 +393,26 @@ class StarvationGuard:
             for n in self.handle.nominations.on_nodes(held)
             if n.pod.priority < priority and n.pod.uid not in reservation.nominations
         ]
-        note = reservation.describe()
+        note = reservation.describe(reclaiming=len(reclaimed))
         return PostFilterResult(
             SUCCESS,
             nominated=dict(reservation.nominations),
             notes={p.uid: note for p in members},
+            evict=reclaimed,
             preemptor=reservation.job,
             drop_nominations=dropped,
         )
+
+    def _reclaimed(self, current: Reservation | None, run: DryRun) -> list[Placement]:
+        """Room lent is taken back once it is all the job waits for: the pods it held the
+        room for gone (often well before their limits), those it let in would make it start
+        later than it would have without them. They are evicted (only those still running),
+        so that backfill never delays it."""
+        if current is None or not self.reclaim or not run.victims:
+            return []
+        if any(p.pod.uid not in current.let_in for p in run.victims):
+            return []
+        return [p for p in run.victims if not p.pod.is_terminating]
 
     def _promise(self, reservation: Reservation, now: float) -> None:
         """The promise, made once, as it begins to hold room: by the pods there then. Given up
