@@ -147,10 +147,16 @@ class TraceApi(SimApi):
     """``SimApi`` on the simulated clock: a bound pod comes back running since the bind (its
     ``status.startTime``), each bind is noted, and so is every pod told a start time."""
 
-    def __init__(self, clock: FakeClock, on_bound: Callable[[str, str], None]) -> None:
+    def __init__(
+        self,
+        clock: FakeClock,
+        on_bound: Callable[[str, str], None],
+        on_evicted: Callable[[str], None],
+    ) -> None:
         super().__init__()
         self._clock = clock
         self._on_bound = on_bound
+        self._on_evicted = on_evicted
         self.in_flight = 0
         #: Writes answered so far (the engine is quiet once none come for a while).
         self.answered = 0
@@ -171,9 +177,12 @@ class TraceApi(SimApi):
         try:
             if method == "PATCH" and path.endswith("/status") and TOLD in repr(body):
                 self.told.add(path.split("/")[-2])
-            return await super().request(
+            answer = await super().request(
                 method, path, params=params, body=body, content_type=content_type, timeout=timeout
             )
+            if method == "DELETE":
+                self._on_evicted(path.rsplit("/", 1)[-1])
+            return answer
         finally:
             self.in_flight -= 1
             self.answered += 1
@@ -203,6 +212,11 @@ class PodRecord:
     #: Seconds from the trace's start; None: not bound, or not ended by the end of the run.
     bound: float | None = None
     ended: float | None = None
+    #: Evicted (room lent taken back) rather than ended.
+    evicted: bool = False
+    #: The pod it replaces (made by its Job, the one before evicted); "" for one of the
+    #: trace's own.
+    replaces: str = ""
 
 
 @dataclass
@@ -237,7 +251,7 @@ class TraceRun:
         self._names = {j.name for j in self.jobs}
         #: (when, pod name) of bound pods, soonest first.
         self._ends: list[tuple[float, str]] = []
-        self.api = TraceApi(self.clock, self._bound)
+        self.api = TraceApi(self.clock, self._bound, self._evicted)
         gangs = GangRegistry(self.settings.default_gang_waiting_time, resolve=Resolve(GANG_APIS))
         topology = ClusterTopology()
         self.framework = default_framework(
@@ -282,6 +296,23 @@ class TraceRun:
         record.node, record.bound = node, self.now
         heapq.heappush(self._ends, (self.now + self._job_of[name].runs_for, name))
 
+    def _evicted(self, name: str) -> None:
+        """An evicted pod is gone now (its grace period is not simulated); its Job makes a
+        replacement, which waits for room and runs its whole duration again."""
+        record = self.pods.get(name)
+        if record is None or record.ended is not None:
+            return
+        record.ended, record.evicted = self.now, True
+        job = self._job_of[name]
+        number = sum(1 for r in self.pods.values() if r.replaces == name) + 1
+        [template] = pod_objects(job, self.settings.scheduler_name, self.clock.wall())[:1]
+        again = f"{name}-r{number}"
+        template["metadata"].update(name=again, uid=f"uid-{again}")
+        self._job_of[again] = job
+        self.pods[again] = PodRecord(record.job, record.cpu, replaces=name)
+        self.api.pending[again] = template
+        asyncio.get_running_loop().call_soon(self._pod_feed.event, "ADDED", template)
+
     # -- running ---------------------------------------------------------------------------------
 
     def _start_writers(self) -> None:
@@ -322,6 +353,8 @@ class TraceRun:
         now = self.now
         while self._ends and self._ends[0][0] <= now:
             _, name = heapq.heappop(self._ends)
+            if self.pods[name].ended is not None:
+                continue  # evicted before its end
             self.pods[name].ended = now
             meta = {"name": name, "namespace": NAMESPACE, "uid": f"uid-{name}"}
             self._pod_feed.event("DELETED", {"metadata": meta})
@@ -411,7 +444,12 @@ class TraceRun:
             if record.bound is not None:
                 bound.setdefault(record.job, []).append(record.bound)
         jobs = {j.name: j for j in self.jobs}
-        return {name: max(t) for name, t in bound.items() if len(t) == jobs[name].members}
+        # Started once its members were first all bound (a replacement comes after).
+        return {
+            name: sorted(t)[jobs[name].members - 1]
+            for name, t in bound.items()
+            if len(t) >= jobs[name].members
+        }
 
     def _late(self) -> dict[str, int]:
         late: dict[str, int] = {}
@@ -479,6 +517,15 @@ def big_waits(outcome: Outcome) -> list[str]:
     return shown
 
 
+def lost_work(outcome: Outcome) -> list[float]:
+    """The cpu-hours each evicted pod had run (its Job's replacement runs it again)."""
+    return [
+        r.cpu * (r.ended - r.bound) / 3600
+        for r in outcome.pods.values()
+        if r.evicted and r.bound is not None and r.ended is not None
+    ]
+
+
 def broken_promises(outcome: Outcome) -> int:
     """Jobs that started later than the guard first promised, or still waited past it."""
     end = outcome.shape.seconds
@@ -494,6 +541,7 @@ def row(outcome: Outcome) -> list[str]:
     small, small_waiting = waits(outcome, False)
     late = sum(outcome.late.values())
     reasons = ", ".join(f"{r} {n}" for r, n in sorted(outcome.late.items()))
+    evicted = lost_work(outcome)
     return [
         outcome.variant,
         f"{utilization(outcome):.1%}",
@@ -506,6 +554,7 @@ def row(outcome: Outcome) -> list[str]:
         str(len(outcome.told)),
         f"{late}" + (f" ({reasons})" if reasons else ""),
         f"{len(outcome.promised)}, {broken_promises(outcome)}",
+        f"{len(evicted)} ({sum(evicted):.1f})",
         f"{outcome.cpu_s:.0f}",
     ]
 
@@ -522,6 +571,7 @@ HEADER = [
     "jobs told a start",
     "later than told",
     "promised, late",
+    "evicted (cpu-h lost)",
     "CPU s",
 ]
 
