@@ -422,7 +422,8 @@ class TraceRun:
                     continue
                 name = reservation.job.split("/", 1)[-1]
                 if name not in self._names:
-                    name = name.rsplit("-", 1)[0]  # a single pod's job: the pod's name
+                    # A single pod's job: the pod's name (a replacement's too).
+                    name = self._job_of[name].name
                 self.promised.setdefault(name, reservation.promised - offset)
 
     async def _stop(self) -> None:
