@@ -84,13 +84,20 @@ class NodeRoom:
     #: (pod, free_by) of every holder, for the explanation.
     holders: list[tuple[str, float | None]] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
+    #: What the runs use over time, as steps: ``usage[i]`` from ``steps[i]`` to the next
+    #: (nothing before the first). A deep queue plans many runs on a node, and the plan asks
+    #: what a node uses at a moment far more often than it adds a run.
+    steps: list[float] = field(default_factory=list)
+    usage: list[Vector] = field(default_factory=list)
 
     def free(self, start: float, end: float) -> Vector:
         """The least free at any moment of [start, end), resource by resource. Usage only
         falls as holders go, except where a run begins: the most used is at ``start`` or at
-        the start of a run within the interval."""
+        a step of the runs' usage within the interval."""
+        steps = self.steps
+        inside = steps[bisect.bisect_right(steps, start) : bisect.bisect_left(steps, end)]
         lowest = self.allocatable
-        for moment in (start, *(r.start for r in self.runs if start < r.start < end)):
+        for moment in (start, *inside):
             lowest = least(lowest, sub(self.allocatable, self.used_at(moment)))
         return lowest
 
@@ -111,10 +118,8 @@ class NodeRoom:
 
     def used_at(self, moment: float) -> Vector:
         used = self.held[bisect.bisect_right(self.ends, moment)]
-        for run in self.runs:
-            if run.start <= moment < run.end:
-                used = add(used, run.used)
-        return used
+        step = bisect.bisect_right(self.steps, moment)
+        return add(used, self.usage[step - 1]) if step else used
 
     def next_rise(self, after: float, until: float, need: Vector, count: int) -> float:
         """The first moment after ``after``, and before ``until``, at which more than
@@ -132,6 +137,16 @@ class NodeRoom:
 
     def add_run(self, run: Run) -> None:
         self.runs.append(run)
+        steps, usage = self.steps, self.usage
+        for moment in (run.start, run.end):
+            at = bisect.bisect_left(steps, moment)
+            if moment < FOREVER and (at == len(steps) or steps[at] != moment):
+                steps.insert(at, moment)
+                usage.insert(at, usage[at - 1] if at else (0,) * len(self.allocatable))
+        first = bisect.bisect_left(steps, run.start)
+        last = bisect.bisect_left(steps, run.end)
+        for at in range(first, last):
+            usage[at] = add(usage[at], run.used)
 
     def longest_gap(self, after: float, until: float, need: Vector) -> float:
         """The longest stretch between ``after`` and ``until`` over which, at every moment,
