@@ -5,6 +5,7 @@ for it, and a higher-priority job still takes the room."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -222,3 +223,28 @@ async def test_on_a_quiet_cluster_the_job_holds_once_reserve_after_has_passed(
     guarded.scheduler.loop.tick(guarded.clock())
     await guarded.run()
     assert {nominated(api, m.name) for m in members} == {"n1", "n2", "n3"}
+
+
+async def test_a_place_to_hold_room_goes_to_the_job_first_in_the_queue(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """Three jobs wait past reserveAfter; the oldest holds room first. When it binds, the next
+    place goes to the older of the two left, even when the younger is the one tried first
+    (an event of its own woke it): the younger waits its turn and wakes the older one."""
+    blockers = small_pods({"n1": 1, "n2": 1, "n3": 1})
+    first, big, other = (
+        [replace(m, creation_timestamp=float(age)) for m in gang(name, count, count, cpu="8")]
+        for name, count, age in (("first", 1, 1), ("big", 2, 2), ("other", 1, 3))
+    )
+    await reserve(guarded, api, blockers, first + big + other)
+    assert nominated(api, "first-0")
+    assert not any(nominated(api, m.name) for m in big + other)
+    # The node held for the first job frees: it binds, and its place is free.
+    [held] = [b for b in blockers if b.node_name == nominated(api, "first-0")]
+    guarded.intake.on_pod_delete(held.uid)
+    await guarded.run()
+    assert dict(api.binds())["first-0"] == held.node_name
+    guarded.intake.activate(other)
+    await guarded.run()
+    assert nominated(api, "other-0") is None
+    assert all(nominated(api, m.name) for m in big), message(api, "big-0")

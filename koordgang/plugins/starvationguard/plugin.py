@@ -22,7 +22,8 @@ being the pods that may leave) but waits for them instead of evicting:
   ``reclaim`` the job waits for what it let in (which ends by its promised start).
 
 Bounds: at most ``max_reserving`` jobs hold room at a time (a higher-priority job takes the
-place of a lower one); a reservation ends when the job binds, is deleted, or has held room for
+place of a lower one; a free place goes to the first waiting job in queue order, not to the
+first one tried); a reservation ends when the job binds, is deleted, or has held room for
 its waiting time, or until the start it was promised if that is later (then it waits
 ``reserve_after`` again before it may reserve again).
 """
@@ -132,10 +133,19 @@ class Reservation:
 
 @dataclass(slots=True)
 class _Waiting:
-    """A job seen failing: since when, and when last."""
+    """A job seen failing: since when, and when last; its place in the queue (priority, then
+    age), the members it still needs, and whether holding room would let it fit when it
+    last asked."""
 
     first: float
     last: float
+    priority: int = 0
+    created: float = 0.0
+    members: tuple[str, ...] = ()
+    could_hold: bool = True
+
+    def ahead_of(self, other: _Waiting) -> bool:
+        return (-self.priority, self.created) < (-other.priority, other.created)
 
 
 class StarvationGuard:
@@ -346,19 +356,13 @@ class StarvationGuard:
             self._end(key)
             self._waiting[key] = _Waiting(now, now)
             return PostFilterResult(SKIP)
-        if current is None:
-            if not self._may_reserve(key, now):
-                # Tried again when reserveAfter has passed, not at the next event or the
-                # periodic retry (a minute on a quiet cluster).
-                self.handle.retry_at(members, self._waiting[key].first + self.reserve_after)
-                return PostFilterResult(SKIP)
-            displaced = self._make_room_for(priority)
-            if displaced is None:
-                return PostFilterResult(SKIP)  # every place taken by jobs at least as important
-        else:
-            displaced = []
+        displaced = [] if current is not None else self._place_for(key, members, needed, now)
+        if displaced is None:
+            return PostFilterResult(SKIP)
 
         run = self._plan(group, needed, snapshot, current)
+        if key in self._waiting:
+            self._waiting[key].could_hold = run is not None and not run.failure
         if run is None or run.failure:
             # Not even with every pod it could wait for gone (a higher-priority pod took room):
             # holding would not help, and the group's own explanation says what it lacks. It
@@ -539,6 +543,48 @@ class StarvationGuard:
             return False
         waiting.last = now
         return now - waiting.first >= self.reserve_after
+
+    def _place_for(
+        self, key: str, members: list[PodInfo], needed: list[PodInfo], now: float
+    ) -> list[str] | None:
+        """May a job not holding room begin to: the reservations it displaces ([] when a
+        place is free), or None."""
+        if not self._may_reserve(key, now):
+            # Tried again when reserveAfter has passed, not at the next event or the
+            # periodic retry (a minute on a quiet cluster).
+            self.handle.retry_at(members, self._waiting[key].first + self.reserve_after)
+            return None
+        priority = min(p.priority for p in members)
+        waiting = self._waiting[key]
+        waiting.priority = priority
+        waiting.created = min(p.creation_timestamp for p in members)
+        waiting.members = tuple(p.uid for p in needed)
+        if self._turn_of_another(key, now):
+            return None
+        # None: every place taken by jobs at least as important.
+        return self._make_room_for(priority)
+
+    def _turn_of_another(self, key: str, now: float) -> bool:
+        """Places to hold room go in queue order (priority, then age), not to whichever job
+        happens to be tried first when one comes free: a job ahead of ``key`` that has waited
+        ``reserve_after`` too, still waits, and could hold room when it last asked, goes
+        first. It is tried at once; ``key`` waits its turn."""
+        mine = self._waiting[key]
+        cache = self.handle.cache
+        for other_key, other in self._waiting.items():
+            if (
+                other_key == key
+                or other_key in self._reservations
+                or not other.could_hold
+                or not other.ahead_of(mine)
+                or now - other.first < self.reserve_after
+            ):
+                continue
+            pending = [p for uid in other.members if (p := cache.pod(uid)) and not p.node_name]
+            if pending:
+                self.handle.activate(pending)
+                return True
+        return False
 
     def _drop_stale(self) -> None:
         """A reservation whose job was planned again without the guard (its nominations were
