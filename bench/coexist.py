@@ -102,6 +102,9 @@ class RoundFigures:
     #: koordgang's pods bound a second, from its first binding to its last (as the bench's
     #: watch saw them).
     binds_per_s: float = 0.0
+    #: The API server's own seconds over the round's Bindings (both schedulers'), and how
+    #: many.
+    apiserver_binding: tuple[float, float] = (0.0, 0.0)
 
     def line(self) -> str:
         return (
@@ -121,6 +124,7 @@ def round_figures(
     refused: int = 0,
     window: Mapping[str, Sequence[float]] | None = None,
     binds_per_s: float = 0.0,
+    apiserver_binding: tuple[float, float] = (0.0, 0.0),
 ) -> RoundFigures:
     """What the API server's final state of one round shows."""
     over = overcommitted(nodes, pods)
@@ -137,6 +141,7 @@ def round_figures(
         refused=refused,
         window=window or {},
         binds_per_s=binds_per_s,
+        apiserver_binding=apiserver_binding,
     )
 
 
@@ -165,6 +170,11 @@ def sum_up(rounds: Sequence[RoundFigures], result: ScenarioResult) -> None:
         result.notes[f"{variant}_window"] = summary(r.window for r in mine)
         result.notes[f"{variant}_koordgang_binds_per_s"] = round(
             sum(r.binds_per_s for r in mine) / len(mine), 1
+        )
+        spent = sum(r.apiserver_binding[0] for r in mine)
+        count = sum(r.apiserver_binding[1] for r in mine)
+        result.notes[f"{variant}_apiserver_binding_ms"] = (
+            round(1000 * spent / count, 1) if count else None
         )
         for r in mine:
             if r.partial:
@@ -207,6 +217,17 @@ def coexist_lines(results: Sequence[ScenarioResult]) -> list[str]:
         window = window_lines(notes, VARIANTS)
         if window:
             lines += ["", *window]
+        own = [
+            f"{variant} {_num(notes.get(f'{variant}_apiserver_binding_ms'), 0)}"
+            for variant in VARIANTS
+            if notes.get(f"{variant}_apiserver_binding_ms") is not None
+        ]
+        if own:
+            lines += [
+                "",
+                "the API server's own time per Binding (apiserver_request_duration_seconds, "
+                "pods/binding, both schedulers'; mean ms): " + ", ".join(own),
+            ]
     return lines
 
 

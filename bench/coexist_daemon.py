@@ -5,10 +5,10 @@ between the two schedulers is.
 
 The record (JSON, written to ``RECORD`` when the daemon exits) holds, by pod name, in
 ``time.monotonic()`` seconds (one clock for every process of the machine: the bench's watcher
-reads the same): when the scheduling cycle decided to bind each pod of koordgang's and when the
-API server accepted its Binding, and when the daemon's pod informer first applied each pod
-bound, koordgang's or not. The bench sets these beside the moments its own light watch saw each
-pod bound (``coexist_window.py``).
+reads the same): when the scheduling cycle decided to bind each pod of koordgang's, when its
+Binding request went out and when the API server accepted it, and when the daemon's pod
+informer first applied each pod bound, koordgang's or not. The bench sets these beside the
+moments its own light watch saw each pod bound (``coexist_window.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 from bench.coexist import OFF
 from bench.coexist_off import switch_off
 from koordgang.cli import main
+from koordgang.clients import pods
 from koordgang.engine.bind_outcomes import BindOutcomes
 from koordgang.engine.binder import BindOutcome, BindRequest
 from koordgang.engine.intake import Intake
@@ -32,6 +33,7 @@ from koordgang.model.pod import PodInfo
 class Record:
     def __init__(self) -> None:
         self.decided: dict[str, float] = {}
+        self.sent: dict[str, float] = {}
         self.landed: dict[str, float] = {}
         self.seen: dict[str, float] = {}
 
@@ -41,6 +43,12 @@ class Record:
         record = self
         upsert = Intake.on_pod_upsert
         bind_done = BindOutcomes.bind_done
+        bind = pods.bind
+
+        async def bind_sent(api: Any, namespace: str, name: str, *args: Any) -> Any:
+            # The last try's moment: the one whose answer is the acceptance.
+            record.sent[name] = time.monotonic()
+            return await bind(api, namespace, name, *args)
 
         def on_pod_upsert(self: Intake, pod: PodInfo) -> None:
             if pod.node_name and pod.name not in record.seen:
@@ -57,9 +65,15 @@ class Record:
 
         set_attribute(Intake, "on_pod_upsert", on_pod_upsert)
         set_attribute(BindOutcomes, "bind_done", on_bind_done)
+        set_attribute(pods, "bind", bind_sent)
 
     def as_json(self) -> dict[str, Any]:
-        return {"decided": self.decided, "landed": self.landed, "seen": self.seen}
+        return {
+            "decided": self.decided,
+            "sent": self.sent,
+            "landed": self.landed,
+            "seen": self.seen,
+        }
 
 
 def run(argv: list[str]) -> int:

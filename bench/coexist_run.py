@@ -24,7 +24,7 @@ from bench.coexist import (
     round_figures,
     sum_up,
 )
-from bench.coexist_window import overfills, window
+from bench.coexist_window import binding_totals, overfills, window
 from bench.console import say
 from bench.daemon import BenchDaemon
 from bench.results import ScenarioResult
@@ -119,6 +119,7 @@ async def _round(
         async with aiohttp.ClientSession() as session:
             await daemon.wait_ready(session)
             await watcher.start()
+            before = await _binding_totals(cluster)
             began = time.monotonic()
             label = f"round {index + 1} {variant}: pods"
             await cluster.create_pods(namespace, workload.pods, label)
@@ -126,6 +127,7 @@ async def _round(
             seconds = time.monotonic() - began
             daemon.check_alive()
             counters = await daemon.counters(session)
+            after = await _binding_totals(cluster)
     finally:
         await watcher.stop()
         code = await daemon.stop()
@@ -148,7 +150,13 @@ async def _round(
     ours = [at for name, at in watcher.bound_at.items() if name not in theirs]
     span = max(ours) - min(ours) if len(ours) > 1 else 0.0
     rate = len(ours) / span if span > 0 else 0.0
-    return round_figures(variant, workload, nodes, pods, seconds, refused, samples, rate)
+    spent = (after[0] - before[0], after[1] - before[1])
+    return round_figures(variant, workload, nodes, pods, seconds, refused, samples, rate, spent)
+
+
+async def _binding_totals(cluster: BenchCluster) -> tuple[float, float]:
+    status, raw = await cluster.get_raw("/metrics", "text/plain", 30.0)
+    return binding_totals(raw.decode()) if status == 200 else (0.0, 0.0)
 
 
 async def _wait_quiet(cluster: BenchCluster, namespace: str, plan: CoexistPlan) -> None:

@@ -3,7 +3,10 @@ record of the daemon (``coexist_daemon.py``) and the moments the bench's own lig
 each pod bound, all in ``time.monotonic()`` seconds of the one machine:
 
 - ``decided_to_landed``: koordgang's decision to bind a pod, to the API server accepting the
-  Binding (until then no other scheduler can know of it);
+  Binding (until then no other scheduler can know of it), in two: ``decided_to_sent``, the
+  decision to the Binding request going out (koordgang's own part: its binder, its event
+  loop), and ``sent_to_landed``, the request to its answer (the API server's part, and the
+  connection's);
 - ``landed_to_watched``: that acceptance, to the bench's watch seeing the pod bound (how soon a
   light watcher of the same API server can know of it: kube-scheduler's informer, busier, not
   sooner);
@@ -32,6 +35,8 @@ from typing import Any
 
 MEASURES = (
     ("decided_to_landed", "koordgang's decision -> its binding accepted"),
+    ("decided_to_sent", "of which: decision -> its binding request sent"),
+    ("sent_to_landed", "of which: binding request sent -> accepted"),
     ("landed_to_watched", "its binding accepted -> a light watch sees it"),
     ("theirs_to_seen", "kube-scheduler's binding seen by a light watch -> by koordgang"),
     ("ours_landed_to_seen", "koordgang's binding accepted -> its own informer applies it"),
@@ -53,10 +58,14 @@ def window(
     decided = record.get("decided") or {}
     landed = record.get("landed") or {}
     seen = record.get("seen") or {}
+    sent = record.get("sent") or {}
     samples: dict[str, list[float]] = {name: [] for name, _ in MEASURES}
     for pod, at in landed.items():
         if decided.get(pod):
             samples["decided_to_landed"].append(at - decided[pod])
+        if decided.get(pod) and pod in sent:
+            samples["decided_to_sent"].append(sent[pod] - decided[pod])
+            samples["sent_to_landed"].append(at - sent[pod])
         if pod in watched:
             samples["landed_to_watched"].append(watched[pod] - at)
         if pod in seen:
@@ -155,3 +164,21 @@ def window_lines(notes: Mapping[str, Any], variants: Sequence[str]) -> list[str]
             )
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
+
+
+#: The API server's own time per request (from its receipt to its answer), for Bindings.
+_BINDING_SERIES = (
+    "apiserver_request_duration_seconds_sum",
+    "apiserver_request_duration_seconds_count",
+)
+
+
+def binding_totals(metrics: str) -> tuple[float, float]:
+    """(seconds, requests) the API server spent on Bindings (``pods/binding`` POSTs, both
+    schedulers') so far, from its ``/metrics`` text."""
+    totals = [0.0, 0.0]
+    for line in metrics.splitlines():
+        name, _, rest = line.partition("{")
+        if name in _BINDING_SERIES and 'subresource="binding"' in rest and 'verb="POST"' in rest:
+            totals[_BINDING_SERIES.index(name)] += float(line.rsplit(" ", 1)[1])
+    return totals[0], totals[1]

@@ -60,12 +60,16 @@ def test_a_round_counts_overcommitted_nodes_and_partial_gangs() -> None:
     assert figures.partial == {"kg-0000": "1/2"}
     assert (figures.bound_koordgang, figures.bound_kube_scheduler) == (1, 2)
     result = ScenarioResult("coexist", "s", "f", 2, 4, 1, 4)
-    sum_up([figures, replace(figures, variant=ON, overcommitted=(), partial={})], result)
+    on = replace(figures, variant=ON, overcommitted=(), partial={}, apiserver_binding=(0.3, 4))
+    sum_up([figures, on], result)
     assert result.notes["off_per_1000_pods"] == 250.0
     assert result.notes["on_per_1000_pods"] == 0.0
+    assert result.notes["on_apiserver_binding_ms"] == 75.0
+    assert result.notes["off_apiserver_binding_ms"] is None
     assert len(result.problems) == 1
     table = coexist_lines([result])
     assert any(line.startswith("| off | 1 | 4 | 1 | 250.00 | 1 | 1 | 0 |") for line in table), table
+    assert table[-1].endswith("both schedulers'; mean ms): on 75"), table
 
 
 def test_off_ignores_other_schedulers_nominations_and_skips_the_recheck(

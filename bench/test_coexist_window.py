@@ -8,13 +8,21 @@ import math
 import pytest
 
 from bench.coexist import BIND_32, ON
-from bench.coexist_window import overfills, percentile, summary, window, window_lines
+from bench.coexist_window import (
+    binding_totals,
+    overfills,
+    percentile,
+    summary,
+    window,
+    window_lines,
+)
 
 
 def test_a_round_sets_the_daemons_moments_beside_the_watchs() -> None:
     record = {
         # koordgang's pod: decided at 10.0, accepted at 10.3, its own informer at 10.5.
         "decided": {"kg-0000-00": 10.0},
+        "sent": {"kg-0000-00": 10.01},
         "landed": {"kg-0000-00": 10.3},
         # kube-scheduler's pods as the daemon's informer applied them.
         "seen": {"kg-0000-00": 10.5, "ks-00000": 11.2, "ks-00001": 11.0},
@@ -22,6 +30,8 @@ def test_a_round_sets_the_daemons_moments_beside_the_watchs() -> None:
     watched = {"kg-0000-00": 10.32, "ks-00000": 11.0, "ks-00001": 11.05, "ks-00002": 12.0}
     samples = window(record, watched, lambda name: name.startswith("ks-"))
     assert samples["decided_to_landed"] == [pytest.approx(0.3)]
+    assert samples["decided_to_sent"] == [pytest.approx(0.01)]
+    assert samples["sent_to_landed"] == [pytest.approx(0.29)]
     assert samples["landed_to_watched"] == [pytest.approx(0.02)]
     assert samples["ours_landed_to_seen"] == [pytest.approx(0.2)]
     # ks-00002 never reached the daemon: no sample; ks-00001 reached it first.
@@ -58,3 +68,26 @@ def test_each_pod_that_over_filled_a_node_is_told_by_what_let_it_in() -> None:
     found = overfills(early, watched, lambda p: p.startswith("ks-"), node_of, {"n": 2, "m": 1})
     assert found["overfill_ours_concurrent"] == [pytest.approx(0.1)]
     assert found["overfill_ours_stale"] == []
+
+
+def test_the_api_servers_own_time_on_bindings_is_read_from_its_metrics() -> None:
+    text = "\n".join(
+        [
+            "# HELP apiserver_request_duration_seconds ...",
+            'apiserver_request_duration_seconds_bucket{component="apiserver",resource="pods",'
+            'subresource="binding",verb="POST",le="0.05"} 3',
+            'apiserver_request_duration_seconds_sum{component="apiserver",resource="pods",'
+            'subresource="binding",verb="POST",version="v1"} 0.25',
+            'apiserver_request_duration_seconds_count{component="apiserver",resource="pods",'
+            'subresource="binding",verb="POST",version="v1"} 5',
+            # Other requests, and other metrics of bindings, are not counted.
+            'apiserver_request_duration_seconds_sum{resource="pods",subresource="status",'
+            'verb="PATCH"} 9',
+            'apiserver_request_duration_seconds_count{resource="pods",subresource="",'
+            'verb="POST"} 7',
+            'apiserver_request_sli_duration_seconds_sum{resource="pods",'
+            'subresource="binding",verb="POST"} 4',
+        ]
+    )
+    assert binding_totals(text) == (0.25, 5.0)
+    assert binding_totals("") == (0.0, 0.0)
