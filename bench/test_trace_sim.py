@@ -4,6 +4,7 @@ from the trace's own pods (their requests, binds and ends), not from the daemon'
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import cast
 
 import pytest
@@ -192,3 +193,25 @@ def test_a_promise_is_broken_by_a_later_start_or_a_wait_past_it(
     assert trace_sim.broken_promises(made) == 2
     # The guard's reservations on the tiny trace are promised (their pods have limits).
     assert base.promised and not outcomes["no guard"].promised
+
+
+def test_no_promise_is_broken_while_limits_hold(outcomes: dict[str, Outcome]) -> None:
+    """Every pod of the trace ends before its limit: a start the guard promised holds."""
+    promised = 0
+    for outcome in outcomes.values():
+        promised += len(outcome.promised)
+        assert trace_sim.broken_promises(outcome) == 0, (outcome.variant, outcome.promised)
+    assert promised
+
+
+@pytest.mark.parametrize("seed", [8, 12])
+def test_a_reservation_planned_again_keeps_the_layout_it_was_promised_by(seed: int) -> None:
+    """Planned again over its held nodes as a whole, a job could move a member to another of
+    them, where room for two comes after the start it was promised by the room for one (these
+    traces broke one promise each that way)."""
+    trace_sim.quiet_logs()
+    shape = replace(TINY, hours=1.0)
+    [variant] = [v for v in trace_sim.VARIANTS if v.name == "guard + backfill"]
+    outcome = run_variant(shape, make_trace(shape, seed), variant, seed=seed, tick=5.0)
+    assert outcome.promised
+    assert trace_sim.broken_promises(outcome) == 0, outcome.promised

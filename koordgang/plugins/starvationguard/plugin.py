@@ -477,6 +477,9 @@ class StarvationGuard:
             held = frozenset(current.nodes)
             inside = scopes is None or any(held <= scope for scope in scopes)
             if inside and all(snapshot.node(n) is not None for n in held):
+                kept = self._as_nominated(group, needed, snapshot, current)
+                if kept is not None:
+                    return kept
                 run = self._dry_run(group, needed, snapshot, held, held)
                 if not run.failure:
                     return run
@@ -491,6 +494,34 @@ class StarvationGuard:
             elif best is None or run.cost < best.cost:
                 best = run
         return best or failure
+
+    def _as_nominated(
+        self,
+        group: SchedulingGroup,
+        needed: list[PodInfo],
+        snapshot: Snapshot,
+        current: Reservation,
+    ) -> DryRun | None:
+        """The job planned again with each member on the node it holds, node by node; None
+        when a member has no node held or no longer fits there. Planned over the held nodes
+        as a whole, a member could move to another of them (a cheaper dry run there), where
+        the room for two comes later than the start promised by the room for one."""
+        by_node: dict[str, list[PodInfo]] = {}
+        for member in needed:
+            node = current.nominations.get(member.uid)
+            if node is None:
+                return None
+            by_node.setdefault(node, []).append(member)
+        kept = DryRun()
+        for node, members in sorted(by_node.items()):
+            only = frozenset((node,))
+            run = self._dry_run(group, members, snapshot, only, only)
+            if run.failure:
+                return None
+            kept.nominations.update(run.nominations)
+            kept.victims += run.victims
+            kept.freed += run.freed
+        return kept
 
     def _dry_run(
         self,
