@@ -30,13 +30,10 @@ its waiting time, or until the start it was promised if that is later (then it w
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from koordgang.framework.cycle_state import CycleState
-from koordgang.framework.diagnosis import plural
 from koordgang.framework.group import GroupPlan, SchedulingGroup
 from koordgang.framework.handle import Handle
 from koordgang.framework.report import LATE_STARTS, MetricSpec
@@ -50,6 +47,8 @@ from koordgang.model.time_limits import job_key
 from koordgang.plugins.preemption.dry_run import DryRun, plan_room
 from koordgang.plugins.preemption.victims import CostModel
 from koordgang.plugins.starvationguard.backfill import ends_by, node_starts, starts_by
+from koordgang.plugins.starvationguard.reservation import Reservation
+from koordgang.plugins.starvationguard.waiting import Waiting, ahead
 from koordgang.state.snapshot import Placement, Snapshot
 
 NAME = "StarvationGuard"
@@ -73,81 +72,6 @@ _METRICS = (
 )
 
 
-@dataclass(slots=True)
-class Reservation:
-    """Room held for one job: where its members go, and which pods it waits for."""
-
-    job: str
-    priority: int
-    #: Monotonic seconds it began, and the same moment on the wall clock (shown to users).
-    since: float
-    since_wall: float
-    #: Monotonic seconds it ends unless the job bound first: the job's waiting time, or the
-    #: start it was promised if later.
-    until: float
-    #: member uid -> the node held for it.
-    nominations: dict[str, str] = field(default_factory=dict)
-    #: pod uid -> node: the pods of ours that must finish before the job fits.
-    blockers: dict[str, str] = field(default_factory=dict)
-    #: pod uid -> node: pods placed on its room because they end before it starts (backfill);
-    #: the job waits for them too.
-    let_in: dict[str, str] = field(default_factory=dict)
-    #: When it was promised, as it began, to start at the latest (wall clock): once the pods
-    #: it waits for reach their time limits, if nothing of higher priority comes and no pod
-    #: outlives its bound. None where one has no limit.
-    promised: float | None = None
-
-    @property
-    def nodes(self) -> set[str]:
-        return set(self.nominations.values())
-
-    def waits_for(self) -> dict[str, str]:
-        """pod uid -> node: every pod that must be gone before the job starts."""
-        return {**self.blockers, **self.let_in}
-
-    def describe(self, reclaiming: int = 0) -> str:
-        """``holding 10 nodes for default/big since 14:03:05: 6/10 have room, waiting for 9
-        pods to finish, let in 2 pods that end before it starts``; and, when what it let in
-        is evicted, ``; its room is ready but for 2 pods it let in: evicting``."""
-        nodes = self.nodes
-        waits = self.waits_for()
-        ready = len(nodes - set(waits.values()))
-        clock = time.strftime("%H:%M:%S", time.gmtime(self.since_wall))
-        text = (
-            f"holding {plural(len(nodes), 'node')} for {self.job} since {clock}: "
-            f"{ready}/{len(nodes)} have room"
-        )
-        if waits:
-            text += f", waiting for {plural(len(waits), 'pod')} to finish"
-        if self.let_in:
-            count = len(self.let_in)
-            end = "ends" if count == 1 else "end"
-            text += f", let in {plural(count, 'pod')} that {end} before it starts"
-        if self.promised is not None and waits:
-            by = time.strftime("%H:%M:%S", time.gmtime(self.promised))
-            text += f"; promised to start by {by} UTC"
-        if reclaiming:
-            text += f"; its room is ready but for {plural(reclaiming, 'pod')} it let in: evicting"
-        return text
-
-
-@dataclass(slots=True)
-class _Waiting:
-    """A job seen failing: since when, and when last; its place in the queue (priority, then
-    age), the members it still needs, and whether holding room would let it fit when it
-    last asked."""
-
-    first: float
-    last: float
-    priority: int = 0
-    created: float = 0.0
-    members: tuple[str, ...] = ()
-    could_hold: bool = True
-
-    def ahead_of(self, other: _Waiting) -> bool:
-        return (-self.priority, self.created) < (-other.priority, other.created)
-
-
 class StarvationGuard:
     name = NAME
 
@@ -168,7 +92,7 @@ class StarvationGuard:
         #: Evict what backfill let in once it is all the job waits for.
         self.reclaim = reclaim
         self._scheduler_names = frozenset(scheduler_names)
-        self._waiting: dict[str, _Waiting] = {}
+        self._waiting: dict[str, Waiting] = {}
         self._reservations: dict[str, Reservation] = {}
         #: member uid -> the job it holds room for.
         self._member_of: dict[str, str] = {}
@@ -354,7 +278,7 @@ class StarvationGuard:
             # Held for its whole waiting time (or to its promised start): others get their
             # turn first.
             self._end(key)
-            self._waiting[key] = _Waiting(now, now)
+            self._waiting[key] = Waiting(now, now)
             return PostFilterResult(SKIP)
         displaced = [] if current is not None else self._place_for(key, members, needed, now)
         if displaced is None:
@@ -570,7 +494,7 @@ class StarvationGuard:
     def _may_reserve(self, key: str, now: float) -> bool:
         waiting = self._waiting.get(key)
         if waiting is None:
-            self._waiting[key] = _Waiting(now, now)
+            self._waiting[key] = Waiting(now, now)
             return False
         waiting.last = now
         return now - waiting.first >= self.reserve_after
@@ -590,28 +514,28 @@ class StarvationGuard:
         waiting.priority = priority
         waiting.created = min(p.creation_timestamp for p in members)
         waiting.members = tuple(p.uid for p in needed)
-        if self._turn_of_another(key, now):
-            return None
         # None: every place taken by jobs at least as important.
-        return self._make_room_for(priority)
+        displaced = self._make_room_for(priority)
+        if displaced is None or self._turn_of_another(key, now):
+            return None
+        return displaced
 
     def _turn_of_another(self, key: str, now: float) -> bool:
         """Places to hold room go in queue order (priority, then age), not to whichever job
-        happens to be tried first when one comes free: a job ahead of ``key`` that has waited
-        ``reserve_after`` too, still waits, and could hold room when it last asked, goes
-        first. It is tried at once; ``key`` waits its turn."""
-        mine = self._waiting[key]
-        cache = self.handle.cache
-        for other_key, other in self._waiting.items():
-            if (
-                other_key == key
-                or other_key in self._reservations
-                or not other.could_hold
-                or not other.ahead_of(mine)
-                or now - other.first < self.reserve_after
-            ):
-                continue
-            pending = [p for uid in other.members if (p := cache.pod(uid)) and not p.node_name]
+        happens to be tried first when one comes free: a job ahead of ``key`` whose members
+        still wait goes first, tried at once; ``key`` waits its turn."""
+        cache, nominations = self.handle.cache, self.handle.nominations
+        for other in ahead(self._waiting, key, self._reservations, now, self.reserve_after):
+            # Still waiting: not bound, nor placed and binding (nor nominated: room is made
+            # for it some other way).
+            pending = [
+                p
+                for uid in other.members
+                if (p := cache.pod(uid))
+                and not p.node_name
+                and not cache.is_assumed(uid)
+                and uid not in nominations
+            ]
             if pending:
                 self.handle.activate(pending)
                 return True
