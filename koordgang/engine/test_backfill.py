@@ -18,7 +18,7 @@ from koordgang.model.pod import PodInfo
 from koordgang.model.resources import Resources
 from koordgang.model.time import format_rfc3339
 from koordgang.testing.api import FakeApi
-from koordgang.testing.builders import bound, gang, node, pod
+from koordgang.testing.builders import bound, gang, node, parse, pod, pod_json
 from koordgang.testing.harness import Harness, MakeScheduler
 
 RESERVE_AFTER = 30.0
@@ -469,3 +469,58 @@ async def test_what_was_let_in_does_not_keep_held_room_open_for_more(
     guarded.intake.on_pod_delete(first.uid)
     await retry(guarded, 1)
     assert sorted(bound_to(api, "big-").values()) == ["n1", "n2"]
+
+
+async def test_a_job_let_in_and_disrupted_whole_is_evicted_whole(
+    guarded: Harness, api: FakeApi
+) -> None:
+    """A gang let in with one member on held room and one on a node of its own, its PodGroup
+    disrupted whole (upstream's ``disruptionMode: {all: {}}``): when the room is taken back,
+    both go, as preemption would evict them."""
+    wall = guarded.clock.wall()
+    blockers = [running(f"blocker-{i}", f"n{i}", started=wall, limit=BLOCKER_LIMIT) for i in (1, 2)]
+    members = gang("big", 2, 2, cpu="8")
+    nodes = [node("n1", cpu="8"), node("n2", cpu="8"), node("n3", cpu="1", labels={"own": "n3"})]
+    guarded.list(nodes=nodes, pods=blockers + members)
+    guarded.intake.on_object(
+        "podgroups.scheduling.k8s.io",
+        "ADDED",
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {
+                "name": "pair",
+                "namespace": "ns",
+                "uid": "uid-pair",
+                "resourceVersion": "1",
+                "creationTimestamp": "2024-01-01T00:00:00Z",
+            },
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "disruptionMode": {"all": {}}},
+        },
+    )
+    await guarded.run()
+    await retry(guarded, RESERVE_AFTER + 1)
+    assert message(api, "big-0").startswith("holding 2 nodes for ns/big"), message(api, "big-0")
+
+    pair = []
+    for i in range(2):
+        obj = pod_json(f"pair-{i}", cpu="1")
+        obj["spec"]["schedulingGroup"] = {"podGroupName": "pair"}
+        obj["spec"]["activeDeadlineSeconds"] = SHORT
+        if i == 0:
+            obj["spec"]["nodeSelector"] = {"own": "n3"}
+        pair.append(parse(obj))
+    guarded.add(*pair)
+    await guarded.run()
+    where = dict(bound_to(api, "pair-"))
+    assert sorted(where) == ["pair-0", "pair-1"] and "n3" in where.values(), where
+    for info in pair:
+        guarded.intake.on_pod_upsert(
+            replace(bound(info, where[info.name]), phase="Running", start_time=wall)
+        )
+    await guarded.run()
+
+    for blocker in blockers:
+        guarded.intake.on_pod_delete(blocker.uid)
+    await retry(guarded)
+    assert sorted(deleted(api)) == ["pair-0", "pair-1"]

@@ -340,7 +340,27 @@ class StarvationGuard:
             return []
         if any(p.pod.uid not in current.let_in for p in run.victims):
             return []
-        return [p for p in run.victims if not p.pod.is_terminating]
+        return self._with_whole_jobs([p for p in run.victims if not p.pod.is_terminating])
+
+    def _with_whole_jobs(self, victims: list[Placement]) -> list[Placement]:
+        """A job disrupted whole or not at all (upstream's ``disruptionMode: {all: {}}``)
+        loses every running member with the one in the way, as preemption would have it,
+        wherever they run."""
+        job_of = self.handle.job_of
+        keys = {job.key for p in victims if (job := job_of(p.pod)) is not None and job.whole}
+        if not keys:
+            return victims
+        chosen = {p.pod.uid for p in victims}
+        more = [
+            Placement(pod, pod.node_name)
+            for pod in self.handle.cache.pods()
+            if pod.node_name
+            and pod.uid not in chosen
+            and not pod.is_terminating
+            and (job := job_of(pod)) is not None
+            and job.key in keys
+        ]
+        return victims + more
 
     def _promise(self, reservation: Reservation, now: float) -> None:
         """The promise, made once, as it begins to hold room: by the pods there then. Given up
