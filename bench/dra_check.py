@@ -183,13 +183,10 @@ def _check_claim(
 ) -> None:
     name = _meta(claim).get("name", "")
     status = claim.get("status") or {}
-    allocation = status.get("allocation")
-    if not allocation:
-        problems.add("claims of bound pods not allocated", name)
+    found = _allocated(problems, claim, wanted)
+    if found is None:
         return
-    results = _results(claim)
-    if len(results) != wanted:
-        problems.add("claims with the wrong number of devices", f"{name} {len(results)}/{wanted}")
+    allocation, results = found
     for result in results:
         driver, pool, device = (result.get(k, "") for k in ("driver", "pool", "device"))
         where = f"{name}: {driver}/{pool}/{device} for node {node}"
@@ -214,8 +211,25 @@ def _check_claim(
     ]
     if reserved != [("", "pods", meta.get("name"), meta.get("uid"))]:
         problems.add("claims not reserved for exactly their pod", f"{name} {reserved}")
+
+
+def _allocated(
+    problems: _Problems, claim: Mapping[str, Any], count: int
+) -> tuple[Mapping[str, Any], list[Mapping[str, Any]]] | None:
+    """What every claim of a bound pod must show: an allocation (None, said, when it has
+    none) of ``count`` devices, and the API server's delete-protection finalizer. Its
+    allocation and the results, for the checks of each kind."""
+    name = _meta(claim).get("name", "")
+    allocation = (claim.get("status") or {}).get("allocation")
+    if not allocation:
+        problems.add("claims of bound pods not allocated", name)
+        return None
+    results = _results(claim)
+    if len(results) != count:
+        problems.add("claims with the wrong number of devices", f"{name} {len(results)}/{count}")
     if CLAIM_FINALIZER not in (_meta(claim).get("finalizers") or []):
         problems.add(f"allocated claims without {CLAIM_FINALIZER}", name)
+    return allocation, results
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:

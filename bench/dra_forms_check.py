@@ -30,6 +30,7 @@ from typing import Any
 
 from bench.dra_check import (
     Objects,
+    _allocated,
     _list,
     _meta,
     _Problems,
@@ -39,7 +40,6 @@ from bench.dra_check import (
 )
 from bench.dra_check import read as read_objects
 from bench.dra_forms import (
-    CLAIM_FINALIZER,
     DRIVER,
     EXTENDED_RESOURCE,
     FABRIC_DRIVER,
@@ -201,13 +201,10 @@ def _check_allocation(
 ) -> None:
     """``profile``: the GPU profile each device must have ("" for a fabric channel)."""
     name = _meta(claim).get("name", "")
-    allocation = (claim.get("status") or {}).get("allocation")
-    if not allocation:
-        problems.add("claims of bound pods not allocated", name)
+    found = _allocated(problems, claim, count)
+    if found is None:
         return
-    results = _results(claim)
-    if len(results) != count:
-        problems.add("claims with the wrong number of devices", f"{name} {len(results)}/{count}")
+    allocation, results = found
     for result in results:
         key = (result.get("driver", ""), result.get("pool", ""), result.get("device", ""))
         where = f"{name}: {'/'.join(key)} for node {node}"
@@ -222,8 +219,6 @@ def _check_allocation(
             problems.add("devices not on their pod's node", f"{where} (on {device.node!r})")
     if node not in _selected_nodes(allocation.get("nodeSelector"), nodes, node):
         problems.add("allocations not selecting their pod's node", f"{name} -> {node}")
-    if CLAIM_FINALIZER not in (_meta(claim).get("finalizers") or []):
-        problems.add(f"allocated claims without {CLAIM_FINALIZER}", name)
 
 
 Reservation = tuple[str, str, str, str]
