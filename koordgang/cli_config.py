@@ -171,6 +171,10 @@ OPTIONS: tuple[Option, ...] = (
            "KOORDGANG_RECLAIM_LENT_ROOM", _boolean,
            "evict the pods a reserving job let in on its held room once they are all it waits "
            "for", "true|false"),
+    Option("others_in_flight_for", "othersInFlightFor", "--others-in-flight-for",
+           "KOORDGANG_OTHERS_IN_FLIGHT_FOR", _seconds,
+           "a pod of another scheduler not tried yet counts on the node it is likely to go to "
+           "for at most this long after its creation; 0 counts it nowhere until bound"),
     Option("bind_concurrency", "bindConcurrency", "--bind-concurrency",
            "KOORDGANG_BIND_CONCURRENCY", _integer, "Binding requests in flight at once"),
     Option("scheduled_events_per_second", "scheduledEventRate", "--scheduled-event-rate",
@@ -311,6 +315,8 @@ def resolve(*layers: Mapping[str, Any]) -> Settings:
             problems.append(f"{_key(field)} must be more than 0 seconds")
     if settings.shutdown_grace < 0:
         problems.append("shutdownGrace must not be negative")
+    if settings.others_in_flight_for < 0:
+        problems.append("othersInFlightFor (--others-in-flight-for) must not be negative")
     if settings.leader_elect and not (
         settings.leader_elect_lease_duration
         > settings.leader_elect_renew_deadline

@@ -85,6 +85,12 @@ class Settings:
     #: have. Off, they run to their ends and the job waits for them (by their limits, never
     #: past the start it was promised).
     reclaim_lent_room: bool = True
+    #: A pod of another scheduler that it has not tried yet (no ``PodScheduled`` condition)
+    #: counts on the node that scheduler is likely to give it (the least allocated that
+    #: holds it) until it binds, is tried, or is this old (seconds; 0: such pods count
+    #: nowhere until bound). Keeps the room kube-scheduler is about to take on shared nodes
+    #: out of our decisions while its Binding is on its way.
+    others_in_flight_for: float = 10.0
     #: How long a graceful shutdown waits for binds in flight (seconds).
     shutdown_grace: float = 20.0
     #: Run for a lease: only the replica holding it schedules and writes (high availability).

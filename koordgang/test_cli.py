@@ -209,6 +209,7 @@ def test_every_duration_setting_is_read_as_a_duration() -> None:
         "defaultGangWaitingTime",
         "draBindingTimeout",
         "reserveAfter",
+        "othersInFlightFor",
         "initialBackoff",
         "maxBackoff",
         "unschedulableRetryInterval",

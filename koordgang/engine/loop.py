@@ -117,8 +117,11 @@ class SchedulingLoop(EnginePart):
         self._update_gauges()
 
     def expire(self, now: float) -> None:
-        """Groups whose held placements reached their deadline give them up, at that moment."""
+        """Groups whose held placements reached their deadline give them up, at that moment;
+        room guessed for other schedulers' pods they did not come to place is free."""
         if self._held.release_expired(now):
+            self._signals.request_move()
+        if self._cache.expire_in_flight():
             self._signals.request_move()
 
     # -- one group -----------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from koordgang.framework.report import StatusUpdate
 from koordgang.model.pod import PodInfo
 from koordgang.settings import Settings
 from koordgang.state.gangs import GangRegistry
+from koordgang.state.in_flight import InFlight
 from koordgang.state.network_topology import ClusterTopology
 from koordgang.state.queue import SchedulingQueue
 from koordgang.state.stores import Stores
@@ -69,8 +70,13 @@ class Scheduler:
         #: DRA manager among them.
         self.stores = Stores()
         #: Pods of other schedulers count where those nominated them (kube-scheduler holds
-        #: that room, and so do we).
-        self.cache = self.stores.new_cache(settings.scheduler_names)
+        #: that room, and so do we), and, not tried yet, where they are likely to go.
+        in_flight = (
+            InFlight(settings.others_in_flight_for, wall)
+            if settings.others_in_flight_for > 0
+            else None
+        )
+        self.cache = self.stores.new_cache(settings.scheduler_names, in_flight)
         self.queue = SchedulingQueue(
             framework.sort_key,
             initial_backoff=settings.initial_backoff,

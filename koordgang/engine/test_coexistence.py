@@ -132,6 +132,70 @@ async def test_preemption_does_not_evict_where_a_higher_priority_nomination_stay
     assert [c for c in api.landed() if c.method == "DELETE"] == []
 
 
+# -- their pods not tried yet --------------------------------------------------------------------
+
+
+def untried(name: str, *, cpu: str = "3", created: str | None = None) -> PodInfo:
+    """A pod of kube-scheduler it has not tried yet (no PodScheduled condition, no node)."""
+    if created is None:
+        return pod(name, cpu=cpu, scheduler="default-scheduler")
+    return pod(name, cpu=cpu, scheduler="default-scheduler", created=created)
+
+
+async def test_room_their_pod_not_tried_yet_is_likely_to_take_keeps_ours_elsewhere(
+    sched: Harness, api: FakeApi
+) -> None:
+    # Only n1 holds kube-a (3 cpu): kube-scheduler is about to put it there. Ours would take n1
+    # (the roomier) and leave kube-a's binding to over-commit it.
+    sched.list(
+        nodes=[node("n1", cpu="4"), node("n2", cpu="2")],
+        pods=[untried("kube-a"), ours("mine", cpu="2")],
+    )
+    await sched.run()
+    assert api.binds() == [("mine", "n2")]
+
+
+async def test_their_pod_their_scheduler_found_no_room_for_frees_the_guess(
+    sched: Harness, api: FakeApi
+) -> None:
+    waiting = untried("kube-a")
+    sched.list(nodes=[node("n1", cpu="4")], pods=[waiting, ours("mine", cpu="2")])
+    await sched.run()
+    assert api.binds() == []
+    tried = replace(
+        waiting,
+        conditions_pod_scheduled=("False", "Unschedulable", "0/1 nodes are available"),
+        resource_version="2",
+    )
+    sched.add(tried)
+    retry(sched)
+    await sched.run()
+    assert api.binds() == [("mine", "n1")]
+
+
+async def test_their_pod_left_untried_stops_counting_after_others_in_flight_for(
+    sched: Harness, api: FakeApi
+) -> None:
+    # No scheduler is busy with kube-a (none runs by that name, or it is far behind).
+    sched.list(nodes=[node("n1", cpu="4")], pods=[untried("kube-a"), ours("mine", cpu="2")])
+    await sched.run()
+    assert api.binds() == []
+    sched.clock.advance(10.5)  # othersInFlightFor: 10 s by default
+    await sched.run()  # the guess expires: parked pods are moved at the next turn
+    await sched.run()
+    assert api.binds() == [("mine", "n1")]
+
+
+async def test_their_pod_created_long_ago_never_counts(sched: Harness, api: FakeApi) -> None:
+    long_ago = "2023-11-14T22:00:00Z"  # half an hour before the harness's wall clock
+    sched.list(
+        nodes=[node("n1", cpu="4")],
+        pods=[untried("kube-a", created=long_ago), ours("mine", cpu="2")],
+    )
+    await sched.run()
+    assert api.binds() == [("mine", "n1")]
+
+
 # -- re-checked before binding -------------------------------------------------------------------
 
 

@@ -5,9 +5,10 @@ a node when the API server says it is bound there, when this scheduler has place
 and the binding has not been observed yet (an *assumed* pod), or when another scheduler has
 nominated it there (``status.nominatedNodeName`` of an unbound pod not ours: kube-scheduler
 holds that room for it, and so do we; a cycle passes over the ones of lower priority than its
-group, ``Snapshot.pass_over``). Counting is derived from those two
-facts for each pod, so applying the same event twice, or events in any order, never counts a pod
-twice or forgets it.
+group, ``Snapshot.pass_over``), or, not tried by its scheduler yet, on the node that scheduler
+is likely to give it (``state/in_flight.py``: room it is about to take). Counting is derived
+from those facts for each pod, so applying the same event twice, or events in any order, never
+counts a pod twice or forgets it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from koordgang.model.node import NodeInfo
 from koordgang.model.pod import HostPort, PodInfo
 from koordgang.model.resources import Resources
 from koordgang.state.extensions import CacheExtension
+from koordgang.state.in_flight import InFlight
 from koordgang.state.node_state import NodeState
 from koordgang.state.store import StoreChange
 
@@ -36,12 +38,16 @@ class SchedulerCache:
         self,
         extensions: Sequence[CacheExtension] = (),
         own_schedulers: Collection[str] | None = None,
+        in_flight: InFlight | None = None,
     ) -> None:
         #: The scheduler names whose pods are ours: the nominations of every other scheduler's
         #: pods count on their nodes. None: no nomination of another scheduler counts.
         self._own_schedulers = None if own_schedulers is None else frozenset(own_schedulers)
-        #: uid -> node, for the pods of other schedulers that count where they are nominated.
+        #: uid -> node, for the pods of other schedulers that count where they are nominated
+        #: (or, not tried yet, where they are likely to go).
         self._nominated: dict[str, str] = {}
+        #: Pods of other schedulers about to be placed (None: they count nowhere until bound).
+        self._in_flight = in_flight if own_schedulers is not None else None
         #: Stores of other kinds that follow pods onto nodes (the DRA manager): told when a
         #: pod is given up, and given a part of every snapshot.
         self.extensions = tuple(extensions)
@@ -187,6 +193,8 @@ class SchedulerCache:
         if old is not None:
             self._unindex(old)
         self._assumed.pop(uid, None)
+        if self._in_flight is not None:
+            self._in_flight.forget(uid)
         self._reaccount(uid)
         self._released(uid)
         return old
@@ -255,7 +263,8 @@ class SchedulerCache:
         return uid in self._assumed
 
     def nominated_for_others(self) -> Iterator[tuple[PodInfo, str]]:
-        """(pod, node) for every pod of another scheduler counting where it is nominated."""
+        """(pod, node) for every pod of another scheduler counting where it is nominated (or
+        likely to go)."""
         pods = self._pods
         return ((pods[uid], node) for uid, node in self._nominated.items())
 
@@ -275,10 +284,37 @@ class SchedulerCache:
         assumed = self._assumed.get(uid)
         if assumed is not None:
             return (assumed, pod.requests, pod.host_ports, pod.priority)
-        nominated = self._nominated_for_other(pod)
+        nominated = self._foreign_node(pod)
         if nominated:
             return (nominated, pod.requests, pod.host_ports, pod.priority)
         return None
+
+    def _foreign_node(self, pod: PodInfo) -> str:
+        """Where another scheduler's pod counts before it is bound: its nomination, else,
+        while its scheduler has not tried it yet, the node it is likely to go to ("")."""
+        nominated = self._nominated_for_other(pod)
+        in_flight = self._in_flight
+        if in_flight is None or not self._is_other(pod):
+            return nominated
+        if nominated or not InFlight.applies(pod):
+            in_flight.drop(pod.uid, tried=not nominated)
+            return nominated
+        return in_flight.node_for(pod, self.nodes)
+
+    def expire_in_flight(self) -> bool:
+        """Pods of other schedulers that were to be placed long ago count nowhere any more
+        (their scheduler is not busy with them: it is not running, or far behind). True if
+        any room came free."""
+        if self._in_flight is None:
+            return False
+        expired = self._in_flight.expired()
+        for uid in expired:
+            self._reaccount(uid)
+        return bool(expired)
+
+    def _is_other(self, pod: PodInfo) -> bool:
+        own = self._own_schedulers
+        return own is not None and pod.scheduler_name not in own
 
     def _nominated_for_other(self, pod: PodInfo) -> str:
         """The node another scheduler nominated ``pod`` to, if its room counts there ("")."""
@@ -298,7 +334,7 @@ class SchedulerCache:
         current = self._accounted.get(uid)
         desired = self._desired(uid)
         pod = self._pods.get(uid)
-        nominated = "" if pod is None else self._nominated_for_other(pod)
+        nominated = "" if pod is None else self._foreign_node(pod)
         if nominated and desired is not None and desired[0] == nominated:
             self._nominated[uid] = nominated
         else:

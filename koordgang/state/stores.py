@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from koordgang.state.budgets import DisruptionBudgets
 from koordgang.state.cache import SchedulerCache
 from koordgang.state.dra import DraManager
+from koordgang.state.in_flight import InFlight
 from koordgang.state.jobs import Jobs
 from koordgang.state.namespaces import Namespaces
 from koordgang.state.volume_claims import VolumeClaims
@@ -28,7 +29,12 @@ class Stores:
     #: Dynamic Resource Allocation: slices, classes, claims, taint rules, devices in use.
     dra: DraManager = field(default_factory=DraManager)
 
-    def new_cache(self, own_schedulers: Collection[str] | None = None) -> SchedulerCache:
+    def new_cache(
+        self, own_schedulers: Collection[str] | None = None, in_flight: InFlight | None = None
+    ) -> SchedulerCache:
         """A cache whose pods take devices from these stores (the DRA manager extends it);
-        pods of schedulers not in ``own_schedulers`` count where they are nominated."""
-        return SchedulerCache(extensions=(self.dra,), own_schedulers=own_schedulers)
+        pods of schedulers not in ``own_schedulers`` count where they are nominated (and, with
+        ``in_flight``, where they are likely to go before their scheduler tries them)."""
+        return SchedulerCache(
+            extensions=(self.dra,), own_schedulers=own_schedulers, in_flight=in_flight
+        )
