@@ -10,11 +10,11 @@ shares no code with koordgang): over-committed nodes (bound non-terminal pods re
 than the node's allocatable) and gangs bound below their minimum. The figure is over-committed
 nodes per 1,000 pods created (of both schedulers).
 
-"on" is koordgang as it ships; "off" is the same daemon with two things switched off
-(``coexist_off.py``): other schedulers' nominations count nowhere, and Fit's re-check of a
-gang's nodes just before its bindings passes every gang; "bind-32" is "on" with 32 binds in
-flight at most; "most-allocated" is "on" scoring nodes the fuller the better (binpacking) where
-kube-scheduler spreads. Rounds rotate which goes first. Each round also records where the
+"on" is koordgang as it ships; "off" is the daemon as it was before it looked out for other
+schedulers: other schedulers' nominations count nowhere and Fit's re-check of a gang's nodes
+just before its bindings passes every gang (``coexist_off.py``), and their pods not tried yet
+count nowhere until bound (``othersInFlightFor: 0``); "no-guess" is "on" with only the last of
+these. Rounds rotate which goes first. Each round also records where the
 window between the two schedulers is (``coexist_window.py``).
 """
 
@@ -35,17 +35,14 @@ from harness.invariants import overcommitted
 KUBE_SCHEDULER_NAME = "default-scheduler"
 ON = "on"
 OFF = "off"
-#: "on" with 32 binds in flight at most instead of 128 (``bindConcurrency``, a setting users
-#: have): fewer decisions made ahead of what the API server has accepted.
-BIND_32 = "bind-32"
-#: "on" with ``scoreStrategy: MostAllocated``: koordgang's pods to the fullest nodes that hold
-#: them, away from the emptiest ones kube-scheduler's default profile sends its pods to.
-MOST_ALLOCATED = "most-allocated"
-VARIANTS = (ON, OFF, BIND_32, MOST_ALLOCATED)
-#: The daemon flags of a variant (settings users have).
+#: "on" with ``othersInFlightFor: 0`` (a setting users have): kube-scheduler's pods it has not
+#: tried yet count nowhere until bound, as before they were counted where they are likely to go.
+NO_GUESS = "no-guess"
+VARIANTS = (ON, OFF, NO_GUESS)
+#: The daemon flags of a variant (settings users have; "off" also has switches of the bench's).
 FLAGS = {
-    BIND_32: ("--bind-concurrency", "32"),
-    MOST_ALLOCATED: ("--score-strategy", "MostAllocated"),
+    OFF: ("--others-in-flight-for", "0"),
+    NO_GUESS: ("--others-in-flight-for", "0"),
 }
 
 

@@ -592,8 +592,8 @@ COEXIST_SCENARIOS: Sequence[Scenario] = (
         f"koordgang ({COEXIST.pods_each} pods in gangs of {COEXIST.gang_size}) and kube-scheduler "
         f"({COEXIST.pods_each} plain pods) at once, 1 cpu each, created interleaved onto "
         f"{COEXIST.nodes} nodes of {COEXIST.node_cpu} cpu; {COEXIST.rounds} rounds of "
-        "each variant: as koordgang ships, its nominations and re-check off, 32 binds in "
-        "flight, MostAllocated",
+        "each variant: as koordgang ships, as it was before it looked out for other "
+        "schedulers, and without guessing where their pods not tried yet go",
         lambda scale: coexist_workload(COEXIST, scale),
         gangs=True,
         koordgang_only="it runs kube-scheduler beside koordgang itself",

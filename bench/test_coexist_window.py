@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from bench.coexist import BIND_32, ON
+from bench.coexist import NO_GUESS, ON
 from bench.coexist_window import (
     binding_totals,
     overfills,
@@ -44,7 +44,7 @@ def test_the_summary_gives_p50_and_p95_of_every_round_together_in_ms() -> None:
     values = [i / 1000 for i in range(1, 101)]  # 1..100 ms
     found = summary([{"theirs_to_seen": values[:50]}, {"theirs_to_seen": values[50:]}])
     assert found == {"theirs_to_seen": [50.0, 95.0, 100]}
-    table = window_lines({f"{ON}_window": found}, (ON, BIND_32))
+    table = window_lines({f"{ON}_window": found}, (ON, NO_GUESS))
     assert table[0].startswith("| where the window is")
     assert any(line.endswith("| 50 / 95 (100) |") for line in table), table
 
