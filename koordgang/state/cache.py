@@ -194,7 +194,7 @@ class SchedulerCache:
             self._unindex(old)
         self._assumed.pop(uid, None)
         if self._in_flight is not None:
-            self._in_flight.forget(uid)
+            self._in_flight.drop(uid)
         self._reaccount(uid)
         self._released(uid)
         return old
@@ -297,7 +297,7 @@ class SchedulerCache:
         if in_flight is None or not self._is_other(pod):
             return nominated
         if nominated or not InFlight.applies(pod):
-            in_flight.drop(pod.uid, tried=not nominated)
+            in_flight.drop(pod.uid)
             return nominated
         return in_flight.node_for(pod, self.nodes)
 

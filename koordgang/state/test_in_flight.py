@@ -79,7 +79,7 @@ def test_it_counts_where_it_binds_once_bound() -> None:
     assert list(cache.nominated_for_others()) == []
 
 
-def test_once_its_scheduler_tried_it_the_room_is_free_for_good() -> None:
+def test_once_its_scheduler_tried_it_the_room_is_free() -> None:
     cache, _ = cache_with(node("n1", cpu="4"))
     waiting = theirs("a")
     cache.upsert_pod(waiting)
@@ -87,8 +87,8 @@ def test_once_its_scheduler_tried_it_the_room_is_free_for_good() -> None:
     refused = replace(waiting, conditions_pod_scheduled=("False", "Unschedulable", "no"))
     cache.upsert_pod(refused)
     assert used(cache, "n1") == 0
-    # Tried again later, the condition still there or gone: not guessed again.
-    cache.upsert_pod(replace(refused, conditions_pod_scheduled=None, resource_version="3"))
+    # Tried again later (the condition stays): not guessed again.
+    cache.upsert_pod(replace(refused, resource_version="3"))
     assert used(cache, "n1") == 0
 
 
@@ -146,3 +146,24 @@ def test_without_it_their_pods_count_only_once_bound() -> None:
     cache.upsert_pod(theirs("a"))
     assert used(cache, "n1") == 0
     assert not cache.expire_in_flight()
+
+
+def test_a_pod_nothing_holds_now_is_not_guessed_later() -> None:
+    cache, _ = cache_with(node("n1", cpu="2"))
+    cache.upsert_pod(bound(pod("running", cpu="2"), "n1"))
+    waiting = theirs("a", cpu="2")
+    cache.upsert_pod(waiting)
+    cache.remove_pod(pod("running").uid)
+    cache.upsert_pod(replace(waiting, resource_version="3"))
+    # Its scheduler found no room either; it tries again on its own and says where it goes.
+    assert used(cache, "n1") == 0
+
+
+def test_only_the_first_hundred_nodes_that_hold_it_are_compared() -> None:
+    nodes = [node(f"n{i:03d}", cpu="8") for i in range(150)]
+    cache, _ = cache_with(*nodes)
+    for i in range(150):
+        if i != 120:
+            cache.upsert_pod(bound(pod(f"half-{i}", cpu="4"), f"n{i:03d}"))
+    assert likely_node(theirs("a"), cache.nodes(), 0) == ("n000", 1)
+    assert likely_node(theirs("a"), cache.nodes(), 100)[0] == "n120"
