@@ -12,6 +12,18 @@ from harness.gangs import Gang, GangBook, holds, members, wait_bound
 from harness.kube import KEEP_RUNNING, Cluster, job_body, pod_body
 
 
+def _gang_job(
+    gang_book: GangBook, batch: client.BatchV1Api, namespace: str, name: str, size: int, cpu: str
+) -> Gang:
+    """A Job of ``size`` pods of ``cpu`` that keep running, gang-scheduled by a PodGroup."""
+    gang = gang_book.gang(name, size, way="podgroup")
+    gang_book.create_podgroup(gang)
+    pod = gang.pod(0, requests={"cpu": cpu})
+    pod["metadata"].setdefault("annotations", {}).update(KEEP_RUNNING)
+    batch.create_namespaced_job(namespace, client.V1Job.model_validate(job_body(name, size, pod)))
+    return gang
+
+
 def test_a_gang_leaves_alone_the_room_another_scheduler_nominated(
     clean_nodes: Cluster,
     namespace: str,
@@ -32,12 +44,7 @@ def test_a_gang_leaves_alone_the_room_another_scheduler_nominated(
     )
 
     def job(name: str) -> Gang:
-        gang = gang_book.gang(name, 3, way="podgroup")
-        gang_book.create_podgroup(gang)
-        pod = gang.pod(0, requests={"cpu": "1"})
-        pod["metadata"].setdefault("annotations", {}).update(KEEP_RUNNING)
-        batch.create_namespaced_job(namespace, client.V1Job.model_validate(job_body(name, 3, pod)))
-        return gang
+        return _gang_job(gang_book, batch, namespace, name, 3, "1")
 
     before = job("before")
     placed = wait_bound(cluster, before, 3, timeout=60)
@@ -80,13 +87,7 @@ def test_a_gang_leaves_alone_the_room_another_schedulers_untried_pod_is_likely_t
     )
 
     def job(name: str, size: int, cpu: str) -> Gang:
-        gang = gang_book.gang(name, size, way="podgroup")
-        gang_book.create_podgroup(gang)
-        pod = gang.pod(0, requests={"cpu": cpu})
-        pod["metadata"].setdefault("annotations", {}).update(KEEP_RUNNING)
-        body = job_body(name, size, pod)
-        batch.create_namespaced_job(namespace, client.V1Job.model_validate(body))
-        return gang
+        return _gang_job(gang_book, batch, namespace, name, size, cpu)
 
     before = job("before", 2, "1")
     placed = wait_bound(cluster, before, 2, timeout=60)
