@@ -302,6 +302,7 @@ class SchedulingLoop(EnginePart):
         self._metrics.report_backlog.set(self._reporter.backlog)
         self._metrics.held_pods.set(len(self._waiting))
         self._metrics.nominated_pods.set(len(self._nominations))
+        self._metrics.others_in_flight.set(self._cache.in_flight_count())
         self._metrics.set_gauges(self._framework.gauges())
 
 

@@ -162,6 +162,12 @@ class Metrics:
             "Pods nominated to a node while victims leave (room held for them).",
             registry=self.registry,
         )
+        self.others_in_flight = Gauge(
+            "koordgang_other_pods_in_flight",
+            "Pods of other schedulers not tried yet, counted on the node they are likely to go "
+            "to (othersInFlightFor).",
+            registry=self.registry,
+        )
         for spec in plugin_metrics:
             self._register(spec)
 

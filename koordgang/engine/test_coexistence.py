@@ -153,6 +153,9 @@ async def test_room_their_pod_not_tried_yet_is_likely_to_take_keeps_ours_elsewhe
     )
     await sched.run()
     assert api.binds() == [("mine", "n2")]
+    sched.scheduler.loop.tick(sched.clock.now)
+    registry = sched.scheduler.metrics.registry
+    assert registry.get_sample_value("koordgang_other_pods_in_flight") == 1.0
 
 
 async def test_their_pod_their_scheduler_found_no_room_for_frees_the_guess(

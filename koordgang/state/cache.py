@@ -312,6 +312,10 @@ class SchedulerCache:
             self._reaccount(uid)
         return bool(expired)
 
+    def in_flight_count(self) -> int:
+        """How many pods of other schedulers count where they are likely to go."""
+        return 0 if self._in_flight is None else len(self._in_flight)
+
     def _is_other(self, pod: PodInfo) -> bool:
         own = self._own_schedulers
         return own is not None and pod.scheduler_name not in own
