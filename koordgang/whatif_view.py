@@ -89,7 +89,9 @@ def from_cluster(kubeconfig: str | None, text: str, settings: Settings) -> dict[
             needed = priority_class_names(parsed.pods)
             priorities, warning = await read_priorities(api, needed)
             served = await resolve_versions(api, watched)
-            cluster = await read_cluster(api, served, settings.scheduler_names)
+            cluster = await read_cluster(
+                api, served, settings.scheduler_names, settings.others_in_flight_for
+            )
             return cluster, priorities, warning
         finally:
             await api.close()

@@ -8,6 +8,7 @@ gang still short (those are in the daemon's memory only) and no nomination beyon
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from koordgang.model.errors import ModelError
 from koordgang.model.group_key import ALONE
 from koordgang.model.node import parse_node
 from koordgang.model.pod import parse_pod
+from koordgang.state.in_flight import InFlight
 from koordgang.state.nominations import Nominations
 from koordgang.state.stores import Stores
 from koordgang.whatif.fork import DaemonState
@@ -52,13 +54,19 @@ class ClusterState:
 
 
 async def read_cluster(
-    api: KubeApi, watched: Sequence[WatchedResource], scheduler_names: Collection[str]
+    api: KubeApi,
+    watched: Sequence[WatchedResource],
+    scheduler_names: Collection[str],
+    others_in_flight_for: float = 0.0,
 ) -> ClusterState:
     """Nodes, pods, and every watched kind, listed as the daemon's informers list them at
-    start; namespaces, claims and disruption budgets too when the reader may list them."""
+    start; namespaces, claims and disruption budgets too when the reader may list them. Pods
+    of other schedulers not tried yet count where they are likely to go, as in the daemon,
+    for ``others_in_flight_for`` seconds after their creation (0: nowhere)."""
     skipped: list[str] = []
     stores = Stores()
-    cache = stores.new_cache(scheduler_names)
+    in_flight = InFlight(others_in_flight_for, time.time) if others_in_flight_for > 0 else None
+    cache = stores.new_cache(scheduler_names, in_flight)
     nominations = Nominations()
     for obj in await custom.list_all(api, "/api/v1/nodes"):
         try:
