@@ -57,8 +57,15 @@ def gang(name: str, count: int, cpu: str, **pod_args: Any) -> list[dict[str, Any
     ]
 
 
-def ask(kubeconfig: str, namespace: str, pods: list[dict[str, Any]], path: Path) -> Any:
-    """The answer of ``koordgang whatif --from-cluster -o json`` for ``pods``."""
+def ask(
+    kubeconfig: str,
+    namespace: str,
+    pods: list[dict[str, Any]],
+    path: Path,
+    settings: dict[str, Any] | None = None,
+) -> Any:
+    """The answer of ``koordgang whatif --from-cluster -o json`` for ``pods`` (with the guard's
+    ``reserveAfter`` and ``settings``)."""
     docs = []
     for body in pods:
         doc = json.loads(json.dumps(body))
@@ -66,7 +73,7 @@ def ask(kubeconfig: str, namespace: str, pods: list[dict[str, Any]], path: Path)
         docs.append(doc)
     path.write_text(yaml.safe_dump_all(docs))
     config = path.with_suffix(".config.yaml")
-    config.write_text(yaml.safe_dump({"reserveAfter": RESERVE_AFTER}))
+    config.write_text(yaml.safe_dump({"reserveAfter": RESERVE_AFTER, **(settings or {})}))
     reply = subprocess.run(
         [
             sys.executable,
@@ -141,6 +148,55 @@ def test_bind_the_members_land_as_many_per_node_as_it_said(
     assert sorted(got.values()) == sorted(expected.values()), (got, expected)
     # The smaller node is no tie: it takes what the answer said.
     assert got["wd-3"] == expected["wd-3"], (got, expected)
+
+
+#: Long enough that neither the what-if nor the daemon stops counting the other scheduler's
+#: untried pod while the test asks and submits.
+IN_FLIGHT_FOR = 300
+
+
+@pytest.fixture
+def daemon_counting_theirs(daemon_factory: Any) -> Daemon:
+    daemon: Daemon = daemon_factory(
+        "--reserve-after", str(RESERVE_AFTER), "--others-in-flight-for", str(IN_FLIGHT_FOR)
+    )
+    daemon.start()
+    return daemon
+
+
+def test_bind_beside_another_schedulers_untried_pod_the_answer_leaves_its_room(
+    clean_nodes: Cluster,
+    namespace: str,
+    kubeconfig: str,
+    daemon_counting_theirs: Daemon,
+    tmp_path: Path,
+    check_invariants: None,
+) -> None:
+    """A pod of another scheduler (7 cpu, not tried: nobody runs that scheduler) holds only on
+    the 8-cpu node: the answer puts both members on the 3-cpu node, as the daemon then does."""
+    cluster = clean_nodes
+    cluster.add_nodes(["wo-1"], {"cpu": "8", "memory": "8Gi"})
+    cluster.add_nodes(["wo-2"], {"cpu": "3", "memory": "8Gi"})
+    cluster.create_pod(
+        namespace, pod_body("theirs", requests={"cpu": "7"}, scheduler="other-scheduler")
+    )
+    pods = gang("beside", 2, "1")
+    answer = ask(
+        kubeconfig,
+        namespace,
+        pods,
+        tmp_path / "beside.yaml",
+        {"othersInFlightFor": IN_FLIGHT_FOR},
+    )
+    [group] = answer["groups"]
+    assert group["outcome"] == "bind", group
+    assert set(group["placements"].values()) == {"wo-2"}, group["placements"]
+
+    submit(cluster, namespace, pods)
+    landed = wait_until(
+        lambda: len(b := bound(cluster.pods(namespace))) == 2 and b, what="the gang bound"
+    )
+    assert {p.spec.node_name for p in landed} == {"wo-2"}
 
 
 def test_pending_each_member_is_told_what_the_answer_said(
