@@ -35,11 +35,17 @@ class Eviction:
     trigger: str
     #: The scheduler name the preemptor answers to ("": the daemon's first name).
     scheduler: str = ""
+    #: Why, in the condition's words ("": ``PREEMPTING``).
+    why: str = ""
+
+
+#: What kube-scheduler's preemption writes on a victim's DisruptionTarget condition.
+PREEMPTING = "preempting to accommodate higher priority pods"
 
 
 def condition_message(scheduler_name: str, eviction: Eviction) -> str:
     return (
-        f"{eviction.scheduler or scheduler_name}: preempting to accommodate higher priority pods, "
+        f"{eviction.scheduler or scheduler_name}: {eviction.why or PREEMPTING}, "
         f"preemptor: {eviction.preemptor}, triggerpod: {eviction.trigger}"
     )
 

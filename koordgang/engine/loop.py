@@ -263,6 +263,7 @@ class SchedulingLoop(EnginePart):
                     outcome.preemptor,
                     group.trigger.key,
                     scheduler=group.trigger.scheduler_name,
+                    why=outcome.eviction_why,
                 )
             )
         if outcome.dry_run_seconds is not None:

@@ -224,7 +224,10 @@ async def test_room_lent_is_taken_back_once_it_is_all_the_job_waits_for(
         if c["type"] == "DisruptionTarget"
     ]
     assert target["reason"] == "PreemptionByScheduler"
-    assert "preemptor: ns/big" in target["message"]
+    assert target["message"] == (
+        "koord-scheduler: reclaiming the room this pod was let into while another job held "
+        "it, preemptor: ns/big, triggerpod: ns/big-0"
+    )
     assert "its room is ready but for 1 pod it let in: evicting" in message(api, "big-0")
     assert bound_to(api, "big-") == {}
     guarded.intake.on_pod_delete(pod("short").uid)

@@ -59,8 +59,9 @@ class CycleOutcome:
     plan: GroupPlan | None = None
     #: Pods to evict so that the nominated members fit (preemption), with their node.
     evict: list[Placement] = field(default_factory=list)
-    #: Whom they are evicted for (``default/hello-job``).
+    #: Whom they are evicted for (``default/hello-job``), and why ("": preemption).
     preemptor: str = ""
+    eviction_why: str = ""
     #: Pods of other groups whose nominations are given up.
     drop_nominations: list[str] = field(default_factory=list)
     #: How long a preemption dry run took, if one ran (seconds).
@@ -171,6 +172,7 @@ def _run(
             outcome.nominated = dict(result.nominated)
             outcome.evict = list(result.evict)
             outcome.preemptor = result.preemptor
+            outcome.eviction_why = result.eviction_why
             outcome.drop_nominations = list(result.drop_nominations)
             messages.update(result.notes)
             _leave_all(outcome, group, plan, messages)

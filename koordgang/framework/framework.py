@@ -296,6 +296,7 @@ class Framework:
                 merged.nominated = result.nominated
                 merged.evict = result.evict
                 merged.preemptor = result.preemptor
+                merged.eviction_why = result.eviction_why
                 merged.drop_nominations = result.drop_nominations
                 return merged
             if result.status.code is not Code.SKIP:

@@ -27,6 +27,9 @@ class PostFilterResult:
     evict: list[Placement] = field(default_factory=list)
     #: Whom the victims make room for, as users read it (``default/hello-job``).
     preemptor: str = ""
+    #: Why they go, as their ``DisruptionTarget`` condition says it ("": preemption's words,
+    #: "preempting to accommodate higher priority pods").
+    eviction_why: str = ""
     #: Pods of other groups whose nominations on the freed nodes are given up.
     drop_nominations: list[str] = field(default_factory=list)
     #: A preemption dry run ran: how long it took (seconds), for the metrics.

@@ -59,6 +59,9 @@ RESERVATION_WAIT = "koordgang_reservation_wait_seconds"
 FORGET_AFTER = 180.0
 #: The cycle state's record of the reservations (keys) whose room a group was lent.
 LENT = "starvationguard/lent"
+#: Why a pod let in is evicted, on its DisruptionTarget condition (preemption's words would say
+#: "higher priority", which the job holding the room need not have).
+RECLAIMING = "reclaiming the room this pod was let into while another job held it"
 
 _METRICS = (
     MetricSpec(RESERVING_JOBS, "Jobs holding nodes while the pods there finish.", "gauge"),
@@ -328,6 +331,7 @@ class StarvationGuard:
             notes={p.uid: note for p in members},
             evict=reclaimed,
             preemptor=reservation.job,
+            eviction_why=RECLAIMING if reclaimed else "",
             drop_nominations=dropped,
         )
 
