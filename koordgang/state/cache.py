@@ -275,18 +275,18 @@ class SchedulerCache:
 
     # -- accounting --------------------------------------------------------------------------
 
-    def _desired(self, uid: str) -> _Account | None:
-        pod = self._pods.get(uid)
+    def _desired(self, pod: PodInfo | None, foreign: str) -> _Account | None:
+        """Where ``pod`` counts: bound, assumed, or where another scheduler's pod counts
+        before it is bound (``foreign``, from ``_foreign_node``)."""
         if pod is None or pod.is_terminal:
             return None
         if pod.node_name:
             return (pod.node_name, pod.requests, pod.host_ports, pod.priority)
-        assumed = self._assumed.get(uid)
+        assumed = self._assumed.get(pod.uid)
         if assumed is not None:
             return (assumed, pod.requests, pod.host_ports, pod.priority)
-        nominated = self._foreign_node(pod)
-        if nominated:
-            return (nominated, pod.requests, pod.host_ports, pod.priority)
+        if foreign:
+            return (foreign, pod.requests, pod.host_ports, pod.priority)
         return None
 
     def _foreign_node(self, pod: PodInfo) -> str:
@@ -336,9 +336,9 @@ class SchedulerCache:
 
     def _reaccount(self, uid: str) -> None:
         current = self._accounted.get(uid)
-        desired = self._desired(uid)
         pod = self._pods.get(uid)
         nominated = "" if pod is None else self._foreign_node(pod)
+        desired = self._desired(pod, nominated)
         if nominated and desired is not None and desired[0] == nominated:
             self._nominated[uid] = nominated
         else:

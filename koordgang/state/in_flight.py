@@ -104,9 +104,6 @@ class InFlight:
                 out.append(uid)
         return out
 
-    def __contains__(self, uid: object) -> bool:
-        return uid in self._node
-
     def __len__(self) -> int:
         return len(self._node)
 

@@ -33,6 +33,7 @@ from koordgang.plugins.preemption.victims import (
     DISABLE_PREEMPTIBLE_LABEL,
     CostModel,
     not_a_victim,
+    running_members,
 )
 from koordgang.state.snapshot import Placement, Snapshot
 
@@ -328,20 +329,13 @@ class Preemption:
                     keys.add(job.key)
         if not keys:
             return {}
-        members: dict[str, list[Placement]] = {key: [] for key in keys}
-        blocked: set[str] = set()
-        cache = self.handle.cache
-        for pod in cache.pods():
-            key = _job_key(self.handle.job_of(pod)) if pod.node_name else ""
-            if key not in members:
-                continue
-            if not_a_victim(pod, below):
-                blocked.add(key)
-            else:
-                members[key].append(Placement(pod, pod.node_name))
-        for key in blocked:
-            members[key] = []
-        return members
+        running = running_members(self.handle.cache.pods(), self.handle.job_of, keys)
+        return {
+            key: []
+            if any(not_a_victim(pod, below) for pod in pods)
+            else [Placement(pod, pod.node_name) for pod in pods]
+            for key, pods in running.items()
+        }
 
     def _alive_victims(self, attempt: _Attempt) -> dict[str, list[str]]:
         """Victims of ``attempt`` still in the cache, by node."""

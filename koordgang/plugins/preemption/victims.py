@@ -18,7 +18,7 @@ The cost is compared as a tuple, in this order (smaller is better):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from koordgang.framework.jobs import Budget, JobRef
@@ -41,6 +41,21 @@ def not_a_victim(pod: PodInfo, below: int) -> str:
         # Its replacement would come back to the same node.
         return "daemon or static pod"
     return ""
+
+
+def running_members(
+    pods: Iterable[PodInfo], job_of: Callable[[PodInfo], JobRef | None], keys: Collection[str]
+) -> dict[str, list[PodInfo]]:
+    """The bound pods of each job of ``keys``, found among ``pods`` (the cache's): what a job
+    disrupted whole loses with any one of them."""
+    members: dict[str, list[PodInfo]] = {key: [] for key in keys}
+    for pod in pods:
+        if not pod.node_name:
+            continue
+        job = job_of(pod)
+        if job is not None and job.key in members:
+            members[job.key].append(pod)
+    return members
 
 
 @dataclass(frozen=True, slots=True, order=True)

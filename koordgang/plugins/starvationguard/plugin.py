@@ -45,7 +45,7 @@ from koordgang.model.pod import PodInfo
 from koordgang.model.time import format_rfc3339
 from koordgang.model.time_limits import job_key
 from koordgang.plugins.preemption.dry_run import DryRun, plan_room
-from koordgang.plugins.preemption.victims import CostModel
+from koordgang.plugins.preemption.victims import CostModel, running_members
 from koordgang.plugins.starvationguard.backfill import ends_by, node_starts, starts_by
 from koordgang.plugins.starvationguard.reservation import Reservation
 from koordgang.plugins.starvationguard.waiting import Waiting, ahead
@@ -355,14 +355,12 @@ class StarvationGuard:
         if not keys:
             return victims
         chosen = {p.pod.uid for p in victims}
+        running = running_members(self.handle.cache.pods(), job_of, keys)
         more = [
             Placement(pod, pod.node_name)
-            for pod in self.handle.cache.pods()
-            if pod.node_name
-            and pod.uid not in chosen
-            and not pod.is_terminating
-            and (job := job_of(pod)) is not None
-            and job.key in keys
+            for pods in running.values()
+            for pod in pods
+            if pod.uid not in chosen and not pod.is_terminating
         ]
         return victims + more
 
